@@ -45,6 +45,56 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# --- comment ---------------------------------------------------------------------------
+@_command
+def _add_comment(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "comment",
+        help="create or update the one sticky benchmark comment on a pull request",
+        description="Token from GITHUB_TOKEN (never a flag: flags show in process lists); "
+        "API root from GITHUB_API_URL (default https://api.github.com).",
+    )
+    p.add_argument("--repo", required=True, help="owner/name, e.g. sgl-project/sglang")
+    p.add_argument("--pr", required=True, type=int, help="pull request number")
+    p.add_argument("--body-file", required=True, help="markdown file to post ('-' = stdin)")
+    p.add_argument("--marker", default=None, help="hidden marker that identifies our comment")
+    p.add_argument(
+        "--dry-run", action="store_true", help="validate and print; no token, no request"
+    )
+
+    def run(a: argparse.Namespace) -> int:
+        from . import github
+
+        marker = a.marker or github.DEFAULT_MARKER
+        if a.body_file == "-":
+            text = sys.stdin.read()
+        else:
+            try:
+                with open(a.body_file, encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise VlmpathError(
+                    f"cannot read --body-file {a.body_file!r} ({exc.__class__.__name__}): "
+                    "pass the markdown report written by `vlmpath report`"
+                ) from None
+        if a.dry_run:
+            github.parse_repo(a.repo)
+            if a.pr <= 0:
+                raise VlmpathError(f"--pr {a.pr} is not a positive pull request number")
+            body = github.prepare_body(text, marker)
+            print(
+                f"dry run: would create or update the comment marked {marker} on "
+                f"{a.repo}#{a.pr} via {github.resolve_api_url()} ({len(body)} characters):"
+            )
+            print(body)
+            return 0
+        res = github.upsert_comment(a.repo, a.pr, text, marker=marker)
+        print(f"{res.action} comment {res.html_url}")
+        return 0
+
+    p.set_defaults(func=run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vlmpath",
