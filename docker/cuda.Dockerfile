@@ -1,0 +1,73 @@
+# vlmpath benchmark image for NVIDIA GPUs (CUDA).
+#
+# Build (from the repository root; compose does the same):
+#   docker compose -f docker/compose.yaml --profile nvidia build
+#   docker build -f docker/cuda.Dockerfile --build-arg BASE_IMAGE=<pinned tag> .
+#
+# The base image's torch is the thing under test and is never replaced by pip: its exact
+# version is written to a constraints file (PIP_CONSTRAINT) before anything is installed,
+# and the build fails if torch's version or torch.version.cuda changed afterwards.
+#
+# Why the package is installed at build time AND the repo is bind-mounted at run time:
+# the install brings every dependency (transformers, asv, matplotlib, ...) into the image
+# once, so a container starts offline and fast; the entrypoint then puts the mounted
+# checkout's src/ first on PYTHONPATH (and ASV_PYTHONPATH), so the code benchmarked is the
+# live checkout that asv reads git history from, not the build-time snapshot. Only when
+# the mounted pyproject.toml differs from the one built in does the entrypoint reinstall.
+
+# Full tag, never "latest". Pin a digest (@sha256:...) on a box with registry access:
+#   docker buildx imagetools inspect pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime
+ARG BASE_IMAGE=pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime
+FROM ${BASE_IMAGE}
+
+ARG BASE_IMAGE
+# Match the host user that owns the checkout (docker compose passes ${BENCH_UID:-1000}).
+ARG BENCH_UID=1000
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+USER 0
+
+ENV NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_CONSTRAINT=/opt/vlmpath/constraints.txt \
+    VLMPATH_IMAGE_DIR=/opt/vlmpath \
+    VLMPATH_REPO=/workspace \
+    VLMPATH_RESULTS_DIR=/results/asv \
+    VLMPATH_HTML_DIR=/results/html
+
+# git: asv reads the benchmarked commits from the mounted repository.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+# Non-root user. Primary group "users" (GID 100) avoids clashing with a GID the base
+# image already uses; /results is created here so a fresh named volume inherits the owner.
+RUN useradd --no-log-init -l -o -m -u "${BENCH_UID}" -N -g users -G video -s /bin/bash bench \
+ && mkdir -p /opt/vlmpath /results/asv /results/html /workspace \
+ && chown -R "${BENCH_UID}:users" /results /workspace
+
+# Freeze the image's torch (and what is built against it) before pip runs.
+COPY docker/torch_guard.py /opt/vlmpath/torch_guard.py
+RUN python3 /opt/vlmpath/torch_guard.py record /opt/vlmpath
+
+# Install vlmpath and its dependencies under the constraint, then prove torch is intact
+# and record the versions. PIP_BREAK_SYSTEM_PACKAGES only matters for bases whose python
+# is the distro's (PEP 668); the constraint is what protects torch.
+COPY pyproject.toml README.md /tmp/vlmpath-src/
+COPY src /tmp/vlmpath-src/src
+RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir \
+        --constraint /opt/vlmpath/constraints.txt /tmp/vlmpath-src \
+ && python3 /opt/vlmpath/torch_guard.py verify /opt/vlmpath \
+ && python3 /opt/vlmpath/torch_guard.py versions /opt/vlmpath --base-image "${BASE_IMAGE}" \
+ && sha256sum /tmp/vlmpath-src/pyproject.toml | cut -d' ' -f1 > /opt/vlmpath/pyproject.sha256 \
+ && rm -rf /tmp/vlmpath-src
+
+COPY --chmod=0755 docker/entrypoint.sh /usr/local/bin/vlmpath-entrypoint
+
+USER ${BENCH_UID}
+WORKDIR /workspace
+ENTRYPOINT ["/usr/local/bin/vlmpath-entrypoint"]
+CMD ["run"]

@@ -1,0 +1,74 @@
+# vlmpath benchmark image for AMD GPUs (ROCm).
+#
+# Build (from the repository root; compose does the same):
+#   docker compose -f docker/compose.yaml --profile amd build
+#   docker build -f docker/rocm.Dockerfile --build-arg BASE_IMAGE=<pinned tag> .
+#
+# Same recipe as cuda.Dockerfile (see the reasons there). The ROCm-specific danger is
+# worse: a plain "pip install" that resolves torch from PyPI installs a CUDA build over the
+# ROCm one. The constraints file pins the image's exact torch (e.g. 2.6.0+rocm6.4.1...), and
+# the build fails if torch's version or torch.version.hip changed after our install.
+#
+# GPU access as a non-root user: /dev/kfd and /dev/dri/renderD* belong to the HOST's
+# "video" and "render" groups. The image user is in "video"; the host's render GID differs
+# per machine and is added at run time (compose: group_add ${RENDER_GID}, set with
+#   RENDER_GID=$(getent group render | cut -d: -f3)
+# ), because a group name would resolve inside the image, where "render" may not exist.
+
+# Full tag, never "latest". Pin a digest (@sha256:...) on a box with registry access:
+#   docker buildx imagetools inspect rocm/pytorch:rocm6.4.1_ubuntu24.04_py3.12_pytorch_release_2.6.0
+ARG BASE_IMAGE=rocm/pytorch:rocm6.4.1_ubuntu24.04_py3.12_pytorch_release_2.6.0
+FROM ${BASE_IMAGE}
+
+ARG BASE_IMAGE
+# Match the host user that owns the checkout (docker compose passes ${BENCH_UID:-1000}).
+ARG BENCH_UID=1000
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+USER 0
+
+# HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES are deliberately not set here: which GPUs to
+# use is a run-time choice (docker compose run -e HIP_VISIBLE_DEVICES=0 ...).
+ENV PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_CONSTRAINT=/opt/vlmpath/constraints.txt \
+    VLMPATH_IMAGE_DIR=/opt/vlmpath \
+    VLMPATH_REPO=/workspace \
+    VLMPATH_RESULTS_DIR=/results/asv \
+    VLMPATH_HTML_DIR=/results/html
+
+# git: asv reads the benchmarked commits from the mounted repository.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+# Non-root user. -o: Ubuntu 24.04 bases already have "ubuntu" at UID 1000. Primary group
+# "users" (GID 100) avoids GID clashes; "video" gives /dev/kfd on most hosts, the host's
+# render GID comes from compose. /results is created so a fresh named volume inherits it.
+RUN useradd --no-log-init -l -o -m -u "${BENCH_UID}" -N -g users -G video -s /bin/bash bench \
+ && mkdir -p /opt/vlmpath /results/asv /results/html /workspace \
+ && chown -R "${BENCH_UID}:users" /results /workspace
+
+# Freeze the image's torch (and what is built against it) before pip runs.
+COPY docker/torch_guard.py /opt/vlmpath/torch_guard.py
+RUN python3 /opt/vlmpath/torch_guard.py record /opt/vlmpath
+
+# Install vlmpath and its dependencies under the constraint, then prove torch is intact
+# and record the versions (torch, HIP, /opt/rocm/.info/version). PIP_BREAK_SYSTEM_PACKAGES
+# only matters for bases whose python is the distro's (PEP 668).
+COPY pyproject.toml README.md /tmp/vlmpath-src/
+COPY src /tmp/vlmpath-src/src
+RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir \
+        --constraint /opt/vlmpath/constraints.txt /tmp/vlmpath-src \
+ && python3 /opt/vlmpath/torch_guard.py verify /opt/vlmpath \
+ && python3 /opt/vlmpath/torch_guard.py versions /opt/vlmpath --base-image "${BASE_IMAGE}" \
+ && sha256sum /tmp/vlmpath-src/pyproject.toml | cut -d' ' -f1 > /opt/vlmpath/pyproject.sha256 \
+ && rm -rf /tmp/vlmpath-src
+
+COPY --chmod=0755 docker/entrypoint.sh /usr/local/bin/vlmpath-entrypoint
+
+USER ${BENCH_UID}
+WORKDIR /workspace
+ENTRYPOINT ["/usr/local/bin/vlmpath-entrypoint"]
+CMD ["run"]
