@@ -95,6 +95,104 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# --- compare ---------------------------------------------------------------------------
+@_command
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="compare base and head results; exit 1 on a regression",
+        description="Reads asv results (and/or pytest-benchmark JSON) for two commits, prints "
+        "a table, optionally writes the PR-comment markdown and a JSON report.",
+    )
+    p.add_argument("base", help="base commit (full sha or unique 7+ digit prefix)")
+    p.add_argument("head", help="head commit (full sha or unique 7+ digit prefix)")
+    p.add_argument("--results", default=None, help="asv results dir (default .asv/results)")
+    p.add_argument("--pytest-json", nargs=2, metavar=("BASE_JSON", "HEAD_JSON"),
+                   help="pytest-benchmark --benchmark-json files for base and head")
+    p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
+    p.add_argument("--markdown", default=None, help="write the PR comment body here")
+    p.add_argument("--json", default=None, help="write the full comparison as JSON here")
+    p.add_argument("--chart-url", default=None, help="link to a chart artifact in the comment")
+    p.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+
+    def run(a: argparse.Namespace) -> int:
+        from . import compare, render, results
+
+        cfg = compare.load_thresholds(a.config)
+        # asv results are read unless only pytest-benchmark JSON was asked for.
+        use_asv = a.pytest_json is None or a.results is not None
+        runs = []
+        for i, commit in enumerate((a.base, a.head)):
+            run_ = results.load_asv(a.results or ".asv/results", commit) if use_asv else None
+            if a.pytest_json is not None:
+                pb = results.load_pytest_benchmark(a.pytest_json[i])
+                run_ = pb if run_ is None else results.merge_runs(run_, pb)
+            runs.append(run_)
+        report = compare.compare(runs[0], runs[1], cfg)
+        print(render.render_terminal(report), end="")
+        if a.markdown:
+            results.write_text_atomic(a.markdown, render.render_markdown(report, chart_url=a.chart_url))
+        if a.json:
+            results.write_text_atomic(a.json, render.render_json(report))
+        return report.exit_code(fail_on_regression=not a.no_fail)
+
+    p.set_defaults(func=run)
+
+# --- measure ---------------------------------------------------------------------------
+@_command
+def _add_measure(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("measure", help="run embedding-routine cases and print tok/s, accuracy, syncs")
+    p.add_argument("--workload", action="append", metavar="NAME",
+                   help="preset name or trace:PATH.jsonl (repeatable; default: every preset)")
+    p.add_argument("--encode", action="append", metavar="NAME", help="encode strategy (repeatable)")
+    p.add_argument("--inject", action="append", metavar="NAME", help="inject strategy (repeatable)")
+    p.add_argument("--count", action="append", metavar="NAME", help="token-count strategy (repeatable)")
+    p.add_argument("--hash", action="append", metavar="NAME", help="hash path (repeatable)")
+    p.add_argument("--pipeline", action="append", choices=["default", "legacy"],
+                   help="a named pipeline instead of per-stage choices (repeatable)")
+    p.add_argument("--scale", default="tiny", choices=["tiny", "full"])
+    p.add_argument("--repeat", type=int, default=3, help="timed passes per case (default 3)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default=None, help="torch device (default: cuda:0 if available, else cpu)")
+    p.add_argument("--weights", default=None, metavar="DIR", help="local Qwen2.5-VL safetensors directory")
+    p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
+    p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
+
+    def run(a: argparse.Namespace) -> int:
+        from .measure import Session, measure_case, plan_cases, write_records
+        from .tables import text_table
+
+        if a.repeat < 1:
+            raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
+        cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count,
+                           hash=a.hash, pipelines=a.pipeline, scale=a.scale, seed=a.seed)
+        session = Session(a.device or ("cuda:0" if _cuda_available() else "cpu"), a.weights)
+        records = []
+        from tqdm import tqdm
+
+        bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
+        for case in bar:
+            bar.set_postfix_str(case.label)
+            records.append(measure_case(case, session, repeat=a.repeat, count=not a.no_syncs))
+        headers = ["workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
+                   "enc calls", "hits", "syncs", "enc syncs", "error"]
+        print(text_table(headers, [[r.workload, r.pipeline["encode"], r.pipeline["inject"],
+                                    r.pipeline["count"], r.pipeline["hash"], r.tok_per_s, r.accuracy,
+                                    r.encoder_calls, r.cache_hits, r.syncs, r.encoder_syncs,
+                                    (r.error or "")[:60]] for r in records]))
+        if a.json:
+            write_records(a.json, records)
+        return 0
+
+    p.set_defaults(func=run)
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vlmpath",

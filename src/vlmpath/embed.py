@@ -1,0 +1,120 @@
+"""What does one forward step of the multimodal embedding routine do, stage by stage?
+
+``EmbedRoutine.run_step`` mirrors the engine's routine (embed-path.md sections 1-3) for a
+batch of request chunks, with one named strategy per stage (``Pipeline``):
+
+1. gather each modality's items per request (text-only requests stay in the batch);
+2. encode: rows inside the step's chunks, through the ``encode`` strategy and the cache;
+3. mask: ``isin(input_ids, pad_values).unsqueeze(-1)`` (a device bool, no sync);
+4. count the step's placeholder tokens with the ``count`` strategy and check the rows
+   against it strictly;
+5. clamp ids into the vocabulary and look up the (seeded) text embedding table;
+6. inject the rows with the ``inject`` strategy.
+
+The ``hash`` stage (how the scheduler learns each item's content hash) runs when requests
+arrive, before any step: see ``vlmpath.measure``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict, dataclass
+
+import torch
+
+from .cache import EmbeddingCache
+from .paths.count import COUNTERS, CountQuery
+from .paths.encode import ENCODE_STRATEGIES, EncodeContext, EncodeStats, RequestChunk
+from .paths.inject import INJECTORS, check_length
+from .workload import Step, Workload
+
+DEFAULT_CACHE_BYTES = 100 * 2**20  # the engine's default SGLANG_VLM_CACHE_SIZE_MB
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """One strategy name per stage of the routine."""
+
+    encode: str = "batched"
+    inject: str = "masked_scatter"
+    count: str = "offsets"
+    hash: str = "forwarded"
+
+    def validate(self) -> Pipeline:
+        """Raise ``UnknownNameError`` (naming the choices) for any unknown stage name."""
+        from .paths.hashing import HASH_PATHS
+
+        ENCODE_STRATEGIES[self.encode]
+        INJECTORS[self.inject]
+        COUNTERS[self.count]
+        HASH_PATHS[self.hash]
+        return self
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+    @property
+    def label(self) -> str:
+        return "+".join(f"{v}" for v in asdict(self).values())
+
+
+# After #26082 (and with correct batching); and the same stages before #26082.
+DEFAULT_PIPELINE = Pipeline()
+LEGACY_PIPELINE = Pipeline(encode="batched", inject="where_index", count="mask_sum", hash="rehash")
+NAMED_PIPELINES = {"default": DEFAULT_PIPELINE, "legacy": LEGACY_PIPELINE}
+
+
+def text_table(vocab_size: int, hidden: int, dtype: torch.dtype, device: torch.device | str,
+               seed: int = 0) -> torch.Tensor:
+    """The language model's token embedding table, seeded (values do not matter; shapes do)."""
+    gen = torch.Generator().manual_seed(seed + 17)
+    return torch.randn(vocab_size, hidden, generator=gen).to(device=device, dtype=dtype)
+
+
+class EmbedRoutine:
+    """The embedding routine for one workload, one encoder and one pipeline. Holds the
+    per-run state the engine holds per scheduler process: the cache and the counters."""
+
+    def __init__(self, workload: Workload, encoder, pipeline: Pipeline, table: torch.Tensor, *,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 encoder_region: Callable[[], AbstractContextManager] = nullcontext):
+        self.workload, self.pipeline, self.table = workload, pipeline, table
+        self.device = table.device
+        self.encode = ENCODE_STRATEGIES[pipeline.encode]
+        self.inject = INJECTORS[pipeline.inject]
+        self.count = COUNTERS[pipeline.count]
+        self.cache = EmbeddingCache(cache_bytes)
+        self.stats = EncodeStats()
+        self.ctx = EncodeContext(encoder, self.cache, self.stats, encoder_region)
+
+    def run_step(self, step: Step) -> torch.Tensor:
+        """Input embeddings ``[step tokens, hidden]`` of one forward step."""
+        reqs = [self.workload.requests[e.rid] for e in step.entries]
+        host_ids = torch.cat([r.input_ids[e.prefix:e.prefix + e.extend] for r, e in zip(reqs, step.entries)])
+        input_ids = host_ids.to(self.device, non_blocking=True)
+        modalities = sorted({it.modality for r in reqs for it in r.items})
+        injections = []
+        for modality in modalities:
+            chunks = [RequestChunk(e.rid, items, e.prefix, e.extend)
+                      for r, e in zip(reqs, step.entries)
+                      if (items := tuple(it for it in r.items if it.modality == modality))]
+            rows = self.encode(chunks, self.ctx)
+            pads = torch.tensor([it.pad_value for c in chunks for it in c.items], dtype=torch.int64)
+            mask = torch.isin(input_ids, pads.to(self.device, non_blocking=True)).unsqueeze(-1)
+            count = self.count(CountQuery(
+                mask,
+                tuple(c.prefix for c in chunks),
+                tuple(c.extend for c in chunks),
+                tuple(tuple(o for it in c.items for o in it.offsets) for c in chunks),
+            ))
+            if rows is None:
+                rows = self.table.new_empty((0, self.table.shape[1]))
+            check_length(rows, count, f"step with {modality} items")
+            if count:
+                injections.append((mask, rows))
+        ids = input_ids.clamp(0, self.table.shape[0] - 1)  # pad values are >= 1e6
+        embeds = torch.nn.functional.embedding(ids, self.table)
+        for mask, rows in injections:
+            self.inject(embeds, mask, rows)
+        return embeds

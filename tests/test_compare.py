@@ -1,0 +1,332 @@
+"""compare(): direction, significance, verdicts, partial runs, fingerprints, cross-vendor, CLI."""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+
+import pytest
+
+from asv_fixtures import fingerprint, sha, write_asv_run
+from vlmpath.cli import main
+from vlmpath.compare import (
+    ComparisonReport, Thresholds, Verdict, compare, judge, load_thresholds,
+)
+from vlmpath.errors import VlmpathError
+from vlmpath.results import MachineRun, Metric, RunResults, load_asv
+
+BASE, HEAD = sha("base"), sha("head")
+CFG = Thresholds.default()
+
+
+def _m(value, unit="seconds", samples=(), bench="b.B.time_x", machine="cpu-a", params=(), **kw) -> Metric:
+    return Metric(machine=machine, benchmark=bench, params=params, unit=unit, value=value,
+                  samples=tuple(samples), **kw)
+
+
+def _run(commit, *machines: tuple[str, list[Metric]], fps=None) -> RunResults:
+    fps = fps or {}
+    return RunResults(commit=commit, machines=tuple(
+        MachineRun(machine=name, commit=commit, metrics=tuple(ms), fingerprint=fps.get(name))
+        for name, ms in machines))
+
+
+def _verdict(b, h, kind="cpu", cfg=CFG):
+    return judge(b, h, cfg, kind)
+
+
+# --- direction --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("unit,base,head,expected", [
+    ("tok/s", 1000.0, 1500.0, Verdict.IMPROVEMENT),
+    ("tok/s", 1000.0, 500.0, Verdict.REGRESSION),
+    ("seconds", 1.0, 1.5, Verdict.REGRESSION),
+    ("seconds", 1.0, 0.5, Verdict.IMPROVEMENT),
+    ("ms", 10.0, 10.5, Verdict.UNCHANGED),      # 5% is inside the CPU noise band
+    ("GB/s", 100.0, 50.0, Verdict.REGRESSION),
+    ("bytes", 1e9, 2e9, Verdict.REGRESSION),
+    ("fraction", 1.0, 0.99, Verdict.REGRESSION),  # any accuracy drop, whatever its size
+    ("fraction", 0.5, 0.51, Verdict.IMPROVEMENT),
+    ("syncs", 0.0, 1.0, Verdict.REGRESSION),     # any new sync
+    ("calls", 3.0, 2.0, Verdict.IMPROVEMENT),
+    ("calls", 3.0, 3.0, Verdict.UNCHANGED),
+])
+def test_direction_comes_from_the_unit(unit, base, head, expected):
+    c = _verdict(_m(base, unit), _m(head, unit))
+    assert c.verdict is expected
+    assert c.method == ("exact" if unit in ("fraction", "syncs", "calls") else "threshold")
+
+
+def test_unknown_unit_is_lower_is_better_and_marked():
+    c = _verdict(_m(1.0, "ratio"), _m(2.0, "ratio"))
+    assert c.verdict is Verdict.REGRESSION and c.direction == "unknown"
+    assert _verdict(_m(2.0, "widgets"), _m(1.0, "widgets")).verdict is Verdict.IMPROVEMENT
+
+
+def test_gpu_band_is_tighter_than_cpu_band():
+    b, h = _m(100.0, "tok/s"), _m(85.0, "tok/s")  # -15%
+    assert _verdict(b, h, "gpu").verdict is Verdict.REGRESSION
+    assert _verdict(b, h, "cpu").verdict is Verdict.UNCHANGED
+
+
+def test_zero_base_does_not_crash():
+    assert _verdict(_m(0.0, "ms"), _m(1.0, "ms")).verdict is Verdict.REGRESSION
+    assert _verdict(_m(0.0, "ms"), _m(0.0, "ms")).verdict is Verdict.UNCHANGED
+
+
+# --- significance -----------------------------------------------------------------------------
+
+
+def _noisy(rng: random.Random, center: float, n: int, cv: float) -> list[float]:
+    return [center * (1 + rng.gauss(0, cv)) for _ in range(n)]
+
+
+def _timing(samples, machine="cpu-a"):
+    return _m(statistics.median(samples), "seconds", samples, machine=machine)
+
+
+@pytest.mark.parametrize("n_samples", [3, 8])
+@pytest.mark.parametrize("machine,cv", [("cpu-a", 0.06), ("cuda-h200", 0.02)])
+def test_a_a_runs_with_noise_give_no_regression(n_samples, machine, cv):
+    rng = random.Random(1234)
+    kind = "gpu" if machine.startswith("cuda") else "cpu"
+    verdicts = []
+    for _ in range(50):
+        b = _timing(_noisy(rng, 0.020, n_samples, cv), machine)
+        h = _timing(_noisy(rng, 0.020, n_samples, cv), machine)
+        c = _verdict(b, h, kind)
+        assert c.method == ("mann-whitney" if n_samples >= 6 else "threshold")
+        verdicts.append(c.verdict)
+    assert verdicts.count(Verdict.UNCHANGED) == 50
+
+
+def test_significance_path_needs_six_samples_per_side():
+    # Medians differ by +30% (beyond the 25% CPU band) but the samples overlap heavily.
+    base = [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
+    head = [1.3, 1.3, 1.3, 2.6, 2.6, 2.6]
+    c6 = _verdict(_timing(base), _timing(head))
+    assert c6.method == "mann-whitney" and c6.significant is False and c6.verdict is Verdict.UNCHANGED
+    c5 = _verdict(_timing(base[1:]), _timing(head[1:]))
+    assert c5.method == "threshold" and c5.significant is None and c5.verdict is Verdict.REGRESSION
+
+
+def test_significant_and_beyond_factor_is_a_regression_but_significant_alone_is_not():
+    rng = random.Random(7)
+    base = _noisy(rng, 1.0, 8, 0.005)
+    slow = _verdict(_timing(base), _timing(_noisy(rng, 1.5, 8, 0.005)))
+    assert (slow.verdict, slow.method, slow.significant) == (Verdict.REGRESSION, "mann-whitney", True)
+    small = _verdict(_timing(base), _timing(_noisy(rng, 1.05, 8, 0.005)), "gpu")
+    assert small.significant is True and small.verdict is Verdict.UNCHANGED  # 5% < 10% band
+
+
+# --- verdicts over runs ------------------------------------------------------------------------
+
+
+def test_new_removed_newly_failing_fixed_skipped_and_unit_change():
+    base = _run(BASE, ("cpu-a", [
+        _m(1.0, bench="b.B.time_removed"),
+        _m(1.0, bench="b.B.time_breaks"),
+        _m(None, bench="b.B.time_fixed", error="failed"),
+        _m(None, bench="b.B.time_skip", skipped=True),
+        _m(1.0, "ms", bench="b.B.track_unit"),
+        _m(None, bench="b.B.time_broken_both", error="failed"),
+    ]))
+    head = _run(HEAD, ("cpu-a", [
+        _m(1.0, bench="b.B.time_new"),
+        _m(None, bench="b.B.time_breaks", error="failed"),
+        _m(1.0, bench="b.B.time_fixed"),
+        _m(1.0, bench="b.B.time_skip"),
+        _m(1.0, "seconds", bench="b.B.track_unit"),
+        _m(None, bench="b.B.time_broken_both", error="failed"),
+        _m(None, bench="b.B.time_new_broken", error="failed"),
+    ]))
+    rep = compare(base, head, CFG)
+    got = {c.benchmark.rsplit(".", 1)[-1]: c for c in rep.all()}
+    assert got["time_new"].verdict is Verdict.NEW
+    assert got["time_removed"].verdict is Verdict.REMOVED and got["time_removed"].base == 1.0
+    assert got["time_breaks"].verdict is Verdict.NEWLY_FAILING
+    assert got["time_new_broken"].verdict is Verdict.NEWLY_FAILING
+    assert got["time_fixed"].verdict is Verdict.FIXED
+    assert got["time_skip"].verdict is Verdict.NOT_COMPARABLE and "skipped" in got["time_skip"].reason
+    assert got["track_unit"].verdict is Verdict.NOT_COMPARABLE and "unit changed" in got["track_unit"].reason
+    assert got["time_broken_both"].verdict is Verdict.NOT_COMPARABLE
+    # Newly failing fails CI like a regression does.
+    assert {c.benchmark for c in rep.regressions} == {"b.B.time_breaks", "b.B.time_new_broken"}
+    assert rep.exit_code() == 1 and rep.exit_code(fail_on_regression=False) == 0
+
+
+def test_exit_code_zero_without_regressions():
+    rep = compare(_run(BASE, ("cpu-a", [_m(1.0)])), _run(HEAD, ("cpu-a", [_m(0.5)])), CFG)
+    assert rep.improvements and not rep.regressions and rep.exit_code() == 0
+
+
+def test_missing_machine_is_a_marked_partial_comparison_not_no_change():
+    base = _run(BASE, ("cpu-a", [_m(1.0)]), ("cuda-h200", [_m(1.0, machine="cuda-h200")]))
+    head = _run(HEAD, ("cpu-a", [_m(1.0)]), ("rocm-mi300x", [_m(1.0, machine="rocm-mi300x")]))
+    rep = compare(base, head, CFG)
+    status = {m.machine: m.status for m in rep.machines}
+    assert status == {"cpu-a": "both", "cuda-h200": "base-only", "rocm-mi300x": "head-only"}
+    assert rep.partial
+    cuda = next(m for m in rep.machines if m.machine == "cuda-h200")
+    assert [c.verdict for c in cuda.comparisons] == [Verdict.NOT_COMPARABLE]
+    assert any("no head results" in n for n in cuda.notes)
+
+
+def test_partial_head_run_marks_missing_benchmarks(tmp_path):
+    suite = {"b.B.track_acc": ("fraction", [], [], [1.0], None), "b.B.time_x": ("seconds", [], [], [1.0], None)}
+    write_asv_run(tmp_path, "cpu-a", BASE, suite)
+    write_asv_run(tmp_path, "cpu-a", HEAD, {"b.B.track_acc": suite["b.B.track_acc"]}, update_benchmarks_json=False)
+    rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+    removed = [c for c in rep.all() if c.verdict is Verdict.REMOVED]
+    assert [c.reason for c in removed] == ["missing from head run"]
+    assert rep.partial and any("partial head run" in n for m in rep.machines for n in m.notes)
+
+
+def test_toolchain_change_is_flagged_but_still_compared(tmp_path):
+    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok": ("tok/s", [], [], [100.0], None)},
+                  fingerprint("cuda", torch="2.6.0"))
+    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok": ("tok/s", [], [], [50.0], None)},
+                  fingerprint("cuda", torch="2.7.1", driver="575.1"))
+    rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+    (m,) = rep.machines
+    assert ("torch", "2.6.0", "2.7.1") in m.toolchain_changes
+    assert ("driver", "570.124", "575.1") in m.toolchain_changes
+    assert [c.verdict for c in m.comparisons] == [Verdict.REGRESSION]
+
+
+def test_same_fingerprint_no_flag_and_one_sided_fingerprint_noted(tmp_path):
+    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
+    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
+    rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+    assert rep.machines[0].toolchain_changes == () and not rep.partial
+    (tmp_path / "cuda-h200" / f"vlmpath-fingerprint-{BASE[:8]}.json").unlink()
+    rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+    assert any("no platform fingerprint for base" in n for n in rep.machines[0].notes)
+
+
+# --- cross-vendor --------------------------------------------------------------------------------
+
+
+def test_cross_vendor_ratio_exposes_a_rocm_only_regression(tmp_path):
+    tok = "bench_embed.Embed.track_tok_per_s"
+    spec = lambda vals: {tok: ("tok/s", ["workload"], [["single", "multi_region"]], vals, None)}  # noqa: E731
+    write_asv_run(tmp_path, "cuda-h200", BASE, spec([1000.0, 1000.0]), fingerprint("cuda"))
+    write_asv_run(tmp_path, "cuda-h200", HEAD, spec([1000.0, 1100.0]), fingerprint("cuda"))
+    # Machine name without a vendor prefix: the backend comes from the fingerprint.
+    write_asv_run(tmp_path, "gpu-box", BASE, spec([900.0, 900.0]), fingerprint("rocm"))
+    write_asv_run(tmp_path, "gpu-box", HEAD, spec([900.0 * 1.1, 100.0]), fingerprint("rocm"))
+    rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+    rows = {r.params: r for r in rep.cross_vendor}
+    assert len(rows) == 2
+    bad = rows[(("workload", "multi_region"),)]
+    assert (bad.cuda_machine, bad.rocm_machine) == ("cuda-h200", "gpu-box")
+    assert bad.base_ratio == pytest.approx(0.9) and bad.head_ratio == pytest.approx(100 / 1100)
+    assert bad.flagged and bad.rocm_change == pytest.approx(-8 / 9) and bad.cuda_change == pytest.approx(0.1)
+    same = rows[(("workload", "single"),)]
+    assert same.base_ratio == pytest.approx(0.9) and same.head_ratio == pytest.approx(0.99)
+    assert not same.flagged  # both vendors' relation moved only 10% -> inside the GPU band
+
+
+def test_no_cross_vendor_rows_with_one_vendor():
+    rep = compare(_run(BASE, ("cuda-h200", [_m(1.0, machine="cuda-h200")])),
+                  _run(HEAD, ("cuda-h200", [_m(1.0, machine="cuda-h200")])), CFG)
+    assert rep.cross_vendor == ()
+
+
+# --- thresholds config -----------------------------------------------------------------------------
+
+
+def test_packaged_defaults_document_the_noise_band():
+    assert (CFG.gpu_factor, CFG.cpu_factor, CFG.min_samples) == (0.10, 0.25, 6)
+    assert CFG.unit_rule("tok/s").direction == "higher" and CFG.unit_rule("syncs").exact
+    assert CFG.factor_for("bench_hash.Hash.peakmem_receive", "bytes", "gpu") == 0.05
+    assert CFG.factor_for("bench_hash.Hash.time_receive", "seconds", "cpu") == 0.25
+
+
+def test_user_config_overrides_and_its_rules_come_first(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text("factor: {gpu: 0.02, cpu: 0.5}\nunits:\n  ratio: {direction: higher}\n"
+                 "rules:\n  - pattern: 'Embed\\.'\n    factor: 0.3\n  - pattern: 'peakmem'\n    factor: 0.2\n")
+    cfg = load_thresholds(p)
+    assert cfg.factor_for("b.Embed.track_tok_per_s", "tok/s", "gpu") == 0.3
+    assert cfg.factor_for("b.Hash.peakmem_x", "bytes", "gpu") == 0.2
+    assert cfg.factor_for("b.Other.time_x", "seconds", "gpu") == 0.02
+    assert cfg.unit_rule("ratio").direction == "higher" and cfg.unit_rule("tok/s").direction == "higher"
+    c = judge(_m(1.0, "ratio"), _m(2.0, "ratio"), cfg, "cpu")
+    assert c.verdict is Verdict.IMPROVEMENT and c.direction == "higher"
+    assert str(p) in cfg.source
+
+
+@pytest.mark.parametrize("text,match", [
+    ("factor: fast\n", "factor"),
+    ("rules:\n  - pattern: '('\n    factor: 0.1\n", "not a regex"),
+    ("units:\n  tok/s: {direction: up}\n", "direction"),
+    ("colour: blue\n", "unknown keys"),
+    ("min_samples: 1\n", "min_samples"),
+    ("factor: [1\n", "not valid YAML"),
+])
+def test_bad_config_is_a_clear_error(tmp_path, text, match):
+    p = tmp_path / "t.yaml"
+    p.write_text(text)
+    with pytest.raises(VlmpathError, match=match):
+        load_thresholds(p)
+    with pytest.raises(VlmpathError, match="cannot read"):
+        load_thresholds(tmp_path / "missing.yaml")
+
+
+def test_report_json_round_trip():
+    base = _run(BASE, ("cuda-h200", [_m(1.0, "tok/s", machine="cuda-h200", params=(("w", "a"),))]),
+                ("rocm-x", [_m(1.0, "tok/s", machine="rocm-x", params=(("w", "a"),))]))
+    head = _run(HEAD, ("cuda-h200", [_m(2.0, "tok/s", machine="cuda-h200", params=(("w", "a"),))]),
+                ("rocm-x", [_m(0.5, "tok/s", machine="rocm-x", params=(("w", "a"),))]))
+    rep = compare(base, head, CFG)
+    assert rep.cross_vendor
+    again = ComparisonReport.from_dict(json.loads(json.dumps(rep.to_dict())))
+    assert again == rep
+
+
+# --- CLI -------------------------------------------------------------------------------------------
+
+
+def _cli_dirs(tmp_path, head_tok=500.0):
+    suite = lambda v: {"bench_embed.Embed.track_tok_per_s": ("tok/s", [], [], [v], None)}  # noqa: E731
+    write_asv_run(tmp_path, "cpu-a", BASE, suite(1000.0))
+    write_asv_run(tmp_path, "cpu-a", HEAD, suite(head_tok))
+    return tmp_path
+
+
+def test_cli_compare_exit_codes_and_files(tmp_path, capsys):
+    res = _cli_dirs(tmp_path / "r")
+    md, js = tmp_path / "out" / "c.md", tmp_path / "out" / "c.json"
+    rc = main(["compare", BASE[:7], HEAD[:7], "--results", str(res), "--markdown", str(md), "--json", str(js)])
+    out = capsys.readouterr().out
+    assert rc == 1 and "regression" in out and "track_tok_per_s" in out
+    assert md.read_text().startswith("<!-- vlmpath-bench -->\n**1 regression on cpu")
+    assert ComparisonReport.from_dict(json.loads(js.read_text())).regressions
+    assert main(["compare", BASE[:7], HEAD[:7], "--results", str(res), "--no-fail"]) == 0
+    assert main(["compare", BASE[:7], "feedface", "--results", str(res)]) == 2
+    assert "feedface" in capsys.readouterr().err
+    bad_cfg = tmp_path / "bad.yaml"
+    bad_cfg.write_text("factor: nope\n")
+    assert main(["compare", BASE[:7], HEAD[:7], "--results", str(res), "--config", str(bad_cfg)]) == 2
+
+
+def test_cli_compare_no_regression_exits_zero(tmp_path, capsys):
+    res = _cli_dirs(tmp_path, head_tok=1010.0)
+    assert main(["compare", BASE, HEAD, "--results", str(res)]) == 0
+    assert "No regressions" in capsys.readouterr().out
+
+
+def test_cli_compare_pytest_json_only(tmp_path, capsys):
+    def pb(commit, mean):
+        return {"machine_info": {"node": "box", "vlmpath_machine": "cpu-pb"}, "commit_info": {"id": commit},
+                "benchmarks": [{"group": None, "name": "test_x", "fullname": "t.py::test_x", "params": None,
+                                "extra_info": {"syncs": 0 if commit == BASE else 2},
+                                "stats": {"median": mean, "data": [mean] * 3}}]}
+    (tmp_path / "b.json").write_text(json.dumps(pb(BASE, 1.0)))
+    (tmp_path / "h.json").write_text(json.dumps(pb(HEAD, 1.0)))
+    rc = main(["compare", BASE, HEAD, "--pytest-json", str(tmp_path / "b.json"), str(tmp_path / "h.json")])
+    out = capsys.readouterr().out
+    assert rc == 1 and "t.py::test_x.syncs" in out
