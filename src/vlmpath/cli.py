@@ -193,6 +193,71 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+# --- ci --------------------------------------------------------------------------------
+@_command
+def _add_ci(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ci", help="pull-request checks: benchmark base vs head, merge machines")
+    ci = p.add_subparsers(dest="ci_command", required=True)
+
+    pr = ci.add_parser(
+        "pr", help="benchmark merge-base(BASE, HEAD) and HEAD on this machine and compare",
+        description="Checks both commits out into temporary git worktrees, runs the suite for "
+        "each (head's benchmark files, each side's src/ via ASV_PYTHONPATH), and writes "
+        "comment.md, comparison.json, summary.txt, run.json and results/ into --out. "
+        "Exit 1 on a regression (unless --no-fail), 2 on bad input.",
+    )
+    pr.add_argument("--base", required=True, help="base ref or sha (its merge-base with HEAD is measured)")
+    pr.add_argument("--head", required=True, help="head ref or sha")
+    pr.add_argument("--repo", default=".", help="git checkout (default: current directory)")
+    pr.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
+    pr.add_argument("--bench", default=None, metavar="REGEX", help="only benchmarks matching REGEX")
+    pr.add_argument("--quick", action="store_true", help="one pass per benchmark (smoke test)")
+    pr.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
+    pr.add_argument("--results-dir", default=None,
+                    help="asv results directory kept across runs (default VLMPATH_RESULTS_DIR or .asv/results)")
+    pr.add_argument("--rerun-base", action="store_true", help="measure the base even if results exist")
+    pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
+    pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+
+    def run_pr(a: argparse.Namespace) -> int:
+        from . import ci_flow
+
+        try:
+            res = ci_flow.run_pr(a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine,
+                                 bench=a.bench, quick=a.quick, results_dir=a.results_dir,
+                                 rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
+                                 thresholds=a.config)
+        except VlmpathError as exc:
+            ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
+            raise
+        print((res.out_dir / ci_flow.SUMMARY_FILE).read_text(encoding="utf-8"), end="")
+        return res.exit_code
+
+    pr.set_defaults(func=run_pr)
+
+    merge = ci.add_parser(
+        "merge", help="merge every machine's `ci pr` artifact into one comparison and comment",
+        description="ARTIFACTS holds one directory per machine (as actions/download-artifact "
+        "writes them). Writes comment.md, comparison.json, summary.txt, pr-number and the "
+        "merged results/ into --out. Artifact contents are validated (untrusted).",
+    )
+    merge.add_argument("artifacts", help="directory of downloaded artifacts")
+    merge.add_argument("--out", default="bench-merged", help="output directory (default bench-merged)")
+    merge.add_argument("--head-sha", default=None, help="fail unless the artifacts measured this head")
+    merge.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
+    merge.add_argument("--fail", action="store_true", help="exit 1 on a regression (default: report only)")
+
+    def run_merge(a: argparse.Namespace) -> int:
+        from . import ci_flow
+
+        res = ci_flow.merge_artifacts(a.artifacts, a.out, head_sha=a.head_sha,
+                                      fail_on_regression=a.fail, thresholds=a.config)
+        print((res.out_dir / ci_flow.SUMMARY_FILE).read_text(encoding="utf-8"), end="")
+        return res.exit_code
+
+    merge.set_defaults(func=run_merge)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vlmpath",
