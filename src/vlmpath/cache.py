@@ -27,7 +27,8 @@ def combine_hashes(hashes: Sequence[int]) -> int | None:
     ints is not salted, so the key is stable within and across processes."""
     if not hashes:
         return None
-    return hash(("vlmpath-combined", tuple(hashes)))
+    # An int tag, not a string: str hashes are salted per process (PYTHONHASHSEED).
+    return hash((0x766C6D70, tuple(hashes)))
 
 
 def owns_storage(t: torch.Tensor) -> bool:

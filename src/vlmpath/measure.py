@@ -224,13 +224,15 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
 
     from .embed import DEFAULT_PIPELINE, NAMED_PIPELINES
     from .paths.encode import ENCODE_STRATEGIES
-    from .workload import PRESETS, check_scale
+    from .workload import PRESETS, check_scale, read_trace
 
     check_scale(scale)
     wls = workloads or list(PRESETS)
     for w in wls:
-        if not w.startswith("trace:"):
-            workload_by_name(w, scale, seed) if w not in PRESETS else None
+        if w.startswith("trace:"):
+            read_trace(w[len("trace:"):])  # a missing or malformed trace fails up front too
+        elif w not in PRESETS:
+            workload_by_name(w, scale, seed)  # raises UnknownNameError naming the presets
     if pipelines:
         pipes = [NAMED_PIPELINES[p] for p in pipelines]
     else:

@@ -195,7 +195,10 @@ def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int) -> 
                 ids.append(torch.randint(0, vocab_size, (seg,), generator=gen))
                 pos += seg
                 continue
-            key = seg.content_id if seg.content_id is not None else seed * 100_003 + rid * 1009 + k
+            # Equal content ids share content within one workload; the seed still varies it
+            # (own keys stay below seed * 100_003 + 50_000 while there are < 49 requests).
+            key = (seed * 100_003 + 50_000 + seg.content_id if seg.content_id is not None
+                   else seed * 100_003 + rid * 1009 + k)
             feature = content.get(key)
             if feature is None:
                 feature = content[key] = _feature(seg.grids, key)
@@ -402,9 +405,8 @@ def parse_trace_line(line: str, where: str) -> tuple[int, RequestSpec]:
     return arrival, RequestSpec(tuple(segs))
 
 
-def load_trace(path: str | Path, scale: str = "tiny", seed: int = 0,
-               chunk_size: int | None = None) -> Workload:
-    """Replay a JSONL trace (see the module docstring) as a workload."""
+def read_trace(path: str | Path) -> list[RequestSpec]:
+    """A JSONL trace's request specs in arrival order (cheap: builds no features)."""
     path = Path(path)
     if not path.is_file():
         raise VlmpathError(f"trace file {str(path)!r} does not exist")
@@ -417,8 +419,15 @@ def load_trace(path: str | Path, scale: str = "tiny", seed: int = 0,
     if not rows:
         raise VlmpathError(f"trace file {str(path)!r} holds no requests")
     rows.sort(key=lambda r: (r[0], r[1]))
+    return [s for _, _, s in rows]
+
+
+def load_trace(path: str | Path, scale: str = "tiny", seed: int = 0,
+               chunk_size: int | None = None) -> Workload:
+    """Replay a JSONL trace (see the module docstring) as a workload."""
+    path = Path(path)
+    specs = read_trace(path)
     shapes = SHAPES[check_scale(scale)]
-    specs = [s for _, _, s in rows]
     model = "multi_region" if any(isinstance(m, MediaSpec) and m.regions for s in specs for m in s.segments) else "qwen2_5_vl"
     requests = build_requests(specs, shapes.vocab, seed)
     return build_workload(f"trace:{path.stem}", scale, model, requests,

@@ -1,0 +1,92 @@
+"""Shared fixtures for the core tests: one vision-tower session per test run, built lazily.
+
+Building the tiny Qwen2.5-VL tower and encoding golden rows are the expensive parts of the
+core tests, so one ``CoreRunner`` (session-scoped) builds each encoder, workload, golden
+set and measured ``CaseRecord`` once and hands the same objects to every test. Tests must
+treat what they get as read-only.
+"""
+
+from __future__ import annotations
+
+import torch
+import pytest
+
+from vlmpath.embed import NAMED_PIPELINES, EmbedRoutine, Pipeline, text_table
+from vlmpath.fidelity import Assembler, golden_rows, score
+from vlmpath.measure import Case, CaseRecord, Session, measure_case
+from vlmpath.workload import Workload, preset
+
+# Pipelines the expected-counts file pins, by the key used in that file.
+COUNTED_PIPELINES = {
+    "default": NAMED_PIPELINES["default"],           # batched + masked_scatter + offsets + forwarded
+    "legacy": NAMED_PIPELINES["legacy"],             # batched + where_index + mask_sum + rehash
+    "per_request": Pipeline(encode="per_request"),   # the pre-#25910 encode path, other stages default
+}
+
+
+class CoreRunner:
+    """Lazily built, cached encoders, workloads, golden rows and measured cases."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self._workloads: dict[str, Workload] = {}
+        self._golden: dict[str, dict[int, torch.Tensor]] = {}
+        self._runs: dict[tuple, tuple] = {}
+        self._records: dict[tuple[str, Pipeline, bool], CaseRecord] = {}
+
+    def workload(self, name: str) -> Workload:
+        if name not in self._workloads:
+            self._workloads[name] = preset(name, "tiny", 0)
+        return self._workloads[name]
+
+    def encoder(self, model: str):
+        return self.session.encoder(model, "tiny")
+
+    def golden(self, wl: Workload) -> dict[int, torch.Tensor]:
+        key = f"{wl.name}/{wl.chunk_size}"
+        if key not in self._golden:
+            self._golden[key] = golden_rows(wl, self.encoder(wl.model))
+        return self._golden[key]
+
+    def routine(self, wl: Workload, pipeline: Pipeline, encoder=None, **kw) -> EmbedRoutine:
+        enc = encoder if encoder is not None else self.encoder(wl.model)
+        table = text_table(wl.vocab_size, enc.out_dim, torch.float32, "cpu", wl.seed)
+        return EmbedRoutine(wl, enc, pipeline, table, **kw)
+
+    def run(self, wl: Workload, pipeline: Pipeline, encoder=None, **kw):
+        """Run the whole schedule (no error handling: a failing step raises);
+        returns (routine, {rid: [length, hidden] final embeddings}). Runs with the
+        session's encoder and default options are memoized (results are read-only)."""
+        memo = encoder is None and not kw
+        key = (wl.name, wl.seed, wl.chunk_size, pipeline)
+        if memo and key in self._runs:
+            return self._runs[key]
+        routine = self.routine(wl, pipeline, encoder, **kw)
+        asm = Assembler(wl)
+        for step in wl.steps:
+            asm.add(step, routine.run_step(step))
+        if memo:
+            self._runs[key] = (routine, asm.rows)
+        return routine, asm.rows
+
+    def score(self, wl: Workload, rows, failed=frozenset()):
+        return score(wl, rows, self.golden(wl), exact=True, failed=set(failed))
+
+    def record(self, workload: str, pipeline: str | Pipeline, count: bool) -> CaseRecord:
+        """``measure_case`` with ``repeat=1``; ``pipeline`` is a Pipeline or a key of
+        ``COUNTED_PIPELINES``."""
+        pipe = COUNTED_PIPELINES[pipeline] if isinstance(pipeline, str) else pipeline
+        key = (workload, pipe, count)
+        if key not in self._records:
+            self._records[key] = measure_case(Case(workload, pipe), self.session, repeat=1, count=count)
+        return self._records[key]
+
+
+@pytest.fixture(scope="session")
+def session() -> Session:
+    return Session("cpu")
+
+
+@pytest.fixture(scope="session")
+def runner(session: Session) -> CoreRunner:
+    return CoreRunner(session)
