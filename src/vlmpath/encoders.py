@@ -215,7 +215,7 @@ class EvsEncoder:
 
     def __init__(self, tower: torch.nn.Module, device: torch.device, keep: float = 0.5):
         self.qwen = QwenEncoder(tower, device)
-        self.out_dim, self.keep = self.qwen.out_dim, keep
+        self.out_dim, self.dtype, self.keep = self.qwen.out_dim, self.qwen.dtype, keep
 
     def expected_rows(self, item: Item) -> int | None:
         return None  # the total is fixed, but which frame keeps what depends on the data

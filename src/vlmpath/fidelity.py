@@ -29,9 +29,11 @@ class Fidelity:
     total: int
 
 
-def golden_rows(workload: Workload, encoder) -> dict[int, torch.Tensor]:
-    """Each distinct item (by hash) encoded alone."""
-    golden: dict[int, torch.Tensor] = {}
+def golden_rows(workload: Workload, encoder, known: dict[int, torch.Tensor] | None = None
+                ) -> dict[int, torch.Tensor]:
+    """Each distinct item (by hash) encoded alone; items already in ``known`` (rows of the
+    same encoder, keyed by content hash) are not encoded again."""
+    golden: dict[int, torch.Tensor] = {} if known is None else known
     for it in workload.items:
         if it.hash not in golden:
             golden[it.hash] = encoder.encode([it]).embeddings

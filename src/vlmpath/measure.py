@@ -92,7 +92,9 @@ class Session:
         self.weights_dir = weights_dir
         self._towers: dict[str, torch.nn.Module] = {}
         self._encoders: dict[tuple[str, str], object] = {}
-        self._golden: dict[tuple[str, str, int, str], dict] = {}
+        # Golden rows per encoder, keyed by content hash: shared by every case that sees
+        # the same item (any preset, any pipeline).
+        self._golden: dict[tuple[str, str], dict[int, torch.Tensor]] = {}
 
     def encoder(self, model: str, scale: str):
         key = (model, scale)
@@ -102,11 +104,9 @@ class Session:
             self._encoders[key] = ENCODERS[model](self._towers[scale], self.device, 0)
         return self._encoders[key]
 
-    def golden(self, wl: Workload, encoder, hash_name: str) -> dict:
-        key = (wl.name, wl.scale, wl.seed, hash_name)
-        if key not in self._golden:
-            self._golden[key] = golden_rows(wl, encoder)
-        return self._golden[key]
+    def golden(self, wl: Workload, encoder) -> dict[int, torch.Tensor]:
+        known = self._golden.setdefault((wl.model, wl.scale), {})
+        return golden_rows(wl, encoder, known)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -166,9 +166,8 @@ def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool =
     wl = workload_by_name(case.workload, case.scale, case.seed)
     encoder = session.encoder(wl.model, case.scale)
     wl, hash_s, hstats = arrive(wl, case.pipeline.hash)
-    golden = session.golden(wl, encoder, case.pipeline.hash)
-    table = text_table(wl.vocab_size, encoder.out_dim, encoder.dtype if hasattr(encoder, "dtype") else encoder.qwen.dtype,
-                       session.device, wl.seed)
+    golden = session.golden(wl, encoder)
+    table = text_table(wl.vocab_size, encoder.out_dim, encoder.dtype, session.device, wl.seed)
 
     syncs = encoder_syncs = None
     events: dict = {}
