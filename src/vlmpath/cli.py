@@ -258,6 +258,89 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     merge.set_defaults(func=run_merge)
 
 
+# --- run -------------------------------------------------------------------------------
+@_command
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run the asv suite for one commit, publish the dashboard, write a summary",
+        description="Runs asv in the existing environment for HEAD (or --set-commit-hash) on this "
+        "machine; see vlmpath/run.py for how the benchmarks import the commit under test.",
+    )
+    p.add_argument("--quick", action="store_true", help="each benchmark once (smoke run; results saved)")
+    p.add_argument("--bench", "-b", default=None, metavar="REGEX",
+                   help="only benchmarks whose 'module.Class.method(params)' matches")
+    p.add_argument("--scale", default="tiny", choices=["tiny", "full"], help="full needs a GPU")
+    p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
+    p.add_argument("--results-dir", default=None, help="asv results dir (default .asv/results)")
+    p.add_argument("--html-dir", default=None, help="published dashboard dir (default .asv/html)")
+    p.add_argument("--reports-dir", default=None, help="summary dir (default reports/out)")
+    p.add_argument("--set-commit-hash", default=None, metavar="SHA", help="commit to file results under (default HEAD)")
+    p.add_argument("--allow-dirty", action="store_true", help="run even with uncommitted changes")
+    p.add_argument("--repo", default=".", help="the checkout with asv.conf.json and benchmarks/ (default .)")
+    p.add_argument("--python", default=None, help="interpreter the benchmarks run in (default: this one)")
+    p.add_argument("--package-src", default=None, metavar="DIR",
+                   help="directory put first on the benchmarks' path (default <repo>/src; '' = installed vlmpath)")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra variable for the benchmarks")
+    p.add_argument("--launch-method", default="auto", choices=["auto", "spawn", "forkserver"],
+                   help="auto: forkserver on CPU, spawn on GPU")
+    p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
+    p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
+
+    def run(a: argparse.Namespace) -> int:
+        from .run import RunInterrupted, RunOptions
+        from .run import run as run_suite
+
+        extra = {}
+        for kv in a.env:
+            key, sep, value = kv.partition("=")
+            if not sep or not key:
+                raise VlmpathError(f"--env {kv!r} is not KEY=VALUE")
+            extra[key] = value
+        opts = RunOptions(repo=a.repo, quick=a.quick, bench=a.bench, scale=a.scale, machine=a.machine,
+                          results_dir=a.results_dir, html_dir=a.html_dir, reports_dir=a.reports_dir,
+                          set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
+                          package_src=a.package_src, launch_method=a.launch_method,
+                          publish=not a.no_publish, extra_env=extra)
+        try:
+            outcome = run_suite(opts)
+        except RunInterrupted as exc:
+            print(f"vlmpath run: interrupted; summary (marked interrupted): {exc.outcome.summary_paths[0]}",
+                  file=sys.stderr)
+            return 130
+        print(f"summary: {', '.join(str(x) for x in outcome.summary_paths)}")
+        if outcome.html_dir is not None:
+            print(f"dashboard: {outcome.html_dir}/index.html (vlmpath serve --html-dir {outcome.html_dir})")
+        if outcome.status in ("failed", "interrupted"):
+            return 1
+        return 1 if a.strict and outcome.status != "complete" else 0
+
+    p.set_defaults(func=run)
+
+
+# --- serve -----------------------------------------------------------------------------
+@_command
+def _add_serve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve the published asv dashboard over HTTP")
+    p.add_argument("--html-dir", default=".asv/html", help="dashboard dir (default .asv/html)")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+
+    def run(a: argparse.Namespace) -> int:
+        from .run import make_server
+
+        server = make_server(a.html_dir, a.port, a.bind)
+        host, port = server.server_address[:2]
+        print(f"serving {a.html_dir} at http://{host}:{port}/ (Ctrl-C stops)")
+        try:
+            server.serve_forever()
+        finally:
+            server.server_close()
+        return 0
+
+    p.set_defaults(func=run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vlmpath",

@@ -1,0 +1,113 @@
+"""Shared builders for the asv benchmarks: built lazily, once per benchmark process.
+
+asv runs every (benchmark, parameter combination) in a fresh interpreter (launch method
+``spawn``), so anything expensive is behind ``functools.lru_cache`` builders (the vision
+tower through one ``measure.Session``; prepared workloads) and nothing is built at import.
+
+The routine benchmarks (``bench_encode``, ``bench_embed``) report several numbers of one
+measured case (tok/s, accuracy, syncs, encoder calls). Measuring the case once per number
+would multiply the suite's cost, so they share one ``setup_cache`` (``routine_cache``;
+the same function object, hence one asv cache key): asv runs every benchmark that uses it
+in the cache's directory, and ``case_summary`` memoises each measured case there as a
+small JSON file (written atomically). A case is measured by the first benchmark that needs
+it, so ``-b`` narrowing measures only the selected cases; asv deletes the directory when
+its last user is done.
+
+Only public ``vlmpath`` names are used, so the current benchmark files run against the
+installed package of the commit under test (both sides of a comparison).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+import timeit
+
+from vlmpath import cases
+from vlmpath.platform import sync
+
+#: Wall clock, explicitly (older asv defaulted to process time, which misses GPU time);
+#: time_ benchmarks synchronise the device inside the timed call.
+TIMER = timeit.default_timer
+#: Samples per timed benchmark outside quick mode: asv's Mann-Whitney test needs >= 6 per
+#: side; (min, max, max seconds) per round, two rounds interleaved.
+ROUTINE_REPEAT = (3, 5, 20.0)
+ROUNDS = 2
+
+
+@functools.lru_cache(maxsize=None)
+def session(device: str):
+    from vlmpath.measure import Session
+
+    return Session(device)
+
+
+@functools.lru_cache(maxsize=None)
+def prepared(preset: str, hash_name: str, scale: str, device: str):
+    """(workload as the scheduler sees it after arrival, encoder, text table)."""
+    from vlmpath.embed import text_table
+    from vlmpath.measure import arrive
+    from vlmpath.workload import workload_by_name
+
+    wl = workload_by_name(preset, scale, 0)
+    encoder = session(device).encoder(wl.model, scale)
+    wl, _, _ = arrive(wl, hash_name)
+    dtype = encoder.dtype if hasattr(encoder, "dtype") else encoder.qwen.dtype  # EVS wraps a Qwen encoder
+    table = text_table(wl.vocab_size, encoder.out_dim, dtype, device, wl.seed)
+    return wl, encoder, table
+
+
+def run_schedule(wl, encoder, pipeline, table, device: str):
+    """Every step of the workload through a fresh routine (fresh cache), then a device sync.
+    Raises whatever a step raises: a failing strategy is a failed benchmark."""
+    from vlmpath.embed import EmbedRoutine
+
+    routine = EmbedRoutine(wl, encoder, pipeline, table)
+    for step in wl.steps:
+        routine.run_step(step)
+    sync(device)
+    return routine
+
+
+def preimport_tower() -> None:
+    """Import transformers' Qwen2.5-VL modules now. Under asv's ``forkserver`` launch method
+    (``vlmpath run`` uses it on CPU) the suite is imported once in the server and every
+    benchmark is a fork of it, so this ~3 s import is paid once instead of per benchmark;
+    under ``spawn`` (GPU) the benchmark would import it anyway."""
+    import transformers.models.qwen2_5_vl.modeling_qwen2_5_vl  # noqa: F401
+
+
+def routine_cache() -> dict:
+    """setup_cache of the routine benchmarks: the run's scale and mode (cheap; see above)."""
+    scale = cases.scale_from_env()
+    return {"scale": scale, "quick": cases.quick_from_env()}
+
+
+routine_cache.timeout = 60
+
+
+def _memo_path(case: cases.RoutineCase, scale: str) -> str:
+    key = f"{case.preset}-{scale}-{case.pipeline().label}".replace("/", "_")
+    return os.path.join(os.getcwd(), f"vlmpath-case-{key}.json")
+
+
+def case_summary(case: cases.RoutineCase, cache: dict) -> dict:
+    """The measured case (``cases.record_summary``), memoised in the cache directory."""
+    scale = cache["scale"]
+    device = cases.bench_device(scale)
+    path = _memo_path(case, scale)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    from vlmpath.measure import measure_case
+
+    record = measure_case(case.measure_case(scale), session(device),
+                          repeat=cases.routine_repeat(cache["quick"]))
+    summary = cases.record_summary(record)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(summary, f)
+    os.replace(tmp, path)
+    return summary

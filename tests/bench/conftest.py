@@ -1,0 +1,62 @@
+"""pytest-benchmark mirror of the asv suite: fixtures and the machine-info hook.
+
+``pytest tests/bench --benchmark-only`` is the quick local loop; the normal test run
+(``--benchmark-disable`` in pyproject) runs each case once as a plain test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """Put the platform fingerprint and the asv machine name into the JSON's machine_info
+    (``vlmpath.results.load_pytest_benchmark`` reads both)."""
+    from vlmpath.platform import probe
+
+    plat = probe()
+    machine_info["vlmpath_fingerprint"] = plat.to_dict()
+    machine_info["vlmpath_machine"] = plat.machine
+
+
+@pytest.fixture(scope="session")
+def bench_scale() -> str:
+    from vlmpath import cases
+
+    return cases.scale_from_env()
+
+
+@pytest.fixture(scope="session")
+def bench_device(bench_scale) -> str:
+    from vlmpath import cases
+
+    try:
+        return cases.bench_device(bench_scale)
+    except NotImplementedError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def bench_session(bench_device):
+    from vlmpath.measure import Session
+
+    return Session(bench_device)
+
+
+@pytest.fixture(scope="session")
+def routine_records(bench_session, bench_scale):
+    """Measured routine cases, memoised per (preset, pipeline) for the session: the encode
+    ``batched`` and embed ``default`` rows are the same case and are measured once."""
+    from vlmpath import cases
+    from vlmpath.measure import measure_case
+
+    memo: dict = {}
+
+    def get(case: cases.RoutineCase):
+        key = (case.preset, case.pipeline().label)
+        if key not in memo:
+            memo[key] = measure_case(case.measure_case(bench_scale), bench_session,
+                                     repeat=cases.routine_repeat(cases.quick_from_env()))
+        return memo[key]
+
+    return get

@@ -1,0 +1,90 @@
+"""Every registered strategy (except known-bad replays) is benchmarked by the asv suite.
+
+The registries are found by walking vlmpath's modules, so a new registry is covered (or
+fails here) without editing this test; params are read from the benchmark classes asv
+collects.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import vlmpath
+from vlmpath import cases
+from vlmpath.registry import Registry
+from vlmpath.workload import preset
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Registry entries that no benchmark param names, with the reason. Reviewed on change:
+#: the test fails when an entry here becomes covered (so the list cannot go stale).
+NOT_BENCHMARKED = {
+    ("encoder", "evs"): "no workload preset uses EVS video pruning yet; add a preset to cover it",
+}
+
+
+def _registries() -> dict[str, Registry]:
+    found: dict[str, Registry] = {}
+    for info in pkgutil.walk_packages(vlmpath.__path__, "vlmpath."):
+        if info.name.endswith(("cli", "__main__")):
+            continue
+        mod = importlib.import_module(info.name)
+        for value in vars(mod).values():
+            if isinstance(value, Registry):
+                found[value.kind] = value
+    return found
+
+
+def _benchmark_params() -> set[str]:
+    sys.path.insert(0, str(ROOT))
+    try:
+        values: set[str] = set()
+        for name in ("bench_encode", "bench_inject", "bench_hash", "bench_embed"):
+            mod = importlib.import_module(f"benchmarks.{name}")
+            for _, cls in inspect.getmembers(mod, inspect.isclass):
+                if cls.__module__ == mod.__name__:
+                    for axis in getattr(cls, "params", ()):
+                        values.update(str(v) for v in axis)
+        return values
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+@pytest.fixture(scope="module")
+def covered() -> set[str]:
+    values = _benchmark_params()
+    # Encoders are chosen by the workload, not by a param: a preset in the suite covers its model.
+    models = {preset(p, "tiny").model for p in cases.ROUTINE_PRESETS}
+    return values | {f"encoder:{m}" for m in models}
+
+
+def test_registries_are_found():
+    kinds = set(_registries())
+    assert {"encode strategy", "inject strategy", "count strategy", "hash path", "encoder"} <= kinds
+
+
+def test_every_default_strategy_is_benchmarked(covered):
+    missing = []
+    for kind, reg in sorted(_registries().items()):
+        for name in reg.default_names():
+            key = f"encoder:{name}" if kind == "encoder" else name
+            if key not in covered and (kind, name) not in NOT_BENCHMARKED:
+                missing.append(f"{kind} {name!r}")
+    assert not missing, f"registered but in no benchmark's params: {missing}"
+
+
+def test_exemptions_are_still_needed(covered):
+    for kind, name in NOT_BENCHMARKED:
+        key = f"encoder:{name}" if kind == "encoder" else name
+        assert key not in covered, f"{kind} {name!r} is benchmarked now: remove it from NOT_BENCHMARKED"
+
+
+def test_known_bad_strategies_stay_out_of_the_default_suite(covered):
+    bad = {name for reg in _registries().values() for name in reg.known_bad}
+    assert bad, "expected at least one known-bad replay (batched_by_span)"
+    assert not bad & covered
