@@ -178,9 +178,9 @@ def check_writable(path: Path, what: str) -> None:
 
 
 def write_json_atomic(path: Path, data: object) -> None:
-    from .results import write_text_atomic
+    from .summary import write_atomic
 
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def fingerprint_path(results_dir: Path, machine: str, commit: str) -> Path:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import cases
 from .errors import VlmpathError
-from .results import write_text_atomic
+from .summary import write_atomic as write_text_atomic
 
 
 def _prepared(preset_name: str, pipe, scale: str, session):

@@ -166,6 +166,26 @@ def render_markdown(s: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_atomic(path: str | Path, text: str) -> None:
+    """Temp file in the same directory, then ``os.replace``; mode 0644 (mkstemp's is 0600,
+    and results are read by other users and by the dashboard server)."""
+    import os
+    import tempfile
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), 0o644)
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def summary_paths(reports_dir: str | Path, s: Summary) -> tuple[Path, Path]:
     stem = Path(reports_dir) / f"run-{s.machine}-{s.commit[:8]}"
     return stem.with_suffix(".json"), stem.with_suffix(".md")
@@ -173,10 +193,8 @@ def summary_paths(reports_dir: str | Path, s: Summary) -> tuple[Path, Path]:
 
 def write_summary(s: Summary, reports_dir: str | Path) -> tuple[Path, Path]:
     """JSON and markdown, each written atomically (readers never see half a file)."""
-    from .results import write_text_atomic
-
     jpath, mpath = summary_paths(reports_dir, s)
-    write_text_atomic(jpath, json.dumps(s.to_dict(), indent=2, sort_keys=True, allow_nan=False,
+    write_atomic(jpath, json.dumps(s.to_dict(), indent=2, sort_keys=True, allow_nan=False,
                                         default=str) + "\n")
-    write_text_atomic(mpath, render_markdown(s))
+    write_atomic(mpath, render_markdown(s))
     return jpath, mpath

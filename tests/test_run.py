@@ -1,0 +1,203 @@
+"""``vlmpath run`` (src/vlmpath/run.py), its summary (summary.py) and ``vlmpath serve``.
+
+Fast tests cover selection, environment, bad input and the summary; the slow one runs the
+real thing end to end in a clone whose package differs from this checkout, which proves
+that the benchmark processes import the commit under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from vlmpath import run as runmod
+from vlmpath import summary as summod
+from vlmpath.errors import VlmpathError
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "asv_results"
+SHA_A, SHA_B = "e8bafdb4", "0b9c015c"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """A clone of this repository (committed state) with a package change committed: its
+    ``masked_scatter`` forces a sync, so its benchmarks differ measurably from ours."""
+    dest = tmp_path_factory.mktemp("clone") / "repo"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(dest)], check=True)
+    _git(dest, "config", "user.email", "test@example.com")
+    _git(dest, "config", "user.name", "test")
+    inject = dest / "src" / "vlmpath" / "paths" / "inject.py"
+    old = "    dest.masked_scatter_(mask.expand_as(dest), rows.to(dest.dtype))\n"
+    text = inject.read_text()
+    assert old in text, "inject.py changed: update this fixture's edit"
+    inject.write_text(text.replace(old, "    int(mask.sum().item())  # test-only sync\n" + old))
+    _git(dest, "commit", "-qam", "test: masked_scatter syncs")
+    return dest
+
+
+def _disc(name: str, *axes: tuple[str, ...]) -> runmod.Discovered:
+    return runmod.Discovered(name, tuple(axes), "")
+
+
+SUITE = [_disc("bench_inject.Inject.track_syncs", ("'masked_scatter'", "'where_index'"), ("'video'", "'mixed'")),
+         _disc("bench_hash.Receive.time_receive", ("'xxh3'",), ("1", "64"))]
+
+
+def test_select_matches_names_and_params_like_asv():
+    got = runmod.select(SUITE, r"track_syncs\('where_index'")
+    assert [(b.name, c) for b, c in got] == [("bench_inject.Inject.track_syncs", ("'where_index'", "'video'")),
+                                            ("bench_inject.Inject.track_syncs", ("'where_index'", "'mixed'"))]
+    assert len(runmod.select(SUITE, None)) == 6
+    assert len(runmod.select(SUITE, r"time_receive\('xxh3', 64\)")) == 1
+
+
+def test_select_rejects_a_regex_matching_nothing_and_lists_names():
+    with pytest.raises(VlmpathError, match=r"matches no benchmark.*bench_hash\.Receive\.time_receive"):
+        runmod.select(SUITE, "nothing_like_this")
+    with pytest.raises(VlmpathError, match="not a valid regular expression"):
+        runmod.select(SUITE, "(")
+
+
+def test_launch_method():
+    assert runmod.launch_method("auto", "cpu") == "forkserver"
+    assert runmod.launch_method("auto", "cuda") == "spawn"
+    assert runmod.launch_method("auto", "rocm") == "spawn"
+    with pytest.raises(VlmpathError, match="cannot be used on a GPU"):
+        runmod.launch_method("forkserver", "cuda")
+    with pytest.raises(VlmpathError, match="choose one of"):
+        runmod.launch_method("fork", "cpu")
+
+
+def test_benchmark_env_puts_the_commit_under_test_first():
+    base = {"PYTHONPATH": "/extra", "PATH": "/bin"}
+    env = runmod.benchmark_env(runmod.RunOptions(quick=True, scale="tiny"), ROOT, "m1", "cpu", base=base)
+    # asv's runner drops PYTHONPATH; ASV_PYTHONPATH is what reaches sys.path.
+    assert env["ASV_PYTHONPATH"].split(os.pathsep) == [str(ROOT / "src"), "/extra"]
+    assert env["VLMPATH_SCALE"] == "tiny" and env["VLMPATH_QUICK"] == "1" and env["VLMPATH_MACHINE"] == "m1"
+    assert env["OMP_NUM_THREADS"] == "1"
+    env = runmod.benchmark_env(runmod.RunOptions(package_src="", extra_env={"K": "v"}), ROOT, "m1", "cuda", base={})
+    assert "ASV_PYTHONPATH" not in env and "VLMPATH_QUICK" not in env and "OMP_NUM_THREADS" not in env
+    assert env["K"] == "v"
+
+
+def test_dirty_tree_is_refused(clone, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (clone / "README.md").write_text((clone / "README.md").read_text() + "\nlocal edit\n")
+    try:
+        with pytest.raises(VlmpathError, match=r"uncommitted changes \(README.md\).*--allow-dirty"):
+            runmod.run(runmod.RunOptions(repo=str(clone), results_dir=str(tmp_path / "r")))
+    finally:
+        _git(clone, "checkout", "--", "README.md")
+    assert not (tmp_path / "r").exists()  # refused before anything was written
+
+
+def test_unwritable_results_dir_and_unknown_commit(clone, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(VlmpathError, match="results dir .* is not writable"):
+        runmod.run(runmod.RunOptions(repo=str(clone), results_dir=str(blocker / "results")))
+    with pytest.raises(VlmpathError, match="no such commit"):
+        runmod.run(runmod.RunOptions(repo=str(clone), set_commit_hash="deadbeefdeadbeef"))
+    with pytest.raises(VlmpathError, match="not a hex commit"):
+        runmod.run(runmod.RunOptions(repo=str(clone), set_commit_hash="HEAD~1"))
+
+
+def test_not_a_git_repo(tmp_path):
+    with pytest.raises(VlmpathError, match="not inside a git work tree"):
+        runmod.run(runmod.RunOptions(repo=str(tmp_path)))
+
+
+def test_summary_of_the_real_fixture_marks_missing_selection_partial(tmp_path):
+    sel = [("bench_embed.EmbedRoutine.track_syncs", ("'legacy'", "'video'")),
+           ("bench_inject.Count.time_count", ("'offsets'", "'many_small_images'")),
+           ("bench_embed.EmbedRoutine.track_syncs", ("'legacy'", "'mixed'")),  # not selected then: NaN
+           ("bench_hash.Receive.time_receive", ("'xxh3'", "1"))]  # no result at all
+    s = summod.summarize(FIXTURE, SHA_B, "cpu-fixture", selected=sel)
+    states = [(r.benchmark.rsplit(".", 1)[1], r.params_text, r.state) for r in s.rows]
+    assert states == [("track_syncs", "legacy, video", "ok"), ("time_count", "offsets, many_small_images", "ok"),
+                      ("track_syncs", "legacy, mixed", "skipped"), ("time_receive", "xxh3, 1", "missing")]
+    assert s.status == "partial" and s.rows[0].value == 2.0 and s.rows[1].samples >= 6
+    assert s.fingerprint["backend"] == "cpu"
+    full = summod.summarize(FIXTURE, SHA_A, "cpu-fixture", selected=sel[:2])
+    assert full.status == "complete"
+    jpath, mpath = summod.write_summary(s, tmp_path)
+    data = json.loads(jpath.read_text())
+    assert data["status"] == "partial" and data["partial"] and data["counts"]["missing"] == 1
+    assert "| `bench_hash.Receive.time_receive` | xxh3, 1 | - | 0 | **missing** |" in mpath.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([jpath.name, mpath.name])  # no temp files left
+    assert "2 syncs" in summod.render_terminal(s)
+
+
+def test_summary_marks_failed_benchmarks_and_interruption(tmp_path):
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from asv_fixtures import sha, write_asv_run
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    commit = sha("x")
+    write_asv_run(tmp_path, "m1", commit, {
+        "bench_embed.EmbedRoutine.track_tok_per_s": ("tok/s", ["pipeline"], [["default", "legacy"]], [10.0, None], None),
+    })
+    s = summod.summarize(tmp_path, commit, "m1")
+    assert s.status == "partial" and [r.state for r in s.rows] == ["ok", "failed"]
+    assert summod.summarize(tmp_path, commit, "m1", interrupted=True).status == "interrupted"
+    none = summod.summarize(tmp_path, sha("other"), "m1")
+    assert none.status == "failed" and "no results for commit" in none.notes[0]
+
+
+def test_serve_publishes_the_html_dir(tmp_path):
+    (tmp_path / "index.html").write_text("<html>vlmpath dashboard</html>")
+    server = runmod.make_server(tmp_path, port=0)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        port = server.server_address[1]
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10).read().decode()
+        assert "vlmpath dashboard" in body
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(VlmpathError, match="has no index.html"):
+        runmod.make_server(tmp_path / "empty", port=0)
+
+
+@pytest.mark.slow
+def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
+    """The CLI of the clone, in the clone: quick, narrow; the clone's changed package shows up
+    in the results (masked_scatter syncs), so the benchmarks imported the commit under test."""
+    head = _git(clone, "rev-parse", "HEAD").strip()
+    env = dict(os.environ, HOME=str(tmp_path), PYTHONPATH=str(clone / "src"), VLMPATH_MACHINE="cpu-e2e")
+    regex = (r"bench_inject\.Inject\.track_syncs\('masked_scatter', 'few_large_images'\)"
+             r"|bench_embed\.EmbedRoutine\.track_(syncs|tok_per_s)\('default', 'video'\)")
+    proc = subprocess.run([sys.executable, "-m", "vlmpath.cli", "run", "--quick", "--bench", regex],
+                          cwd=clone, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "[100.00%]" in proc.stdout or "%]" in proc.stdout  # asv's progress was streamed
+
+    results = clone / ".asv" / "results"
+    s = summod.summarize(results, head, "cpu-e2e")
+    vals = {(r.benchmark.rsplit(".", 1)[1], r.params_text): r.value for r in s.rows if r.state == "ok"}
+    assert vals[("track_syncs", "masked_scatter, few_large_images")] == 1.0  # ours is 0
+    assert vals[("track_syncs", "default, video")] >= 1.0
+    assert vals[("track_tok_per_s", "default, video")] > 0
+    fp = json.loads(runmod.fingerprint_path(results, "cpu-e2e", head).read_text())
+    assert fp["machine"] == "cpu-e2e" and fp["backend"] == "cpu"
+    summary = json.loads((clone / "reports" / "out" / f"run-cpu-e2e-{head[:8]}.json").read_text())
+    assert summary["status"] == "complete" and summary["counts"]["ok"] == 3 and summary["commit"] == head
+    index = json.loads((clone / ".asv" / "html" / "index.json").read_text())
+    assert (clone / ".asv" / "html" / "index.html").is_file()
+    assert "bench_embed.EmbedRoutine.track_tok_per_s" in index["benchmarks"]
+    assert _git(clone, "status", "--porcelain") == ""  # outputs stay in ignored folders
