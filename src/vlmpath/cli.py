@@ -187,6 +187,47 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# --- report ----------------------------------------------------------------------------
+@_command
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="draw the charts (per path, CUDA vs ROCm, history, PR) from recorded results",
+        description="Reads asv results only (never measures). Charts go to OUT/charts/ as PNG "
+        "(history and PR also as SVG) with a charts.json manifest; anything a reader must know "
+        "is written in the chart and printed here as a warning.",
+    )
+    p.add_argument("--results", default=".asv/results", help="asv results dir (default .asv/results)")
+    p.add_argument("--out", default="reports", help="output dir (default reports/)")
+    p.add_argument("--base", default=None, help="base commit for the PR chart (with --head)")
+    p.add_argument("--head", default=None, help="head commit: the commit the per-path charts show")
+    p.add_argument("--comparison", default=None, metavar="FILE.json",
+                   help="a `vlmpath compare --json` file: PR chart and regression marks")
+    p.add_argument("--history", type=int, default=50, metavar="N",
+                   help="commits shown in the history charts (default 50, newest)")
+    p.add_argument("--html", default=None, metavar="DIR",
+                   help="also add the charts page to this published asv html dir")
+
+    def run(a: argparse.Namespace) -> int:
+        from .report import write_report
+
+        if a.history < 1:
+            raise VlmpathError(f"--history must be at least 1, got {a.history}")
+        out = write_report(a.results, a.out, base=a.base, head=a.head,
+                           comparison=a.comparison, history_limit=a.history)
+        for w in out.warnings:
+            print(f"vlmpath report: warning: {w}", file=sys.stderr)
+        for c in out.charts:
+            print("  ".join(str(out.out_dir / f) for f in c.files))
+        if a.html:
+            from .dashboard import write_dashboard
+
+            print(write_dashboard(a.html, a.out))
+        return 0
+
+    p.set_defaults(func=run)
+
+
 def _cuda_available() -> bool:
     import torch
 
