@@ -15,6 +15,7 @@ from asv_fixtures import fingerprint, sha, write_asv_run
 from report_fixture import FIXTURE
 from vlmpath import cli
 from vlmpath.compare import Verdict, compare
+from vlmpath.dashboard import write_dashboard
 from vlmpath.errors import VlmpathError
 from vlmpath.render import render_json
 from vlmpath.report import (
@@ -277,9 +278,12 @@ def test_write_report_on_real_results(real, history, tmp_path):
 
 def test_cli_report_with_no_results_yet_warns_and_draws(tmp_path, capsys):
     (tmp_path / "results").mkdir()
-    rc = cli.main(["report", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "out")])
+    (tmp_path / "html").mkdir()
+    rc = cli.main(["report", "--results", str(tmp_path / "results"), "--out", str(tmp_path / "out"),
+                   "--html", str(tmp_path / "html")])
     err = capsys.readouterr().err
     assert rc == 0
+    assert 'src="charts/vendors.png"' in (tmp_path / "html" / "vlmpath" / "index.html").read_text()
     assert "vlmpath report: warning: no results yet" in err
     assert "PR chart was not drawn" in err
     pngs = sorted((tmp_path / "out" / "charts").glob("*.png"))
@@ -329,3 +333,39 @@ def test_bad_arguments_are_clear_errors(tmp_path, history, real):
         load_comparison(tmp_path / "bad.json")
     with pytest.raises(VlmpathError, match="cannot read comparison"):
         load_comparison(tmp_path / "missing.json")
+
+
+# --- dashboard page (the browser test loads it for real) ---------------------------------------
+
+
+def test_dashboard_page_links_charts_and_summary_and_leaves_asv_alone(real, tmp_path):
+    html = tmp_path / "html"
+    html.mkdir()
+    (html / "index.html").write_text("<html>asv</html>")
+    out = write_report(real, tmp_path / "reports")
+    (tmp_path / "reports" / "summary.md").write_text("**No regressions** <b>\n| a | b |\n")
+    page = write_dashboard(html, tmp_path / "reports")
+    text = page.read_text()
+    assert page == html / "vlmpath" / "index.html"
+    assert (html / "index.html").read_text() == "<html>asv</html>"
+    assert 'href="../index.html"' in text and "**No regressions** &lt;b&gt;" in text
+    assert (html / "vlmpath" / "summary.md").is_file() and "summary.json" not in text
+    for c in out.charts:
+        for f in c.files:
+            assert (html / "vlmpath" / f).read_bytes() == (out.out_dir / f).read_bytes()
+            if f.endswith(".png"):
+                assert f'src="{f}"' in text
+
+
+def test_dashboard_bad_input(tmp_path):
+    with pytest.raises(VlmpathError, match="run `asv publish`"):
+        write_dashboard(tmp_path / "nope", tmp_path)
+    with pytest.raises(VlmpathError, match="run `vlmpath report"):
+        write_dashboard(tmp_path, tmp_path / "nope")
+    (tmp_path / "reports").mkdir()
+    text = write_dashboard(tmp_path, tmp_path / "reports").read_text()
+    assert "No charts yet" in text and "No summary yet" in text and "not been published" in text
+    (tmp_path / "reports" / "charts").mkdir()
+    (tmp_path / "reports" / "charts" / "charts.json").write_text("{broken")
+    with pytest.raises(VlmpathError, match="corrupted chart manifest"):
+        write_dashboard(tmp_path, tmp_path / "reports")
