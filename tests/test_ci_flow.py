@@ -88,7 +88,7 @@ class FakeSuite:
 def run(repo: Path, tmp_path: Path, base: str, head: str, suite: FakeSuite, **kw) -> ci_flow.FlowResult:
     kw.setdefault("results_dir", tmp_path / "store")
     return ci_flow.run_pr(base, head, out_dir=tmp_path / "out", repo=repo, machine=MACHINE,
-                          run_suite=suite, env={"PATH": os.environ["PATH"]}, **kw)
+                          run_suite=suite, env={"PATH": os.environ["PATH"]}, charts=False, **kw)
 
 
 def worktrees(repo: Path) -> list[str]:
@@ -182,6 +182,58 @@ def test_base_results_missing_a_head_benchmark_are_measured_again(repo, tmp_path
     assert suite.commits() == [h1, good]
 
 
+def test_base_results_of_another_machine_are_never_used(repo, tmp_path):
+    good = commit_value(repo, 1.0, "good")
+    bad = commit_value(repo, 0.6, "bad")
+    store = tmp_path / "store"
+    write_asv_run(store, "other-box", good, {BENCH: ("fraction", [], [], [0.6], None)})
+    suite = FakeSuite()
+    res = run(repo, tmp_path, good, bad, suite, results_dir=store)
+    assert suite.commits() == [bad, good] and not res.reused_base
+    assert res.machines == (MACHINE,) and [m.machine for m in res.report.machines] == [MACHINE]
+    assert not (tmp_path / "out" / "results" / "other-box").exists()
+    assert len(res.report.regressions) == 1
+
+
+def test_head_only_results_in_a_merge_are_a_marked_partial_comparison(repo, tmp_path):
+    good = commit_value(repo, 1.0, "good")
+    bad = commit_value(repo, 0.6, "bad")
+    art = make_artifact(tmp_path, repo, "bench-cpu", "cpu-ci", good, bad)
+    for f in (art / "results" / "cpu-ci").glob(f"{good[:8]}-*.json"):
+        f.unlink()  # the base run of this machine is missing from the artifact
+    with pytest.raises(VlmpathError, match=rf"no results for commit {good}"):
+        ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
+    make_artifact(tmp_path, repo, "bench-amd", "rocm-ci", good, bad)
+    res = ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
+    status = {m.machine: m.status for m in res.report.machines}
+    assert status == {"cpu-ci": "head-only", "rocm-ci": "both"}
+    comment = (tmp_path / "merged" / "comment.md").read_text()
+    assert "partial comparison" in comment.splitlines()[1]
+    assert md_escape("cpu-ci: no base results") in comment
+
+
+def test_combinations_bench_did_not_select_are_left_out_of_the_comment(repo, tmp_path):
+    good = commit_value(repo, 1.0, "good")
+    bad = commit_value(repo, 0.6, "bad")
+    nan = float("nan")
+    name = "bench_embed.EmbedRoutine.track_accuracy"
+
+    def suite(req):  # asv records unselected combinations as skipped (NaN)
+        acc = float(re.search(r"ACCURACY = (\S+)", (req.source / "src/vlmpath/__init__.py").read_text()).group(1))
+        spec = ("fraction", ["pipeline", "preset"], [["default", "legacy"], ["video", "multi_region"]],
+                [nan, acc, nan, nan], None)
+        write_asv_run(req.results_dir, req.machine, req.commit,
+                      {name: spec, "bench_hash.Hash.track_x": ("calls", [], [], [nan], None)})
+
+    res = run(repo, tmp_path, good, bad, suite, bench=r"track_accuracy\('default', 'multi_region'\)")
+    rows = [(c.params, c.verdict) for c in res.report.all()]
+    assert rows == [((("pipeline", "default"), ("preset", "multi_region")), Verdict.REGRESSION)]
+    assert ci_flow._selected(r"\('legacy', 'video'\)", name, (("pipeline", "legacy"), ("preset", "video")))
+    # Without --bench nothing is dropped: skipped rows stay visible.
+    res = run(repo, tmp_path, good, bad, suite, rerun_base=True)
+    assert len(res.report.all()) == 5
+
+
 def test_same_commit_runs_once_and_reports_no_change(repo, tmp_path):
     c = commit_value(repo, 1.0, "only")
     suite = FakeSuite()
@@ -262,7 +314,7 @@ def test_side_env_puts_the_commit_first_and_keeps_the_runner_on_this_package(tmp
 def test_cli_writes_error_file_and_exits_2_on_unknown_commit(repo, tmp_path, capsys):
     commit_value(repo, 1.0, "good")
     out = tmp_path / "cli-out"
-    code = main(["ci", "pr", "--repo", str(repo), "--base", "main", "--head", "nope", "--machine", MACHINE,
+    code = main(["ci", "pr", "--repo", str(repo), "--base", "main", "--head", "nope", "--machine", MACHINE, "--no-charts",
                  "--out", str(out), "--results-dir", str(tmp_path / "store")])
     assert code == 2
     assert "unknown commit 'nope'" in capsys.readouterr().err
@@ -276,7 +328,7 @@ def make_artifact(tmp_path: Path, repo: Path, name: str, machine: str, base: str
                   pr: str | None = "42") -> Path:
     res = ci_flow.run_pr(base, head, out_dir=tmp_path / "artifacts" / name, repo=repo, machine=machine,
                          run_suite=FakeSuite(), results_dir=tmp_path / f"store-{machine}",
-                         fail_on_regression=False, env={"PATH": os.environ["PATH"]})
+                         fail_on_regression=False, env={"PATH": os.environ["PATH"]}, charts=False)
     if pr is not None:
         (res.out_dir / "pr-number").write_text(pr + "\n")
     return res.out_dir

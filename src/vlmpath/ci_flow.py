@@ -155,6 +155,8 @@ class SuiteRequest:
     bench: str | None
     quick: bool
     env: Mapping[str, str]  # full environment for the runner process
+    scale: str | None = None  # None: the runner's default (tiny)
+    reports_dir: Path | None = None  # where the runner may leave its own summary
 
 
 RunSuite = Callable[[SuiteRequest], None]
@@ -197,9 +199,16 @@ def check_import(source: Path, env: Mapping[str, str]) -> None:
 
 
 def run_suite_subprocess(req: SuiteRequest) -> None:
-    """The real runner: ``vlmpath run --set-commit-hash`` in ``req.bench_root``."""
-    cmd = [sys.executable, "-m", "vlmpath.cli", "run", "--set-commit-hash", req.commit,
-           "--machine", req.machine, "--results-dir", str(req.results_dir)]
+    """The real runner: ``vlmpath run`` of this package, with head's suite (``--repo``)
+    importing the commit's code (``--package-src``), filed under ``--set-commit-hash``.
+    No dashboard is published per side (``--no-publish``); the flow draws its charts once."""
+    cmd = [sys.executable, "-m", "vlmpath.cli", "run", "--repo", str(req.bench_root),
+           "--package-src", str(req.source / "src"), "--set-commit-hash", req.commit,
+           "--machine", req.machine, "--results-dir", str(req.results_dir), "--no-publish"]
+    if req.reports_dir is not None:
+        cmd += ["--reports-dir", str(req.reports_dir)]
+    if req.scale:
+        cmd += ["--scale", req.scale]
     if req.quick:
         cmd.append("--quick")
     if req.bench:
@@ -207,8 +216,8 @@ def run_suite_subprocess(req: SuiteRequest) -> None:
     _log(f"running the suite for {req.commit[:8]} (code from {req.source}): {' '.join(cmd[1:])}")
     r = subprocess.run(cmd, cwd=req.bench_root, env=dict(req.env))
     if r.returncode != 0:
-        # Failing benchmarks make asv (and vlmpath run) exit non-zero, yet their failures
-        # are results: run_pr checks that a results file was written and compares it.
+        # A run whose benchmarks failed still files results (the failures are data):
+        # run_pr checks that a new results file was written and compares it.
         _log(f"vlmpath run for {req.commit[:8]} exited {r.returncode}")
 
 
@@ -267,21 +276,63 @@ def base_reusable(results_dir: Path, machine: str, base_sha: str, head_sha: str)
 
 
 def copy_results(results_dir: Path, dest: Path, machine: str, shas: Sequence[str]) -> None:
-    """Copy only what one comparison needs (not the whole history) into ``dest``."""
+    """Copy only what one comparison needs (not the whole history) into ``dest``.
+
+    ``benchmarks.json`` keeps only the benchmarks these runs selected: with ``--bench``
+    the others were never asked for, and listing them would mark both runs "partial".
+    A benchmark run on one side only still shows (new / removed / newly failing).
+    """
     mdest = dest / machine
     mdest.mkdir(parents=True, exist_ok=True)
-    for name in ("benchmarks.json",):
-        if (results_dir / name).is_file():
-            shutil.copy2(results_dir / name, dest / name)
     src_m = results_dir / machine
     if (src_m / "machine.json").is_file():
         shutil.copy2(src_m / "machine.json", mdest / "machine.json")
+    copied: list[Path] = []
     for sha in dict.fromkeys(shas):
         for p in _run_files(results_dir, machine, sha):
             shutil.copy2(p, mdest / p.name)
+            copied.append(mdest / p.name)
         fp = src_m / f"vlmpath-fingerprint-{sha[:8]}.json"
         if fp.is_file():
             shutil.copy2(fp, mdest / fp.name)
+    bench_json = results_dir / "benchmarks.json"
+    if bench_json.is_file():
+        try:
+            meta = json.loads(bench_json.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            shutil.copy2(bench_json, dest / "benchmarks.json")  # load_asv names it
+            return
+        ran = _result_keys(copied)
+        if isinstance(meta, dict) and ran:
+            meta = {k: v for k, v in meta.items() if k == "version" or k in ran}
+        _write_json(dest / "benchmarks.json", meta)
+
+
+def _selected(pattern: str, benchmark: str, params: Sequence[tuple[str, str]]) -> bool:
+    """Did ``asv run -b pattern`` select this case? asv matches ``name(p1, p2)`` with the
+    parameters as repr strings; we only have display values, so try both spellings."""
+    if not params:
+        return re.search(pattern, benchmark) is not None
+    names = (f"{benchmark}({', '.join(repr(v) for _, v in params)})",
+             f"{benchmark}({', '.join(v for _, v in params)})")
+    return any(re.search(pattern, n) for n in names)
+
+
+def drop_unselected(report, bench_by_machine: Mapping[str, str | None]):
+    """Remove rows for parameter combinations ``--bench`` did not select (asv records
+    them as skipped on both sides); a selected case skipped on both sides stays."""
+    from .compare import Verdict
+
+    machines = []
+    for m in report.machines:
+        pattern = bench_by_machine.get(m.machine)
+        if pattern:
+            kept = tuple(c for c in m.comparisons
+                         if not (c.verdict is Verdict.NOT_COMPARABLE and c.reason == "skipped on base and head"
+                                 and not _selected(pattern, c.benchmark, c.params)))
+            m = replace(m, comparisons=kept)
+        machines.append(m)
+    return replace(report, machines=tuple(machines))
 
 
 # --- the PR flow -------------------------------------------------------------------------
@@ -332,8 +383,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            machine: str | None = None, bench: str | None = None, quick: bool = False,
            results_dir: str | os.PathLike[str] | None = None, rerun_base: bool = False,
            fail_on_regression: bool = True, run_suite: RunSuite | None = None,
-           thresholds: str | os.PathLike[str] | None = None,
-           env: Mapping[str, str] | None = None) -> FlowResult:
+           thresholds: str | os.PathLike[str] | None = None, scale: str | None = None,
+           charts: bool = True, env: Mapping[str, str] | None = None) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them."""
     from . import compare, results
 
@@ -362,7 +413,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
 
     def request(sha: str, source: Path, bench_root: Path) -> SuiteRequest:
         return SuiteRequest(commit=sha, source=source, bench_root=bench_root, results_dir=rdir,
-                            machine=machine, bench=bench, quick=quick, env=side_env(source, env))
+                            machine=machine, bench=bench, quick=quick, env=side_env(source, env),
+                            scale=scale, reports_dir=out / "runs" / sha[:8])
 
     reused = False
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
@@ -385,19 +437,37 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha))
     report = compare.compare(results.load_asv(out / RESULTS_SUBDIR, base_sha),
                              results.load_asv(out / RESULTS_SUBDIR, head_sha), cfg)
+    report = drop_unselected(report, {machine: bench})
     header = [f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
               *(f"note: {n}" for n in notes)]
     code = _write_outputs(out, report, header=header, fail=fail_on_regression)
+    chart_notes = draw_charts(out, base_sha, head_sha) if charts else []
+    for n in chart_notes:
+        _log(n)
     _write_json(out / RUN_FILE, {
         "schema_version": RUN_SCHEMA_VERSION, "base_ref": base, "head_ref": head,
         "base_sha": base_sha, "base_tip": base_tip, "head_sha": head_sha, "machine": machine,
-        "bench": bench, "quick": quick, "reused_base": reused, "notes": notes,
+        "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
+        "chart_notes": chart_notes,
         "regressions": len(report.regressions), "exit_code": code,
     })
     for n in notes:
         _log(n)
     return FlowResult(base_sha, head_sha, (machine,), out, report, code, reused, tuple(notes))
+
+
+def draw_charts(out: Path, base_sha: str, head_sha: str) -> list[str]:
+    """PR charts into OUT/report/charts with ``vlmpath report``; a failure is a note, not fatal
+    (the comparison is what gates the PR)."""
+    try:
+        from .report import write_report
+
+        rep = write_report(out / RESULTS_SUBDIR, out / "report", base=base_sha, head=head_sha,
+                           comparison=out / COMPARISON_FILE)
+    except (ImportError, VlmpathError) as exc:
+        return [f"charts not drawn: {exc}"]
+    return [f"chart warning: {w}" for w in rep.warnings]
 
 
 def write_error(out_dir: str | os.PathLike[str], message: str) -> None:
@@ -548,6 +618,16 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
     if head_sha is not None and head != head_sha.lower():
         raise VlmpathError(f"artifacts measured head {head[:12]}, but the workflow run is for {head_sha[:12]}")
     report = compare.compare(results.load_asv(dest, base_sha), results.load_asv(dest, head), cfg)
+    selections = {}
+    for _, d in runs:
+        bench = d.get("bench")
+        if isinstance(bench, str) and len(bench) <= 500:
+            try:
+                re.compile(bench)
+            except re.error:
+                continue  # untrusted: an invalid pattern just filters nothing
+            selections[d["machine"]] = bench
+    report = drop_unselected(report, selections)
     notes = list(errors)
     for name, d in runs:
         notes.extend(f"{d['machine']}: {n}" for n in d.get("notes", ()) if isinstance(n, str))

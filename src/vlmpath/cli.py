@@ -253,6 +253,9 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
     pr.add_argument("--bench", default=None, metavar="REGEX", help="only benchmarks matching REGEX")
     pr.add_argument("--quick", action="store_true", help="one pass per benchmark (smoke test)")
+    pr.add_argument("--scale", default=None, choices=["tiny", "full"],
+                    help="workload scale passed to `vlmpath run` (default: its default, tiny)")
+    pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
     pr.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
     pr.add_argument("--results-dir", default=None,
                     help="asv results directory kept across runs (default VLMPATH_RESULTS_DIR or .asv/results)")
@@ -267,7 +270,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
             res = ci_flow.run_pr(a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine,
                                  bench=a.bench, quick=a.quick, results_dir=a.results_dir,
                                  rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
-                                 thresholds=a.config)
+                                 thresholds=a.config, scale=a.scale, charts=not a.no_charts)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
