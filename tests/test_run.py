@@ -90,6 +90,9 @@ def test_benchmark_env_puts_the_commit_under_test_first():
     env = runmod.benchmark_env(runmod.RunOptions(package_src="", extra_env={"K": "v"}), ROOT, "m1", "cuda", base={})
     assert "ASV_PYTHONPATH" not in env and "VLMPATH_QUICK" not in env and "OMP_NUM_THREADS" not in env
     assert env["K"] == "v"
+    # Another commit than the work tree's HEAD: the caller's path (that commit's package) only.
+    env = runmod.benchmark_env(runmod.RunOptions(), ROOT, "m1", "cpu", base=base, commit_is_head=False)
+    assert env["ASV_PYTHONPATH"] == "/extra"
 
 
 def test_dirty_tree_is_refused(clone, tmp_path, monkeypatch):
@@ -185,7 +188,8 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "vlmpath.cli", "run", "--quick", "--bench", regex],
                           cwd=clone, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "[100.00%]" in proc.stdout or "%]" in proc.stdout  # asv's progress was streamed
+    assert "%] ··· bench_" in proc.stdout  # asv's progress lines were streamed
+    assert f"benchmarks import vlmpath from {clone / 'src' / 'vlmpath'}" in proc.stdout
 
     results = clone / ".asv" / "results"
     s = summod.summarize(results, head, "cpu-e2e")
@@ -201,3 +205,33 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     assert (clone / ".asv" / "html" / "index.html").is_file()
     assert "bench_embed.EmbedRoutine.track_tok_per_s" in index["benchmarks"]
     assert _git(clone, "status", "--porcelain") == ""  # outputs stay in ignored folders
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) during ``asv run``: asv
+    saves nothing for the commit, no fingerprint is written, the summary says interrupted."""
+    import signal
+    import time
+
+    head = _git(clone, "rev-parse", "HEAD").strip()
+    env = dict(os.environ, HOME=str(tmp_path), PYTHONPATH=str(clone / "src"), VLMPATH_MACHINE="cpu-int")
+    proc = subprocess.Popen([sys.executable, "-m", "vlmpath.cli", "run", "--bench", "bench_encode.EncodeTime",
+                             "--results-dir", str(tmp_path / "res"), "--reports-dir", str(tmp_path / "rep")],
+                            cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "Benchmarking existing" in line:
+            time.sleep(2)  # inside the first benchmark
+            os.killpg(proc.pid, signal.SIGINT)
+            break
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=120) == 130, "".join(seen)[-2000:] + rest[-2000:]
+    mdir = tmp_path / "res" / "cpu-int"
+    assert not [p.name for p in mdir.glob(f"{head[:8]}-*.json")]  # asv saved nothing
+    assert not runmod.fingerprint_path(tmp_path / "res", "cpu-int", head).exists()
+    data = json.loads((tmp_path / "rep" / f"run-cpu-int-{head[:8]}.json").read_text())
+    assert data["status"] == "interrupted" and data["partial"]
+    assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".")]  # no temp files

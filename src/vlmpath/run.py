@@ -22,10 +22,13 @@ Which ``vlmpath`` do the benchmarks import? asv runs the CURRENT benchmark files
 existing interpreter (``--python``, default this one), one fresh process per benchmark.
 asv's benchmark runner deletes ``PYTHONPATH`` from its own ``sys.path`` and environment
 (asv/benchmark.py) unless ``ASV_PYTHONPATH`` is set, which it puts first on ``sys.path``
-instead. So ``package_src`` (default ``<repo>/src``: the work tree of the commit under test)
-and any ``PYTHONPATH`` of the caller are passed as ``ASV_PYTHONPATH``; with
-``package_src=""`` the interpreter's installed ``vlmpath`` is used. Other variables pass
-through unchanged (asv copies ``os.environ``); ``extra_env`` adds more.
+instead. So ``package_src`` and any ``PYTHONPATH`` of the caller are passed as
+``ASV_PYTHONPATH``. ``package_src`` defaults to ``<repo>/src`` when the commit is the work
+tree's HEAD (the tree is what runs); for another ``--set-commit-hash`` (the PR flow's base
+run from the head checkout) nothing is prepended, so the caller's ``PYTHONPATH`` or the
+installed package, i.e. that commit's package, is imported; ``package_src=""`` forces the
+installed one. The run prints which ``vlmpath`` the benchmark interpreter imports. Other
+variables pass through unchanged (asv copies ``os.environ``); ``extra_env`` adds more.
 
 Launch method: GPU runs use ``spawn`` (a fresh interpreter per benchmark: a forked child
 of a parent that touched CUDA/HIP cannot use the GPU). CPU runs default to ``forkserver``:
@@ -252,7 +255,7 @@ def select(benchmarks: Sequence[Discovered], regex: str | None) -> list[tuple[Di
 
 # --- the run ---------------------------------------------------------------------------------
 def benchmark_env(opts: RunOptions, repo: Path, machine: str, backend: str,
-                  base: Mapping[str, str] | None = None) -> dict[str, str]:
+                  base: Mapping[str, str] | None = None, *, commit_is_head: bool = True) -> dict[str, str]:
     """Environment of asv and, through it, of every benchmark process."""
     from .cases import QUICK_ENV, SCALE_ENV
 
@@ -260,7 +263,8 @@ def benchmark_env(opts: RunOptions, repo: Path, machine: str, backend: str,
     env.update(opts.extra_env)
     src = opts.package_src
     if src is None:
-        src = str(repo / "src") if (repo / "src" / "vlmpath").is_dir() else ""
+        tree = commit_is_head and (repo / "src" / "vlmpath").is_dir()
+        src = str(repo / "src") if tree else ""
     paths = [p for p in (src and str(_abs(repo, src)), env.get("ASV_PYTHONPATH", ""), env.get("PYTHONPATH", "")) if p]
     if paths:
         env["ASV_PYTHONPATH"] = os.pathsep.join(paths)
@@ -331,6 +335,18 @@ def _asv(args: Sequence[str], env: Mapping[str, str], cwd: Path, what: str) -> N
         raise VlmpathError(f"asv {what} failed (exit {proc.returncode}):\n{tail}")
 
 
+def package_location(python: str, env: Mapping[str, str]) -> str:
+    """Where the benchmark interpreter imports ``vlmpath`` from (as asv will set its path)."""
+    penv = dict(env)
+    penv["PYTHONPATH"] = env.get("ASV_PYTHONPATH", "")
+    proc = subprocess.run([python, "-c", "import vlmpath, os; print(os.path.dirname(vlmpath.__file__))"],
+                          env=penv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise VlmpathError(f"the benchmark interpreter {python} cannot import vlmpath: install the commit under "
+                           "test, set PYTHONPATH to its src/, or pass --package-src")
+    return proc.stdout.strip()
+
+
 def _fingerprint(python: str | None, env: Mapping[str, str], machine: str) -> dict:
     """Platform.to_dict() of the benchmark interpreter (a subprocess if it is not us)."""
     if python is None or os.path.realpath(python) == os.path.realpath(sys.executable):
@@ -382,10 +398,12 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     if shutil.which(python) is None and not Path(python).is_file():
         raise VlmpathError(f"--python {python} not found: pass the interpreter the benchmarks should run in")
     method = launch_method(opts.launch_method, plat.backend)
-    env = benchmark_env(opts, repo, machine, plat.backend)
+    head = _git(repo, "rev-parse", "HEAD").strip()
+    env = benchmark_env(opts, repo, machine, plat.backend, commit_is_head=commit == head)
 
     benchmark_dir = _abs(repo, conf.get("benchmark_dir", "benchmarks"))
     chosen = select(discover(benchmark_dir, python, env), opts.bench)
+    out.write(f"vlmpath run: benchmarks import vlmpath from {package_location(python, env)}\n")
     out.write(f"vlmpath run: {len(chosen)} benchmark cases on {machine} ({plat.backend}), commit {commit[:8]}, "
               f"scale {opts.scale}{', quick' if opts.quick else ''}, launch {method}\n")
     out.flush()
