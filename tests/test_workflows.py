@@ -153,7 +153,7 @@ def test_pr_matrix_covers_nvidia_amd_and_a_hosted_cpu_job(pr_wf):
     cpu = pr_wf["jobs"]["cpu"]
     assert cpu["runs-on"] == "ubuntu-latest" and cpu["env"]["VLMPATH_SCALE"] == "tiny"
     cpu_runs = "\n".join(str(s.get("run", "")) for s in cpu["steps"])
-    assert "ci/setup.sh" in cpu_runs and "ci/pr-bench.sh" in cpu_runs
+    assert "ci/setup.sh" in cpu_runs and "ci/pr-bench.sh" in cpu_runs and "--scale tiny" in cpu_runs
 
 
 def test_pr_jobs_fetch_history_and_upload_one_artifact_per_machine(pr_wf):
@@ -180,6 +180,7 @@ def test_pr_gpu_job_runs_the_flow_inside_our_image(pr_wf):
     assert 'docker build -f "$DOCKERFILE"' in runs
     assert re.search(r'docker run --rm "\$\{gpu_flags\[@\]\}"', runs)
     assert '"$IMAGE" ci pr --base "$BASE_SHA" --head "$HEAD_SHA" --machine "$MACHINE"' in runs
+    assert '--scale "$SCALE"' in runs and job["env"]["SCALE"].endswith("'full' }}")
     assert job["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
 
 

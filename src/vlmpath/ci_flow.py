@@ -15,7 +15,7 @@
 
 How each side's code is put under test: the benchmarks run in the one existing
 environment (the docker image or the CI venv; asv ``-E existing``), and each side's
-worktree ``src/`` is put **first on ``ASV_PYTHONPATH``**. asv 0.6.6 discards a plain
+worktree ``src/`` is put **first on ``ASV_PYTHONPATH``** (``vlmpath run --package-src``). asv 0.6.6 discards a plain
 ``PYTHONPATH`` in its benchmark subprocesses but turns ``ASV_PYTHONPATH`` into their
 ``PYTHONPATH`` (asv/environment.py ``Environment.run``), and ``PYTHONPATH`` entries come
 before site-packages, so ``import vlmpath`` there resolves to that commit. We chose this
