@@ -37,14 +37,14 @@ ROUTINE_REPEAT = (3, 5, 20.0)
 ROUNDS = 2
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def session(device: str):
     from vlmpath.measure import Session
 
     return Session(device)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def prepared(preset: str, hash_name: str, scale: str, device: str):
     """(workload as the scheduler sees it after arrival, encoder, text table)."""
     from vlmpath.embed import text_table

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import statistics
 
-from vlmpath import cases
+from vlmpath import (
+    cases,
+    timing,  # not `import time_fn`: asv would collect it as a benchmark
+)
 from vlmpath.paths.count import COUNTERS
 from vlmpath.paths.inject import INJECTORS
 from vlmpath.platform import sync
 from vlmpath.syncs import syncs_of
-from vlmpath import timing  # not `import time_fn`: asv would collect it as a benchmark
 
 from . import _common
 

@@ -23,4 +23,4 @@ timeout 120 "$PY" -m vlmpath.cli measure --scale "$SCALE" "${WL[@]}" --encode ba
     --repeat 3 --json "$OUT/measure-encode.jsonl"
 timeout 120 "$PY" -m vlmpath.cli measure --scale "$SCALE" "${WL[@]}" --pipeline default --pipeline legacy \
     --repeat 3 --json "$OUT/measure-pipelines.jsonl"
-echo "gpu-smoke: wrote $(ls "$OUT" | tr '\n' ' ')to $OUT"
+echo "gpu-smoke: done; JSON results are in $OUT"

@@ -463,5 +463,16 @@ def make_server(html_dir: str | os.PathLike[str], port: int = 8080, bind: str = 
         raise VlmpathError(f"cannot listen on {bind}:{port} ({exc.strerror or exc}): pick another --port") from None
 
 
-__all__ = ["RunOptions", "RunOutcome", "RunInterrupted", "run", "make_server", "discover", "select",
-           "fingerprint_path", "dirty_paths", "benchmark_env", "launch_method"]
+__all__ = [
+    "RunInterrupted",
+    "RunOptions",
+    "RunOutcome",
+    "benchmark_env",
+    "dirty_paths",
+    "discover",
+    "fingerprint_path",
+    "launch_method",
+    "make_server",
+    "run",
+    "select",
+]

@@ -67,7 +67,7 @@ def sync_checks(presets: Sequence[str], scale: str, session) -> dict:
             tower: list = []
 
             @contextmanager
-            def encoder_region():
+            def encoder_region(tower=tower):
                 # A nested count pauses the outer one: tower syncs are reported apart, as
                 # ``measure`` does (the routine's own syncs are what the paths change).
                 with count_syncs() as inner:

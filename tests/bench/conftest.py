@@ -19,6 +19,19 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["vlmpath_machine"] = plat.machine
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """One intra-op thread while these modules run (restored after), as ``vlmpath run`` pins
+    OMP_NUM_THREADS=1 on CPU: on a shared 2-core box, OpenMP threads spin-waiting for each
+    other made short ops 100x slower and the whole mirror several times slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def bench_scale() -> str:
     from vlmpath import cases
