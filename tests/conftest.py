@@ -11,17 +11,12 @@ from __future__ import annotations
 import torch
 import pytest
 
-from vlmpath.embed import NAMED_PIPELINES, EmbedRoutine, Pipeline, text_table
+from vlmpath.embed import EmbedRoutine, Pipeline, text_table
 from vlmpath.fidelity import Assembler, golden_rows, score
 from vlmpath.measure import Case, CaseRecord, Session, measure_case
 from vlmpath.workload import Workload, preset
 
-# Pipelines the expected-counts file pins, by the key used in that file.
-COUNTED_PIPELINES = {
-    "default": NAMED_PIPELINES["default"],           # batched + masked_scatter + offsets + forwarded
-    "legacy": NAMED_PIPELINES["legacy"],             # batched + where_index + mask_sum + rehash
-    "per_request": Pipeline(encode="per_request"),   # the pre-#25910 encode path, other stages default
-}
+from counted_pipelines import COUNTED_PIPELINES
 
 
 class CoreRunner:

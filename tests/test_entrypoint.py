@@ -10,7 +10,6 @@ the real ``vlmpath info``.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

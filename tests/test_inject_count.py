@@ -22,7 +22,7 @@ from vlmpath.paths.inject import (
 from vlmpath.syncs import count_syncs
 from vlmpath.workload import PRESETS
 
-from conftest import COUNTED_PIPELINES
+from counted_pipelines import COUNTED_PIPELINES
 
 EXPECTED = Path(__file__).with_name("expected_counts.json")
 UPDATE_ENV = "VLMPATH_UPDATE_EXPECTED"
@@ -212,7 +212,7 @@ def _current_counts(runner) -> dict:
             cases[f"{name}/{key}"] = {k: getattr(rec, k) for k in COUNTED}
     return {
         "_comment": ("Deterministic counters per preset (tiny scale, CPU, seed 0, repeat=1) of "
-                     "the pipelines in tests/conftest.py COUNTED_PIPELINES; syncs are null where "
+                     "the pipelines in tests/counted_pipelines.py COUNTED_PIPELINES; syncs are null where "
                      f"not counted. Regenerate: {UPDATE_ENV}=1 pytest tests/test_inject_count.py "
                      "-k expected_counts, then explain the change in the commit message."),
         "pipelines": {k: COUNTED_PIPELINES[k].to_dict() for k, _ in PINNED},

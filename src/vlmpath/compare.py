@@ -65,7 +65,7 @@ class Rule:
 @dataclass(frozen=True)
 class Thresholds:
     gpu_factor: float = 0.10
-    cpu_factor: float = 0.25
+    cpu_factor: float = 0.50
     min_samples: int = 6
     p_threshold: float = 0.002
     units: tuple[tuple[str, UnitRule], ...] = ()
