@@ -60,7 +60,7 @@ def test_direction_comes_from_the_unit(unit, base, head, expected):
 
 
 def test_unknown_unit_is_lower_is_better_and_marked():
-    c = _verdict(_m(1.0, "ratio"), _m(2.0, "ratio"))
+    c = _verdict(_m(1.0, "widgets"), _m(2.0, "widgets"))
     assert c.verdict is Verdict.REGRESSION and c.direction == "unknown"
     assert _verdict(_m(2.0, "widgets"), _m(1.0, "widgets")).verdict is Verdict.IMPROVEMENT
 
@@ -247,15 +247,17 @@ def test_packaged_defaults_document_the_noise_band():
 
 def test_user_config_overrides_and_its_rules_come_first(tmp_path):
     p = tmp_path / "t.yaml"
-    p.write_text("factor: {gpu: 0.02, cpu: 0.5}\nunits:\n  ratio: {direction: higher}\n"
+    p.write_text("factor: {gpu: 0.02, cpu: 0.5}\nunits:\n  ratio: {direction: lower}\n"
                  "rules:\n  - pattern: 'Embed\\.'\n    factor: 0.3\n  - pattern: 'peakmem'\n    factor: 0.2\n")
     cfg = load_thresholds(p)
     assert cfg.factor_for("b.Embed.track_tok_per_s", "tok/s", "gpu") == 0.3
     assert cfg.factor_for("b.Hash.peakmem_x", "bytes", "gpu") == 0.2
     assert cfg.factor_for("b.Other.time_x", "seconds", "gpu") == 0.02
-    assert cfg.unit_rule("ratio").direction == "higher" and cfg.unit_rule("tok/s").direction == "higher"
+    # The user's unit rule replaces the packaged one (ratio is higher-is-better there).
+    assert CFG.unit_rule("ratio").direction == "higher"
+    assert cfg.unit_rule("ratio").direction == "lower" and cfg.unit_rule("tok/s").direction == "higher"
     c = judge(_m(1.0, "ratio"), _m(2.0, "ratio"), cfg, "cpu")
-    assert c.verdict is Verdict.IMPROVEMENT and c.direction == "higher"
+    assert c.verdict is Verdict.REGRESSION and c.direction == "lower"
     assert str(p) in cfg.source
 
 
