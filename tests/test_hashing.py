@@ -1,5 +1,5 @@
-"""Tests for vlmpath.paths.hashing and vlmpath.shm: hash semantics, the shared-memory
-pointer lifecycle (incl. leak safety) and the real two-process exchange."""
+"""Tests for vlmpath.paths.hashing, paths.hash_transfer and vlmpath.shm: hash semantics,
+the shared-memory pointer lifecycle (incl. leak safety) and the real two-process exchange."""
 
 from __future__ import annotations
 
@@ -17,20 +17,19 @@ import torch
 
 from vlmpath import shm as shm_mod
 from vlmpath.errors import UnknownNameError, VlmpathError
+from vlmpath.paths.hash_transfer import ReceiverProcess, run_transfer
 from vlmpath.paths.hashing import (
     HASH_PATHS,
     MM_PAD_MODULUS,
     MM_PAD_SHIFT_VALUE,
     HashInputError,
     HashStats,
-    ReceiverProcess,
     blake3_tensor_hash,
     compute_pad_value,
     data_hash,
     gpu_tensor_hash,
     hash_feature,
     pickle_round_trip,
-    run_transfer,
     tensor_hash,
     xxh3_tensor_hash,
 )
@@ -446,7 +445,8 @@ def test_resource_tracker_stays_quiet_in_a_fresh_interpreter(tmp_path):
     script = tmp_path / "exchange.py"
     script.write_text(textwrap.dedent("""
         import torch
-        from vlmpath.paths.hashing import HASH_PATHS, ReceiverProcess, run_transfer
+        from vlmpath.paths.hash_transfer import ReceiverProcess, run_transfer
+        from vlmpath.paths.hashing import HASH_PATHS
         from vlmpath.shm import ShmLedger
 
         if __name__ == "__main__":
