@@ -1,7 +1,7 @@
 """What do the recorded results look like as charts a person can read at a glance?
 
-Reads asv results (through ``results.py``) and comparisons (``compare.py``) and draws
-matplotlib figures; it never measures. Four kinds of chart:
+Draws matplotlib figures from what ``report_data.py`` loads (asv results through
+``results.py``, comparisons from ``compare.py``); it never measures. Four kinds of chart:
 
 - ``path_chart``: one path (encode / inject / hash / embed), strategies side by side per
   workload, throughput bars with the accuracy of the same case written on each bar, so a
@@ -14,56 +14,56 @@ matplotlib figures; it never measures. Four kinds of chart:
 
 Chart functions return a ``matplotlib.figure.Figure`` drawn on an explicit Agg canvas
 (no pyplot, no display, no global rcParams change: style is applied with
-``rc_context`` while the figure is built); ``save_figure`` writes it atomically.
+``rc_context`` while the figure is built); ``save_figure`` writes it atomically (those
+shared pieces live in ``report_figure.py``).
 Anything a reader must know (no results yet, one vendor only, a case missing at base)
 is drawn in the figure as a note (``figure_notes`` reads them back) and returned as a
 warning by ``write_report``.
+
+Every name callers used from here before the split (``load_history``, ``History``,
+``load_comparison``, ``save_figure``, ...) is still importable from ``vlmpath.report``.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import math
 import os
-import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import matplotlib
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.transforms import offset_copy
 
 from .compare import Comparison, ComparisonReport, Thresholds, Verdict, compare
 from .errors import VlmpathError
 from .render import fmt_value
-from .results import MachineRun, Metric, RunResults, existing_commits, load_asv, write_text_atomic
+from .report_data import (
+    DEFAULT_PATHS, THROUGHPUT_UNITS, WORKLOAD_PARAMS, History, accuracy_of, add_regressions,
+    check_results_dir, consecutive_regressions, geomean, headline_benchmarks, leaf_of,
+    load_comparison, load_history, path_of, primary_benchmarks, split_params
+)
+from .report_figure import (
+    BASE_GREY, FAIL, HATCHES, MARKERS, NOTE_GID, PALETTE, STYLE, add_note, draw_empty,
+    draw_failed_marker, draw_not_run, fail_handle, figure_notes, new_figure, save_figure,
+    styled
+)
+from .results import MachineRun, RunResults, load_asv, write_text_atomic
 
-# Okabe-Ito (colour-blind safe); vermillion is kept for failures only. Each series also
-# gets a hatch or a marker so that the charts survive greyscale printing.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
-FAIL = "#D55E00"
-BASE_GREY = "#9A9A9A"
-HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--", "++")
-MARKERS = ("o", "s", "^", "D", "v", "P", "*", "h")
-THROUGHPUT_UNITS = ("tok/s", "GB/s")
-DEFAULT_PATHS = ("encode", "inject", "hash", "embed")
-WORKLOAD_PARAMS = ("workload", "preset")  # the parameter that names the workload
-NOTE_GID = "vlmpath-note"
+__all__ = [  # the charts and write_report, plus the loading and figure names re-exported
+    "BASE_GREY", "CHART_DIR", "DEFAULT_PATHS", "FAIL", "HATCHES", "MANIFEST", "MARKERS",
+    "NOTE_GID", "PALETTE", "STYLE", "THROUGHPUT_UNITS", "WORKLOAD_PARAMS", "Chart", "History",
+    "ReportOutput", "add_note", "add_regressions", "check_results_dir", "consecutive_regressions",
+    "figure_notes", "history_chart", "leaf_of", "load_comparison", "load_history", "path_chart",
+    "path_of", "pr_chart", "save_figure", "vendor_chart", "write_report",
+]
+
+
 CHART_DIR = "charts"
 MANIFEST = "charts.json"
-# Per-figure style, applied only while a figure is built (rc_context restores it).
-STYLE = {
-    "font.size": 9, "axes.titlesize": 10, "axes.titleweight": "bold", "axes.grid": True,
-    "axes.axisbelow": True, "grid.alpha": 0.3, "axes.spines.top": False,
-    "axes.spines.right": False, "hatch.linewidth": 0.8, "legend.fontsize": 8,
-    "svg.hashsalt": "vlmpath",  # stable SVG ids: reruns give identical files
-}
 _CHANGED = (Verdict.REGRESSION, Verdict.NEWLY_FAILING, Verdict.IMPROVEMENT,
             Verdict.FIXED, Verdict.NEW, Verdict.REMOVED)
 _VERDICT_STYLE = {  # colour, hatch
@@ -71,36 +71,6 @@ _VERDICT_STYLE = {  # colour, hatch
     Verdict.IMPROVEMENT: ("#009E73", ".."), Verdict.FIXED: ("#009E73", ".."),
     Verdict.NEW: ("#0072B2", "//"), Verdict.REMOVED: (BASE_GREY, ""),
 }
-
-
-# --- naming -------------------------------------------------------------------------------
-
-
-def path_of(benchmark: str) -> str:
-    """``bench_embed.Embed.track_tok_per_s`` -> ``embed``."""
-    head = benchmark.split(".", 1)[0]
-    return head[len("bench_"):] if head.startswith("bench_") else head
-
-
-def leaf_of(benchmark: str) -> str:
-    leaf = benchmark.rsplit(".", 1)[-1]
-    for prefix in ("track_", "time_", "peakmem_", "mem_"):
-        if leaf.startswith(prefix):
-            return leaf[len(prefix):]
-    return leaf
-
-
-def _split_params(params: Sequence[tuple[str, str]]) -> tuple[str, str]:
-    """(workload, strategy) labels: the workload/preset parameter groups, the rest is the strategy."""
-    d = dict(params)
-    key = next((k for k in WORKLOAD_PARAMS if k in d), None)
-    if key is not None:
-        wl = d.pop(key)
-    elif len(params) >= 2:
-        wl = d.pop(params[-1][0])
-    else:
-        wl = ""
-    return wl, " / ".join(d.values()) or "(default)"
 
 
 def _direction(unit: str) -> str:
@@ -113,118 +83,21 @@ def _thresholds() -> Thresholds:
     return Thresholds.default()
 
 
-def _headline(metrics: Iterable[Metric]) -> list[str]:
-    """Benchmarks whose unit is a throughput, sorted."""
-    return sorted({m.benchmark for m in metrics if m.unit in THROUGHPUT_UNITS})
-
-
-def _primary(metrics: Iterable[Metric]) -> list[str]:
-    """Per benchmark class its throughput benchmarks, else its timings (``time_*``), sorted."""
-    by_class: dict[str, dict[str, set[str]]] = {}
-    for m in metrics:
-        by_class.setdefault(m.benchmark.rsplit(".", 1)[0], {}).setdefault(m.unit, set()).add(m.benchmark)
-    out: set[str] = set()
-    for units in by_class.values():
-        fast = set().union(*(units.get(u, set()) for u in THROUGHPUT_UNITS))
-        out |= fast or units.get("seconds", set())
-    return sorted(out)
-
-
-def _accuracy_of(machine: MachineRun, benchmark: str) -> dict[tuple, Metric]:
-    """Accuracy metrics of the same benchmark class, keyed by params."""
-    cls = benchmark.rsplit(".", 1)[0]
-    return {m.params: m for m in machine.metrics
-            if m.unit == "fraction" and m.benchmark.rsplit(".", 1)[0] == cls
-            and "accuracy" in m.benchmark.rsplit(".", 1)[-1]}
-
-
-# --- figures ------------------------------------------------------------------------------
-
-
-def _styled(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with matplotlib.rc_context(STYLE):
-            return fn(*args, **kwargs)
-    return wrapper
-
-
-def _figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)  # explicit Agg canvas: no pyplot, no display needed
-    return fig
-
-
-def add_note(fig: Figure, text: str) -> None:
-    """A note under the axes (kept by ``bbox_inches="tight"``), readable by ``figure_notes``."""
-    n = len(figure_notes(fig))
-    # Stacked below the figure in points, so the spacing is the same on any figure size.
-    where = offset_copy(fig.transFigure, fig=fig, x=0, y=-4 - 12 * n, units="points")
-    fig.text(0.01, 0.0, f"Note: {text}", ha="left", va="top", fontsize=8, color="#444444",
-             gid=NOTE_GID, transform=where)
-
-
-def figure_notes(fig: Figure) -> list[str]:
-    return [t.get_text().removeprefix("Note: ") for t in fig.texts if t.get_gid() == NOTE_GID]
-
-
-def _empty(ax, message: str) -> None:
-    ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center",
-            fontsize=11, color="#444444", wrap=True)
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-
-def _failed_marker(ax, x: float, label: str = "FAILED") -> None:
-    ax.plot([x], [0], marker="X", markersize=11, color=FAIL, markeredgecolor="black",
-            linestyle="none", clip_on=False, zorder=5)
-    ax.annotate(label, (x, 0), xytext=(0, 9), textcoords="offset points", rotation=90,
-                ha="center", va="bottom", color=FAIL, fontweight="bold", fontsize=8)
-
-
-def _not_run(ax, x: float) -> None:
-    ax.annotate("not run", (x, 0), xytext=(0, 3), textcoords="offset points", rotation=90,
-                ha="center", va="bottom", fontsize=7, color="#666666")
-
-
-def _fail_handle(label: str = "failed case") -> Line2D:
-    return Line2D([], [], marker="X", color=FAIL, markeredgecolor="black", linestyle="none",
-                  markersize=9, label=label)
-
-
-def save_figure(fig: Figure, path: str | os.PathLike[str]) -> Path:
-    """Write ``fig`` to ``path`` (format from the suffix) so readers never see half a file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fmt = target.suffix.lstrip(".").lower() or "png"
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=f".{fmt}")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=fmt, dpi=110, bbox_inches="tight", facecolor="white",
-                    metadata={"Date": None} if fmt == "svg" else None)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return target
-
-
 # --- per-path chart -----------------------------------------------------------------------
 
 
-@_styled
+@styled
 def path_chart(run: RunResults | None, path: str) -> Figure:
     """Throughput of every strategy per workload for one path, accuracy on each bar."""
     panels = []
     for machine in (run.machines if run else ()):
-        for bench in _primary(m for m in machine.metrics if path_of(m.benchmark) == path):
+        for bench in primary_benchmarks(m for m in machine.metrics if path_of(m.benchmark) == path):
             panels.append((machine, bench))
-    fig = _figure(9.0, 0.8 + 3.0 * max(1, len(panels)))
+    fig = new_figure(9.0, 0.8 + 3.0 * max(1, len(panels)))
     commit = f" @ {run.commit[:8]}" if run else ""
     fig.suptitle(f"{path} path: strategies per workload{commit}", fontweight="bold")
     if not panels:
-        _empty(fig.add_subplot(), f"no throughput results for the {path} path")
+        draw_empty(fig.add_subplot(), f"no throughput results for the {path} path")
         add_note(fig, f"no {path} results" + (f" for commit {run.commit[:8]}" if run else " yet")
                  + ": nothing to compare")
         return fig
@@ -240,19 +113,19 @@ def path_chart(run: RunResults | None, path: str) -> Figure:
 
 def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
     metrics = [m for m in machine.metrics if m.benchmark == bench]
-    acc = _accuracy_of(machine, bench)
+    acc = accuracy_of(machine, bench)
     unit = metrics[0].unit
-    workloads = list(dict.fromkeys(_split_params(m.params)[0] for m in metrics))
-    strategies = sorted({_split_params(m.params)[1] for m in metrics})
+    workloads = list(dict.fromkeys(split_params(m.params)[0] for m in metrics))
+    strategies = sorted({split_params(m.params)[1] for m in metrics})
     width = 0.8 / len(strategies)
     top = max((m.value for m in metrics if m.ok), default=1.0) or 1.0
     missing_acc = False
     for s_i, strategy in enumerate(strategies):
         for w_i, workload in enumerate(workloads):
-            m = next((x for x in metrics if _split_params(x.params) == (workload, strategy)), None)
+            m = next((x for x in metrics if split_params(x.params) == (workload, strategy)), None)
             x = w_i - 0.4 + width * (s_i + 0.5)
             if m is None or m.skipped:  # not selected (asv -b) or not supported here
-                _not_run(ax, x)
+                draw_not_run(ax, x)
                 continue
             a = acc.get(m.params)
             wrong = a is not None and a.ok and a.value < 1.0
@@ -260,7 +133,7 @@ def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
                        else f"acc {a.value:.2f}" + (" WRONG" if wrong else ""))
             missing_acc |= a is None
             if not m.ok:
-                _failed_marker(ax, x, f"FAILED, {acc_txt}" if a is not None else "FAILED")
+                draw_failed_marker(ax, x, f"FAILED, {acc_txt}" if a is not None else "FAILED")
                 continue
             ax.bar(x, m.value, width * 0.92, color=PALETTE[s_i % len(PALETTE)],
                    hatch=HATCHES[s_i % len(HATCHES)],
@@ -280,7 +153,7 @@ def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
     ax.set_title(f"{bench} on {machine.machine} ({machine.backend})", loc="left")
     handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=HATCHES[i % len(HATCHES)],
                      edgecolor="black", label=s) for i, s in enumerate(strategies)]
-    handles += [_fail_handle(), Patch(facecolor="white", edgecolor=FAIL, linewidth=2,
+    handles += [fail_handle(), Patch(facecolor="white", edgecolor=FAIL, linewidth=2,
                                       label="accuracy < 1 (wrong rows)")]
     ax.legend(handles=handles, title="strategy", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return missing_acc
@@ -289,13 +162,13 @@ def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
 # --- CUDA vs ROCm -------------------------------------------------------------------------
 
 
-@_styled
+@styled
 def vendor_chart(run: RunResults | None) -> Figure:
     """Every GPU machine side by side for the same cases, one panel per headline benchmark."""
     gpus = [m for m in (run.machines if run else ()) if m.backend in ("cuda", "rocm")]
     gpus.sort(key=lambda m: (m.backend, m.machine))
-    benches = _headline(x for m in gpus for x in m.metrics)
-    fig = _figure(10.0, 0.8 + 3.2 * max(1, len(benches)))
+    benches = headline_benchmarks(x for m in gpus for x in m.metrics)
+    fig = new_figure(10.0, 0.8 + 3.2 * max(1, len(benches)))
     fig.suptitle("CUDA vs ROCm" + (f" @ {run.commit[:8]}" if run else ""), fontweight="bold")
     vendors = {m.backend for m in gpus}
     if vendors != {"cuda", "rocm"}:
@@ -310,7 +183,7 @@ def vendor_chart(run: RunResults | None) -> Figure:
             add_note(fig, "no CUDA or ROCm results" + (f" for commit {run.commit[:8]}" if run else " yet")
                      + (f" (CPU machines only: {others})" if others else ""))
     if not benches:
-        _empty(fig.add_subplot(), "no GPU throughput results to compare")
+        draw_empty(fig.add_subplot(), "no GPU throughput results to compare")
         return fig
     for i, bench in enumerate(benches):
         ax = fig.add_subplot(len(benches), 1, i + 1)
@@ -330,10 +203,10 @@ def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str) -> None:
             m = per[g.machine].get(p)
             x = c_i - 0.4 + width * (g_i + 0.5)
             if m is None or m.skipped:
-                _not_run(ax, x)
+                draw_not_run(ax, x)
                 continue
             if not m.ok:
-                _failed_marker(ax, x)
+                draw_failed_marker(ax, x)
                 continue
             ax.bar(x, m.value, width * 0.92, color=PALETTE[g_i % len(PALETTE)],
                    hatch="" if g.backend == "cuda" else "//", edgecolor="black", linewidth=0.6)
@@ -353,95 +226,20 @@ def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str) -> None:
     ax.set_title(bench, loc="left")
     handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch="" if g.backend == "cuda" else "//",
                      edgecolor="black", label=f"{g.machine} ({g.backend.upper()})")
-               for i, g in enumerate(gpus)] + [_fail_handle()]
+               for i, g in enumerate(gpus)] + [fail_handle()]
     ax.legend(handles=handles, title="machine", loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
 # --- history ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class History:
-    """Every recorded commit's results, oldest first, with the commit dates (ms since epoch)."""
-
-    runs: tuple[RunResults, ...]
-    dates: tuple[int, ...]
-    results_dir: str = ""
-
-    @property
-    def latest(self) -> RunResults | None:
-        return self.runs[-1] if self.runs else None
-
-    def find(self, commit: str) -> RunResults | None:
-        return next((r for r in self.runs if r.commit.startswith(commit.lower())), None)
-
-
-def check_results_dir(results_dir: str | os.PathLike[str]) -> Path:
-    """The results dir as a Path; a clear error if it is missing or cannot be read."""
-    root = Path(results_dir)
-    if not root.exists():
-        raise VlmpathError(f"results directory {root} does not exist: run `vlmpath run` first "
-                           "or pass --results DIR")
-    if not root.is_dir():
-        raise VlmpathError(f"results path {root} is not a directory: pass the asv results dir "
-                           "(the one holding <machine>/machine.json)")
-    try:
-        os.listdir(root)
-    except OSError as exc:
-        raise VlmpathError(f"cannot read results directory {root}: {exc.strerror}; "
-                           "fix its permissions or pass another --results DIR") from None
-    return root
-
-
-def _commit_date(root: Path, sha8: str) -> int:
-    for f in sorted(root.glob(f"*/{sha8}-*.json")):
-        try:
-            date = json.loads(f.read_text(encoding="utf-8")).get("date")
-        except (OSError, ValueError, UnicodeDecodeError, AttributeError) as exc:
-            raise VlmpathError(f"corrupted results file {f} ({type(exc).__name__}): "
-                               "delete it or re-run") from None
-        if isinstance(date, (int, float)):
-            return int(date)
-    return 0
-
-
-def load_history(results_dir: str | os.PathLike[str], limit: int | None = 50) -> History:
-    """The last ``limit`` commits with results, in commit-date order (empty if none yet)."""
-    root = check_results_dir(results_dir)
-    dated = sorted((_commit_date(root, sha8), sha8) for sha8 in existing_commits(root))
-    if limit is not None:
-        dated = dated[-limit:]
-    runs = tuple(load_asv(root, sha8) for _, sha8 in dated)
-    return History(runs=runs, dates=tuple(d for d, _ in dated), results_dir=str(root))
-
-
-def _geomean(values: Sequence[float]) -> float | None:
-    vals = [v for v in values if v > 0]
-    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
-
-
-def consecutive_regressions(history: History, config: Thresholds | None = None,
-                            ) -> dict[tuple[str, str, str], list[Comparison]]:
-    """(head commit, machine, benchmark) -> failing comparisons vs the previous commit."""
-    out: dict[tuple[str, str, str], list[Comparison]] = {}
-    for prev, cur in zip(history.runs, history.runs[1:]):
-        add_regressions(out, compare(prev, cur, config))
-    return out
-
-
-def add_regressions(into: dict[tuple[str, str, str], list[Comparison]],
-                    report: ComparisonReport) -> None:
-    for c in report.regressions:
-        into.setdefault((report.head_commit, c.machine, c.benchmark), []).append(c)
-
-
-@_styled
+@styled
 def history_chart(history: History, benchmark: str,
                   regressions: Mapping[tuple[str, str, str], Sequence[Comparison]] | None = None,
                   ) -> Figure:
     """Geometric mean of ``benchmark`` over its cases, per machine, over commits."""
     regressions = regressions or {}
-    fig = _figure(10.0, 4.6)
+    fig = new_figure(10.0, 4.6)
     ax = fig.add_subplot()
     unit = next((m.unit for r in history.runs for m in r.metrics() if m.benchmark == benchmark), "")
     ax.set_title(f"{benchmark}: history over commits", loc="left")
@@ -450,7 +248,7 @@ def history_chart(history: History, benchmark: str,
     machines = sorted({m.machine for r in history.runs for m in r.machines
                        if any(x.benchmark == benchmark for x in m.metrics)})
     if not machines:
-        _empty(ax, f"no results for {benchmark} yet")
+        draw_empty(ax, f"no results for {benchmark} yet")
         add_note(fig, f"no recorded results for {benchmark}: run the benchmarks first")
         return fig
     ticks = [f"{r.commit[:8]}\n{_day(d)}" for r, d in zip(history.runs, history.dates)]
@@ -461,7 +259,7 @@ def history_chart(history: History, benchmark: str,
             mrun = run.machine(name)
             ms = [m for m in (mrun.metrics if mrun else ()) if m.benchmark == benchmark]
             failed = [m for m in ms if not m.ok and not m.skipped]
-            g = _geomean([m.value for m in ms if m.ok])
+            g = geomean([m.value for m in ms if m.ok])
             if g is not None:
                 xs.append(x)
                 ys.append(g)
@@ -484,7 +282,7 @@ def history_chart(history: History, benchmark: str,
     ax.set_xlim(-0.5, max(len(ticks) - 0.5, 0.5))
     ax.set_ylim(bottom=0)
     handles, _ = ax.get_legend_handles_labels()
-    handles += [_fail_handle("failed cases at this commit"),
+    handles += [fail_handle("failed cases at this commit"),
                 Line2D([], [], marker="v", markerfacecolor="none", markeredgecolor=FAIL,
                        markeredgewidth=2, linestyle="none", markersize=11, label="regression found")]
     ax.legend(handles=handles, title="machine", loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -502,20 +300,20 @@ def _day(ms: int) -> str:
 # --- PR chart -----------------------------------------------------------------------------
 
 
-@_styled
+@styled
 def pr_chart(report: ComparisonReport, max_cases: int = 30) -> Figure:
     """Base vs head for every changed case, per machine; head drawn relative to base = 1."""
     panels = [(m, [c for c in m.comparisons if c.verdict in _CHANGED]) for m in report.machines]
     shown = [(m, cs) for m, cs in panels if cs]
     rows = sum(min(len(cs), max_cases) for _, cs in shown)
-    fig = _figure(11.0, 1.2 + 0.55 * max(rows, 2) + 0.9 * len(shown))
+    fig = new_figure(11.0, 1.2 + 0.55 * max(rows, 2) + 0.9 * len(shown))
     fig.suptitle(f"base {report.base_commit[:8]} vs head {report.head_commit[:8]}: changed cases",
                  fontweight="bold")
     for m in report.machines:
         if m.status != "both":
             add_note(fig, f"{m.machine}: {m.status.replace('-', ' ')} results; nothing compared there")
     if not shown:
-        _empty(fig.add_subplot(), "no changed cases between base and head")
+        draw_empty(fig.add_subplot(), "no changed cases between base and head")
         add_note(fig, "every case is unchanged within its noise band (or not comparable)")
         return fig
     heights = [min(len(cs), max_cases) + 1 for _, cs in shown]
@@ -573,7 +371,7 @@ def _draw_pr(ax, machine: str, cs: Sequence[Comparison]) -> None:
         if any(c.verdict is v for c in cs):
             color, hatch = _VERDICT_STYLE[v]
             handles.append(Patch(facecolor=color, hatch=hatch, edgecolor="black", label=f"head: {v.value}"))
-    handles.append(_fail_handle("failed (no value)"))
+    handles.append(fail_handle("failed (no value)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
@@ -594,21 +392,6 @@ class ReportOutput:
     out_dir: Path
     charts: tuple[Chart, ...]
     warnings: tuple[str, ...]
-
-
-def load_comparison(source: str | os.PathLike[str] | ComparisonReport) -> ComparisonReport:
-    if isinstance(source, ComparisonReport):
-        return source
-    p = Path(source)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-        return ComparisonReport.from_dict(data)
-    except OSError as exc:
-        raise VlmpathError(f"cannot read comparison {p}: {exc.strerror}; pass the file "
-                           "`vlmpath compare --json` wrote") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise VlmpathError(f"{p} is not a vlmpath comparison JSON ({type(exc).__name__}: {exc}); "
-                           "pass the file `vlmpath compare --json` wrote") from None
 
 
 def _safe_name(text: str) -> str:
@@ -634,7 +417,7 @@ def write_report(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike
     shown = shown or history.latest
 
     figures: list[tuple[str, str, Figure, tuple[str, ...]]] = []
-    found = {path_of(b) for b in _primary(shown.metrics())} if shown else set()
+    found = {path_of(b) for b in primary_benchmarks(shown.metrics())} if shown else set()
     paths = sorted(found | set(DEFAULT_PATHS))  # a path without results still gets its note
     for p in paths:
         figures.append((f"path-{_safe_name(p)}", "path", path_chart(shown, p), ("png",)))
@@ -642,7 +425,7 @@ def write_report(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike
     regs = consecutive_regressions(history)
     if report is not None:
         add_regressions(regs, report)
-    benches = _headline(m for r in history.runs for m in r.metrics())
+    benches = headline_benchmarks(m for r in history.runs for m in r.metrics())
     for b in benches:
         figures.append((f"history-{_safe_name(b)}", "history", history_chart(history, b, regs), ("png", "svg")))
     if not benches:
