@@ -8,13 +8,20 @@ HTTP server (127.0.0.1, port 0, in a thread) serves it to Debian's ``chromium`` 
 read after the page's scripts have run. Screenshots go to ``test-artifacts/``.
 
 asv's pages load jQuery, flot, bootstrap and friends from public CDNs, which this machine
-and CI cannot reach. The server therefore answers those URLs from copies of the same
-releases (``fixtures/asv_www_vendor/``, see its README) by rewriting the CDN addresses in
-the HTML it *serves*; the published files on disk stay byte for byte as asv wrote them.
+and CI cannot reach. Two ways round that, both tested:
+
+- ``server``: asv's pages as published; the test server answers the CDN URLs from the
+  copies vlmpath ships (``src/vlmpath/www_vendor/``, see its README) by rewriting the CDN
+  addresses in the HTML it *serves*; the files on disk stay byte for byte as asv wrote them.
+- ``offline_server``: a copy of the site after ``localize_assets`` (what ``vlmpath run``
+  publishes), served as plain files with no interception, to a Chromium that cannot
+  resolve any host but 127.0.0.1: the dashboard works with no network at all. The same
+  setup on the un-localized pages shows asv's script error, so the check can fail.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import http.server
@@ -32,19 +39,22 @@ import pytest
 
 from report_fixture import FIXTURE, asv_conf, make_repo
 from test_report import assert_not_blank
+from vlmpath import dashboard
 from vlmpath.compare import compare
-from vlmpath.dashboard import write_dashboard
+from vlmpath.dashboard import localize_assets, write_dashboard
 from vlmpath.render import render_json, render_markdown
 from vlmpath.report import load_history, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
-VENDOR = Path(__file__).parent / "fixtures" / "asv_www_vendor"
+VENDOR = Path(dashboard.__file__).parent / dashboard.VENDOR_PACKAGE_DIR
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Without these Chromium tries the network (updates, sync, QUIC) and stalls offline.
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars", "--window-size=1400,1600")
+# Every host but the test server fails to resolve: a CDN load cannot succeed by luck.
+NO_NETWORK = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 CDN = re.compile(r"https://(?:code\.jquery\.com|cdnjs\.cloudflare\.com|cdn\.jsdelivr\.net)/(?:[^\"']*/)?([^/\"']+)")
 SRI = re.compile(r"\s(?:integrity|crossorigin|referrerpolicy)=\"[^\"]*\"")
 # Test-only page: loads a page of the site in a frame (same origin) and reports whether
@@ -61,9 +71,14 @@ window.addEventListener('load', () => {{
 pytestmark = pytest.mark.slow
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
+class _Plain(http.server.SimpleHTTPRequestHandler):
+    """Files as they are on disk, nothing answered on a CDN's behalf."""
+
     def log_message(self, *args) -> None:  # keep pytest output readable
         pass
+
+
+class _Handler(_Plain):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].split("#", 1)[0]
@@ -117,10 +132,9 @@ def site(tmp_path_factory) -> dict:
             "benchmarks": {k: v for k, v in bench_meta.items() if isinstance(v, dict)}}
 
 
-@pytest.fixture(scope="module")
-def server(site) -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Handler, directory=str(site["html"])))
+@contextlib.contextmanager
+def _serve(handler: type, root: Path) -> Iterator[str]:
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
@@ -129,6 +143,36 @@ def server(site) -> Iterator[str]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(site) -> Iterator[str]:
+    with _serve(_Handler, site["html"]) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def offline_site(site, tmp_path_factory) -> Path:
+    """A copy of the published site after ``localize_assets``, as ``vlmpath run`` leaves it."""
+    html = tmp_path_factory.mktemp("offline") / "html"
+    shutil.copytree(site["html"], html)
+    done = localize_assets(html)
+    assert len(done) == len(dashboard.CDN_ASSETS), done
+    return html
+
+
+@pytest.fixture(scope="module")
+def offline_server(offline_site) -> Iterator[str]:
+    with _serve(_Plain, offline_site) as url:
+        yield url
+
+
+@pytest.fixture(params=["cdn-answered", "localized-offline"])
+def asv_site(request) -> tuple[str, tuple[str, ...], str]:
+    """(server url, extra Chromium flags, screenshot suffix) for each way of serving asv's pages."""
+    if request.param == "cdn-answered":
+        return request.getfixturevalue("server"), (), ""
+    return request.getfixturevalue("offline_server"), (NO_NETWORK,), "-offline"
 
 
 def chromium(url: str, *extra: str, budget_ms: int = 8000) -> str:
@@ -143,15 +187,15 @@ def chromium(url: str, *extra: str, budget_ms: int = 8000) -> str:
     return proc.stdout
 
 
-def dom(url: str) -> str:
-    return chromium(url, "--dump-dom")
+def dom(url: str, *extra: str) -> str:
+    return chromium(url, "--dump-dom", *extra)
 
 
-def screenshot(url: str, name: str) -> Path:
+def screenshot(url: str, name: str, *extra: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / name
     path.unlink(missing_ok=True)
-    chromium(url, f"--screenshot={path}")
+    chromium(url, f"--screenshot={path}", *extra)
     assert_not_blank(path, 10_000)
     return path
 
@@ -160,25 +204,27 @@ def _text(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
-def test_asv_index_lists_our_benchmarks_after_its_scripts_ran(site, server):
-    html = dom(f"{server}/index.html")
+def test_asv_index_lists_our_benchmarks_after_its_scripts_ran(site, asv_site):
+    server, flags, suffix = asv_site
+    html = dom(f"{server}/index.html", *flags)
     assert "airspeed velocity error" not in html, "a script dependency failed to load"
     for name in site["benchmarks"]:  # one grid entry per benchmark, linking to its graph
         assert f'href="#{name}"' in html, f"{name} missing from asv's benchmark grid"
         assert name.split(".", 1)[1] in _text(html)
     # asv builds the grid from index.json with JavaScript: the file as served has none of it.
     assert not any(name in (site["html"] / "index.html").read_text() for name in site["benchmarks"])
-    screenshot(f"{server}/index.html", "asv-index.png")
+    screenshot(f"{server}/index.html", f"asv-index{suffix}.png", *flags)
 
 
-def test_asv_benchmark_list_shows_values_with_our_units(site, server):
-    text = _text(dom(f"{server}/index.html#summarylist"))
+def test_asv_benchmark_list_shows_values_with_our_units(site, asv_site):
+    server, flags, suffix = asv_site
+    text = _text(dom(f"{server}/index.html#summarylist", *flags))
     assert "airspeed velocity error" not in text
     for name, meta in site["benchmarks"].items():
         # e.g. "bench_embed.EmbedRoutine.track_tok_per_s ('default', 'multi_region') 790 tok/s"
         row = re.compile(re.escape(name) + r" \([^)]*\) [-+0-9.e]+ " + re.escape(meta["unit"]))
         assert row.search(text), f"no value in {meta['unit']} for {name}"
-    screenshot(f"{server}/index.html#summarylist", "asv-summarylist.png")
+    screenshot(f"{server}/index.html#summarylist", f"asv-summarylist{suffix}.png", *flags)
 
 
 def test_vlmpath_page_loads_every_chart_image(site, server):
@@ -198,3 +244,13 @@ def test_asv_index_is_untouched_and_linked_back(site):
     assert (site["html"] / "index.html").read_bytes() == site["asv_index"]
     assert hashlib.sha256(site["asv_index"]).hexdigest()  # published at all
     assert 'href="../index.html"' in site["page"].read_text()
+
+
+def test_offline_setup_fails_on_the_unlocalized_site(site, offline_site):
+    """Control: without ``localize_assets`` the same offline setup cannot run asv's scripts."""
+    with _serve(_Plain, site["html"]) as url:
+        html = dom(f"{url}/index.html", NO_NETWORK)
+    assert "airspeed velocity error" in html
+    assert not any(f'href="#{name}"' in html for name in site["benchmarks"])
+    index = (offline_site / "index.html").read_text()
+    assert not re.search(r"<(?:script|link)\b[^>]*https://", index)  # nothing left to fetch

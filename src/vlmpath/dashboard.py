@@ -3,10 +3,17 @@
 ``write_dashboard(html_dir, reports_dir)`` adds one page, ``<html_dir>/vlmpath/index.html``,
 to the site ``asv publish`` wrote: it links back to asv's own dashboard, shows the
 latest summary (``reports/summary.md`` / ``.json`` when present) and every chart
-``vlmpath report`` drew (copied into ``<html_dir>/vlmpath/charts/``). asv's own
-``index.html`` is never touched: ``asv publish`` rewrites it on every run, so an edit
-there would vanish, and asv's pages stay exactly as asv ships them. Link to
-``vlmpath/`` from wherever the site is announced (README, the PR comment).
+``vlmpath report`` drew (copied into ``<html_dir>/vlmpath/charts/``). It does not touch
+asv's own ``index.html`` (``asv publish`` rewrites it on every run, so a link added
+there would vanish). Link to ``vlmpath/`` from wherever the site is announced (README,
+the PR comment).
+
+``localize_assets(html_dir)`` makes the site work offline (GPU boxes and CI runners often
+cannot reach the public CDNs asv's pages load jQuery, flot and bootstrap from): it copies
+the vendored releases shipped in ``vlmpath/www_vendor/`` into ``<html_dir>/vendor/`` and
+points the CDN ``<script src>`` / ``<link href>`` of every published page at them. That
+is the only edit vlmpath makes to asv's pages, and it must follow every ``asv publish``
+(which deletes html_dir and copies asv's pages afresh).
 """
 
 from __future__ import annotations
@@ -14,8 +21,11 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 import tempfile
+import warnings
+from importlib import resources
 from pathlib import Path
 
 from .errors import VlmpathError
@@ -24,6 +34,38 @@ from .results import write_text_atomic
 
 PAGE_DIR = "vlmpath"
 SUMMARY_FILES = ("summary.md", "summary.json")
+VENDOR_DIR = "vendor"  # under html_dir
+VENDOR_PACKAGE_DIR = "www_vendor"  # package data, see its README for provenance
+#: Exact CDN address in asv 0.6's pages -> vendored file. Exact, not by file name: a
+#: newer asv asking for another release must not silently get this one.
+CDN_ASSETS = {
+    "https://code.jquery.com/jquery-3.3.1.min.js": "jquery-3.3.1.min.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js": "jquery.flot.min.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js": "jquery.flot.time.min.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js":
+        "jquery.flot.selection.min.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js":
+        "jquery.flot.categories.min.js",
+    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": "jquery.flot.orderBars.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js": "stupidtable.min.js",
+    "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js": "md5.min.js",
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js": "bootstrap.min.js",
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css": "bootstrap.min.css",
+}
+_TAG = re.compile(r"<(script|link)\b[^>]*>", re.IGNORECASE)
+_ATTR = r"""\s{name}\s*=\s*("[^"]*"|'[^']*'|[^\s"'>]+)"""
+_SRC = re.compile(_ATTR.format(name="src"), re.IGNORECASE)
+_HREF = re.compile(_ATTR.format(name="href"), re.IGNORECASE)
+_REL = re.compile(_ATTR.format(name="rel"), re.IGNORECASE)
+# integrity no longer matches (some copies are unminified); crossorigin may be bare.
+_SRI = re.compile(r"""\s(?:integrity|crossorigin)(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]+))?(?=[\s/>])""",
+                  re.IGNORECASE)
+_EXTERNAL = re.compile(r"^(?:https?:)?//", re.IGNORECASE)
+_LOADED_RELS = {"stylesheet", "preload", "modulepreload"}  # a <link> the page needs to render
+
+
+class UnvendoredAssetWarning(UserWarning):
+    """A page loads a CDN address ``CDN_ASSETS`` has no copy of; it stays a network load."""
 
 
 def _copy_atomic(src: Path, dst: Path) -> None:
@@ -117,3 +159,97 @@ def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.Path
     index = page_dir / "index.html"
     write_text_atomic(index, "\n".join(parts))
     return index
+
+
+# --- offline assets -----------------------------------------------------------------------
+def _unquote(value: str) -> str:
+    return value[1:-1] if value[:1] in "\"'" else value
+
+
+def _asset_url(tag: str) -> tuple[re.Match[str], str] | None:
+    """The external address a ``<script>`` / ``<link>`` start tag loads, with its attribute."""
+    if tag[1:].lower().startswith("script"):
+        m = _SRC.search(tag)
+    else:
+        rel = _REL.search(tag)
+        if rel is None or not set(_unquote(rel.group(1)).lower().split()) & _LOADED_RELS:
+            return None
+        m = _HREF.search(tag)
+    if m is None or not _EXTERNAL.match(_unquote(m.group(1))):
+        return None
+    return m, html.unescape(_unquote(m.group(1)))
+
+
+def _copy_vendor(site: Path) -> None:
+    """``www_vendor/`` files into ``<site>/vendor/``; unchanged files are not rewritten."""
+    source = resources.files("vlmpath").joinpath(VENDOR_PACKAGE_DIR)
+    for name in sorted({*CDN_ASSETS.values(), "README.md"}):
+        try:
+            data = source.joinpath(name).read_bytes()
+        except OSError:
+            raise VlmpathError(f"vendored asset {name} missing from the installed vlmpath package "
+                               f"({VENDOR_PACKAGE_DIR}/): reinstall vlmpath; its package data must "
+                               f"include {VENDOR_PACKAGE_DIR}/*") from None
+        dst = site / VENDOR_DIR / name
+        if dst.is_file() and dst.read_bytes() == data:
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, dst)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+def localize_assets(html_dir: str | os.PathLike[str]) -> list[str]:
+    """Point every published page's CDN scripts and stylesheets at copies under ``vendor/``.
+
+    Copies the vendored files into ``<html_dir>/vendor/``, then in each ``*.html`` below
+    ``html_dir`` replaces a ``<script src>`` / ``<link href>`` listed in ``CDN_ASSETS``
+    by the relative path of its copy and drops that tag's ``integrity`` and
+    ``crossorigin`` (nothing else on the page changes). An external address not in
+    ``CDN_ASSETS`` is left as it is and reported with an ``UnvendoredAssetWarning``.
+    Idempotent: a second call rewrites nothing. Returns one line per rewritten tag,
+    ``"<page>: <cdn url> -> <local path>"``.
+    """
+    site = Path(html_dir)
+    if not (site / "index.html").is_file():
+        raise VlmpathError(f"{site} has no index.html: run `asv publish` (or `vlmpath run`) first, "
+                           "or pass the html_dir from asv.conf.json")
+    _copy_vendor(site)
+    done: list[str] = []
+    for page in sorted(site.rglob("*.html")):
+        rel_page = page.relative_to(site)
+        if rel_page.parts[0] == VENDOR_DIR:
+            continue
+        text = page.read_bytes().decode("utf-8")
+        unknown: list[str] = []
+
+        def rewrite(tag_match: re.Match[str], page=page, rel_page=rel_page, unknown=unknown) -> str:
+            tag = tag_match.group(0)
+            found = _asset_url(tag)
+            if found is None:
+                return tag
+            attr, url = found
+            if url not in CDN_ASSETS:
+                unknown.append(url)
+                return tag
+            local = os.path.relpath(site / VENDOR_DIR / CDN_ASSETS[url], page.parent).replace(os.sep, "/")
+            name = attr.group(0).split("=", 1)[0]
+            tag = f'{tag[:attr.start()]}{name}="{html.escape(local)}"{tag[attr.end():]}'
+            done.append(f"{rel_page.as_posix()}: {url} -> {local}")
+            return _SRI.sub("", tag)
+
+        new = _TAG.sub(rewrite, text)
+        for url in unknown:
+            warnings.warn(f"{page}: {url} has no vendored copy (not in vlmpath.dashboard.CDN_ASSETS), so "
+                          "this page still needs the network for it; add the file to "
+                          f"vlmpath/{VENDOR_PACKAGE_DIR}/ and an entry to CDN_ASSETS",
+                          UnvendoredAssetWarning, stacklevel=2)
+        if new != text:
+            write_text_atomic(page, new)
+    return done
