@@ -15,6 +15,13 @@ its last user is done.
 
 Only public ``vlmpath`` names are used, so the current benchmark files run against the
 installed package of the commit under test (both sides of a comparison).
+
+Why a benchmark failed: asv files a raising benchmark as ``null`` and keeps the message
+only in its log. ``report_failures`` (a class decorator) wraps ``setup`` and every
+benchmark method: an exception is appended as one JSON line to the file named by
+``VLMPATH_FAILURES_FILE`` (``vlmpath run`` sets it and files the lines beside the results),
+then re-raised, so asv still records the failure. A class decorator leaves the methods'
+source, hence asv's benchmark versions (code hashes), unchanged.
 """
 
 from __future__ import annotations
@@ -22,8 +29,10 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import tempfile
 import timeit
+from collections.abc import Mapping
 
 from vlmpath import cases
 from vlmpath.platform import sync
@@ -111,3 +120,99 @@ def case_summary(case: cases.RoutineCase, cache: dict) -> dict:
         json.dump(summary, f)
     os.replace(tmp, path)
     return summary
+
+
+# --- why a benchmark failed ------------------------------------------------------------------
+#: Set by ``vlmpath run`` (``vlmpath.run.FAILURES_ENV``; spelled out here because the suite
+#: may run against an older package that lacks the name).
+FAILURES_ENV = "VLMPATH_FAILURES_FILE"
+#: asv's benchmark-method prefixes (``asv_runner.benchmarks``), plus the per-case ``setup``.
+_WRAPPED_PREFIXES = ("time_", "timeraw_", "track_", "mem_", "peakmem_")
+#: A line stays far below PIPE_BUF (4096), so an O_APPEND write of it is one atomic append
+#: even when several benchmark processes write at once.
+_MAX_ERROR_CHARS = 500
+_MAX_LINE_BYTES = 3500
+
+
+def error_text(exc: BaseException) -> str:
+    """``"Type: first line"``; a failed case's own recorded error when the exception carries
+    one (``cases.CaseFailed.case_error``, read by attribute: older packages lack the class)."""
+    case_error = getattr(exc, "case_error", None)
+    if case_error:
+        text = str(case_error)
+    else:
+        msg = str(exc).strip()
+        text = f"{type(exc).__name__}: {msg.splitlines()[0]}" if msg else type(exc).__name__
+    return text.splitlines()[0][:_MAX_ERROR_CHARS] if text else type(exc).__name__
+
+
+def failure_line(benchmark: str, params: Mapping[str, object], error: str) -> bytes:
+    """One JSON line: ``{"benchmark", "params": {name: value}, "error"}`` (bounded size)."""
+    plain = {str(k): (v if v is None or isinstance(v, (str, int, float, bool)) else str(v))
+             for k, v in params.items()}
+    error = error[:_MAX_ERROR_CHARS]
+    while True:
+        data = json.dumps({"benchmark": benchmark, "params": plain, "error": error},
+                          ensure_ascii=True, sort_keys=True) + "\n"
+        if len(data) <= _MAX_LINE_BYTES or not error:
+            return data.encode("ascii")
+        error = error[: len(error) // 2]
+
+
+def record_failure(benchmark: str, params: Mapping[str, object], error: str,
+                   env: Mapping[str, str] | None = None) -> bool:
+    """Append one failure line to ``$VLMPATH_FAILURES_FILE``; False when it is not set.
+    One ``os.write`` on an ``O_APPEND`` descriptor: concurrent writers never interleave."""
+    path = (os.environ if env is None else env).get(FAILURES_ENV)
+    if not path:
+        return False
+    data = failure_line(benchmark, params, error)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return True
+
+
+def asv_name(cls: type, method: str) -> str:
+    """asv's benchmark name: module path below the suite's package, class, method."""
+    parts = cls.__module__.split(".", 1)
+    return ".".join(parts[1:] + [cls.__name__, method])
+
+
+def _benchmark_methods(cls: type) -> list[str]:
+    return sorted(n for n in dir(cls) if n.startswith(_WRAPPED_PREFIXES) and callable(getattr(cls, n)))
+
+
+def _reporting(cls: type, attr: str, func, names: list[str]):
+    @functools.wraps(func)
+    def wrapper(self, *args):
+        try:
+            return func(self, *args)
+        except NotImplementedError:
+            raise  # asv files it as skipped, not failed
+        except Exception as exc:
+            param_names = tuple(getattr(cls, "param_names", ()))
+            values = args[len(args) - len(param_names):] if param_names else ()
+            params = dict(zip(param_names, values))
+            try:
+                for name in names:
+                    record_failure(name, params, error_text(exc))
+            except OSError as write_exc:  # never hide the benchmark's own error
+                print(f"vlmpath: could not record the failure of {attr} in ${FAILURES_ENV}: {write_exc}",
+                      file=sys.stderr)
+            raise
+
+    return wrapper
+
+
+def report_failures(cls: type) -> type:
+    """Class decorator: ``setup`` and every benchmark method record why they raised (see the
+    module docstring). A failing ``setup`` fails every benchmark of the class, so it is
+    recorded under each of their names."""
+    methods = _benchmark_methods(cls)
+    for attr in methods + (["setup"] if callable(getattr(cls, "setup", None)) else []):
+        names = [asv_name(cls, m) for m in methods] if attr == "setup" else [asv_name(cls, attr)]
+        setattr(cls, attr, _reporting(cls, attr, cls.__dict__.get(attr, getattr(cls, attr)), names))
+    return cls

@@ -17,6 +17,7 @@ from . import _common
 _common.preimport_tower()
 
 
+@_common.report_failures
 class EmbedRoutine:
     params = (list(cases.PIPELINE_NAMES), list(cases.ROUTINE_PRESETS))
     param_names = ("pipeline", "preset")

@@ -19,6 +19,7 @@ from . import _common
 _common.preimport_tower()
 
 
+@_common.report_failures
 class EncodeTime:
     params = (list(cases.ENCODE_STRATEGY_NAMES), list(cases.ROUTINE_PRESETS))
     param_names = ("strategy", "preset")
@@ -40,6 +41,7 @@ class EncodeTime:
         _common.run_schedule(self.wl, self.encoder, self.pipeline, self.table, self.device)
 
 
+@_common.report_failures
 class EncodeMetrics:
     params = (list(cases.ENCODE_STRATEGY_NAMES), list(cases.ROUTINE_PRESETS))
     param_names = ("strategy", "preset")

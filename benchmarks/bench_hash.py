@@ -18,6 +18,7 @@ from vlmpath.shm import ShmLedger
 from . import _common
 
 
+@_common.report_failures
 class Receive:
     params = (list(cases.HASH_PATH_NAMES), list(cases.HASH_SIZES_MIB))
     param_names = ("path", "size_mib")

@@ -34,6 +34,7 @@ def _copy_rows(inp) -> None:
     inp.dest[: inp.count].copy_(inp.rows)
 
 
+@_common.report_failures
 class Inject:
     params = (list(cases.INJECT_STRATEGY_NAMES), list(cases.INJECT_PRESETS))
     param_names = ("strategy", "preset")
@@ -69,6 +70,7 @@ class Inject:
     track_bandwidth_fraction.unit = "ratio"
 
 
+@_common.report_failures
 class CopyReference:
     """The plain copy behind ``Inject.track_bandwidth_fraction``, in absolute GB/s."""
 
@@ -87,6 +89,7 @@ class CopyReference:
     track_copy_bandwidth.unit = "GB/s"
 
 
+@_common.report_failures
 class Count:
     params = (list(cases.COUNT_STRATEGY_NAMES), list(cases.INJECT_PRESETS))
     param_names = ("strategy", "preset")

@@ -75,9 +75,14 @@ class FakeSuite:
         text = (req.source / "src" / "vlmpath" / "__init__.py").read_text()
         acc = float(re.search(r"ACCURACY = (\S+)", text).group(1))
         speed = float(re.search(r"SPEED = (\S+)", text).group(1))
-        specs = {BENCH: ("fraction", [], [], [acc], None), SPEED: ("tok/s", [], [], [speed], None)}
+        # A negative SPEED is a failing case, filed with its message as ``vlmpath run`` does.
+        specs = {BENCH: ("fraction", [], [], [acc], None),
+                 SPEED: ("tok/s", [], [], [speed if speed >= 0 else None], None)}
         path = write_asv_run(req.results_dir, req.machine, req.commit,
                              {k: specs[k] for k in self.benches}, fingerprint("cpu"))
+        if speed < 0:
+            why = [{"benchmark": SPEED, "params": {}, "error": f"RuntimeError: split_with_sizes <{speed}>"}]
+            (path.parent / f"vlmpath-failures-{req.commit[:8]}.json").write_text(json.dumps(why))
         if req.commit in self.corrupt:
             path.write_text("{ not json")
 
@@ -123,6 +128,22 @@ def test_regression_is_reported_from_the_commits_own_code(repo, tmp_path):
     # Temporary worktrees are gone.
     assert len(worktrees(repo)) == 1
     assert not any(Path(c.source).exists() for c in suite.calls)
+
+
+def test_why_a_case_failed_reaches_the_comment_and_survives_the_merge(repo, tmp_path):
+    good = commit_value(repo, 1.0, "good")
+    bad = commit_value(repo, 1.0, "bad", speed=-1.0)
+    res = run(repo, tmp_path, good, bad, FakeSuite())
+    (c,) = res.report.regressions
+    assert (c.benchmark, c.verdict, c.error) == (SPEED, Verdict.NEWLY_FAILING, "RuntimeError: split_with_sizes <-1.0>")
+    comment = (tmp_path / "out" / "comment.md").read_text()
+    assert "failing: " + md_escape("RuntimeError: split_with_sizes <-1.0>") in comment and "<-1.0>" not in comment
+    assert (tmp_path / "out" / "results" / MACHINE / f"vlmpath-failures-{bad[:8]}.json").is_file()
+    (tmp_path / "out" / "pr-number").write_text("42\n")
+    (tmp_path / "artifacts").mkdir()
+    (tmp_path / "out").rename(tmp_path / "artifacts" / "bench-cpu")
+    merged = ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=bad)
+    assert [x.error for x in merged.report.regressions] == [c.error]
 
 
 def test_revert_is_an_improvement_and_exits_zero(repo, tmp_path):

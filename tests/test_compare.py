@@ -14,7 +14,7 @@ from vlmpath.compare import (
     ComparisonReport, Thresholds, Verdict, compare, judge, load_thresholds,
 )
 from vlmpath.errors import VlmpathError
-from vlmpath.results import MachineRun, Metric, RunResults, load_asv
+from vlmpath.results import NO_RESULT_ERROR, MachineRun, Metric, RunResults, failures_path, load_asv
 
 BASE, HEAD = sha("base"), sha("head")
 CFG = Thresholds.default()
@@ -155,6 +155,41 @@ def test_new_removed_newly_failing_fixed_skipped_and_unit_change():
     # Newly failing fails CI like a regression does.
     assert {c.benchmark for c in rep.regressions} == {"b.B.time_breaks", "b.B.time_new_broken"}
     assert rep.exit_code() == 1 and rep.exit_code(fail_on_regression=False) == 0
+
+
+def test_failure_messages_travel_with_the_failing_side():
+    split = "RuntimeError: split_with_sizes expects split_sizes to sum exactly to 256"
+    base = _run(BASE, ("cpu-a", [
+        _m(1.0, bench="b.B.time_breaks"), _m(None, bench="b.B.time_fixed", error="ValueError: old bug"),
+        _m(1.0, bench="b.B.time_generic"), _m(None, bench="b.B.time_both", error="E: base"),
+    ]))
+    head = _run(HEAD, ("cpu-a", [
+        _m(None, bench="b.B.time_breaks", error=split), _m(1.0, bench="b.B.time_fixed"),
+        _m(None, bench="b.B.time_generic", error=NO_RESULT_ERROR), _m(None, bench="b.B.time_both", error="E: head"),
+        _m(None, bench="b.B.time_new_broken", error="KeyError: 'x'"),
+    ]))
+    rep = compare(base, head, CFG)
+    got = {c.benchmark.rsplit(".", 1)[-1]: c for c in rep.all()}
+    assert (got["time_breaks"].verdict, got["time_breaks"].error) == (Verdict.NEWLY_FAILING, split)
+    assert (got["time_fixed"].verdict, got["time_fixed"].error) == (Verdict.FIXED, "ValueError: old bug")
+    assert got["time_generic"].verdict is Verdict.NEWLY_FAILING and got["time_generic"].error is None
+    assert got["time_both"].error == "E: head" and got["time_new_broken"].error == "KeyError: 'x'"
+    data = json.loads(json.dumps(rep.to_dict()))
+    rows = {c["benchmark"]: c for m in data["machines"] for c in m["comparisons"]}
+    assert rows["b.B.time_breaks"]["error"] == split
+    assert ComparisonReport.from_dict(data) == rep
+
+
+def test_corrupt_failures_file_leaves_the_comparison_standing_with_a_note(tmp_path):
+    tok = "bench_embed.Embed.track_tok_per_s"
+    write_asv_run(tmp_path, "cpu-a", BASE, {tok: ("tok/s", [], [], [1000.0], None)})
+    write_asv_run(tmp_path, "cpu-a", HEAD, {tok: ("tok/s", [], [], [None], None)})
+    failures_path(tmp_path / "cpu-a", HEAD).write_text("[{truncated")
+    rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+    (c,) = rep.all()
+    assert c.verdict is Verdict.NEWLY_FAILING and c.error is None and c.reason == NO_RESULT_ERROR
+    (note,) = [n for n in rep.machines[0].notes if "failures file" in n]
+    assert note.startswith("cpu-a (head): failure messages not shown: corrupted failures file")
 
 
 def test_exit_code_zero_without_regressions():

@@ -43,6 +43,7 @@ MACHINE = "cpu-replay"
 BENCH = r"bench_embed\.EmbedRoutine\.track_(accuracy|tok_per_s|syncs)\('default', 'multi_region'\)"
 ACCURACY = "bench_embed.EmbedRoutine.track_accuracy"
 TOK_S = "bench_embed.EmbedRoutine.track_tok_per_s"
+SYNCS = "bench_embed.EmbedRoutine.track_syncs"
 SELECTED = (("pipeline", "default"), ("preset", "multi_region"))
 AA_REPS = 3
 THRESHOLDS = "factor: {gpu: 0.10, cpu: 1.0}\n"
@@ -139,17 +140,23 @@ def test_replay_of_25910_fails_the_check_and_names_the_accuracy_drop(replay):
     assert first.startswith("**") and "regression" in first
     assert md_escape("EmbedRoutine.accuracy default multi_region") + " fraction 1.00 -> 0.60" in first
     assert "newly failing" in comment  # tok/s raises on the failing strategy
+    # ... and the comment says why, in the engine's own words (from the benchmark process).
+    assert "split\\_with\\_sizes" in first and "split\\_with\\_sizes" in comment.split("### What changed")[1]
     data = json.loads((r.tmp / "bad" / "comparison.json").read_text(encoding="utf-8"))
     rows = {(c["benchmark"], tuple(map(tuple, c["params"]))): c for m in data["machines"] for c in m["comparisons"]}
     acc = rows[(ACCURACY, SELECTED)]
     assert (acc["base"], acc["head"], acc["verdict"]) == (1.0, 0.6, "regression")
     assert rows[(TOK_S, SELECTED)]["verdict"] == "newly failing"
     assert rows[(TOK_S, SELECTED)]["head"] is None  # asv files a raising track_ as no value
+    assert rows[(TOK_S, SELECTED)]["error"].startswith("RuntimeError: split_with_sizes expects")
     run = json.loads((r.tmp / "bad" / "run.json").read_text(encoding="utf-8"))
     assert run["base_sha"] == r.good and run["head_sha"] == r.bad and not run["reused_base"]
     # The artifact carries the results of both sides and the PR charts.
     names = {p.name for p in (r.tmp / "bad" / "results" / MACHINE).iterdir()}
     assert {f"vlmpath-fingerprint-{r.good[:8]}.json", f"vlmpath-fingerprint-{r.bad[:8]}.json"} <= names
+    why = json.loads((r.tmp / "bad" / "results" / MACHINE / f"vlmpath-failures-{r.bad[:8]}.json").read_text())
+    assert {w["benchmark"] for w in why} == {TOK_S, SYNCS} and all(w["params"] == dict(SELECTED) for w in why)
+    assert json.loads((r.tmp / "bad" / "results" / MACHINE / f"vlmpath-failures-{r.good[:8]}.json").read_text()) == []
     assert list((r.tmp / "bad" / "report").rglob("*.png")), "no chart drawn"
 
 
@@ -159,6 +166,7 @@ def test_revert_shows_the_improvement_and_passes(replay):
     acc = selected(res, ACCURACY)
     assert (acc.base, acc.head, acc.verdict) == (0.6, 1.0, Verdict.IMPROVEMENT)
     assert selected(res, TOK_S).verdict is Verdict.FIXED
+    assert "split_with_sizes" in selected(res, TOK_S).error  # the base's message, for a fix
     assert res.reused_base  # the bad commit was measured as head before
 
 

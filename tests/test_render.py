@@ -169,8 +169,8 @@ def test_terminal_table_lists_every_case_with_verdicts():
 
 
 def test_terminal_marks_unknown_direction():
-    rep = compare(_run("a" * 40, {"cpu-a": [_m("cpu-a", "b.B.track_r", "ratio", 1.0)]}),
-                  _run("b" * 40, {"cpu-a": [_m("cpu-a", "b.B.track_r", "ratio", 1.0)]}), CFG)
+    rep = compare(_run("a" * 40, {"cpu-a": [_m("cpu-a", "b.B.track_r", "furlongs", 1.0)]}),
+                  _run("b" * 40, {"cpu-a": [_m("cpu-a", "b.B.track_r", "furlongs", 1.0)]}), CFG)
     assert "direction unknown" in render_terminal(rep)
     assert "direction unknown" in render_markdown(rep)
 
@@ -196,3 +196,66 @@ def test_escaping_keeps_entities_intact():
     assert md_escape("it's <a&b>") == "it's &lt;a&amp;b&gt;"
     from vlmpath.render import html_escape
     assert html_escape("o'k <b> #1 @x") == "o&#39;k &lt;b&gt; &#35;1 &#64;x"
+
+
+SPLIT = ("RuntimeError: split_with_sizes expects split_sizes to sum exactly to 256 (input tensor's size at "
+         "dimension 0), but got split_sizes=[128, 64]")
+
+
+def _failing_report(error=SPLIT) -> ComparisonReport:
+    p = (("pipeline", "default"), ("preset", "multi_region"))
+    names = ("bench_embed.EmbedRoutine.track_accuracy", "bench_embed.EmbedRoutine.track_syncs",
+             "bench_embed.EmbedRoutine.track_tok_per_s")
+    units = ("fraction", "syncs", "tok/s")
+    base = _run("a" * 40, {"cpu-x": [_m("cpu-x", n, u, 1.0, p) for n, u in zip(names, units)]})
+    head = _run("b" * 40, {"cpu-x": [_m("cpu-x", names[0], "fraction", 0.6, p)]
+                           + [_m("cpu-x", n, u, None, p, error=error) for n, u in zip(names[1:], units[1:])]})
+    return compare(base, head, CFG)
+
+
+def test_headline_counts_newly_failing_apart_and_says_why_once():
+    md = render_markdown(_failing_report())
+    first = md.splitlines()[1]
+    assert first.startswith("**1 regression, 2 newly failing on cpu\\-x**: ")
+    assert md_escape("EmbedRoutine.accuracy default multi_region") + " fraction 1.00 -> 0.60; " in first
+    # Both failing cases raised the same error: it is said once, clipped for the headline.
+    assert (md_escape("EmbedRoutine.syncs default multi_region, EmbedRoutine.tok_per_s default multi_region")
+            + " failing: " + md_escape("RuntimeError: split_with_sizes expects")) in first
+    assert first.count("split\\_with\\_sizes") == 1 and "…" in first
+    assert "but got" not in first  # clipped: the whole message is in the tables / JSON
+
+
+def test_changes_table_and_details_show_the_message_clipped():
+    md = render_markdown(_failing_report())
+    changed = md[md.index("### What changed"):md.index("<details>")]
+    rows = [r for r in changed.splitlines() if "newly failing" in r]
+    assert len(rows) == 2 and all(len(_cells(r)) == 7 for r in rows)
+    verdict = _cells(rows[0])[-1].strip()
+    assert verdict.startswith("💥 newly failing: " + md_escape("RuntimeError: split_with_sizes expects split_sizes"))
+    assert verdict.endswith("…") and len(verdict.replace("\\", "")) <= len("💥 newly failing: ") + 120
+    details = md[md.index("<details>"):]
+    notes = [_cells(r)[-1] for r in details.splitlines() if r.startswith("| ") and "newly failing" in r]
+    assert len(notes) == 2 and all("split\\_with\\_sizes" in n for n in notes)
+    assert json.loads(render_json(_failing_report()))["machines"][0]["comparisons"][1]["error"] == SPLIT
+
+
+def test_failure_message_is_escaped_everywhere():
+    md = render_markdown(_failing_report(error="Boom: " + MALICIOUS))
+    for raw in ("<script>", "@someone", "`z`", "*b*", "_i_", "](http", "\n# h", ":rocket:"):
+        assert raw not in md, raw
+    for row in (r for r in md.splitlines() if r.startswith("| ") and "---" not in r):
+        assert len(_cells(row)) == 7, row
+    assert "alert\\(1\\)" in md.splitlines()[1]
+
+
+def test_terminal_shows_why_it_failed():
+    text = render_terminal(_failing_report())
+    assert "2 newly failing on cpu-x" in text.splitlines()[1]
+    row = next(r for r in text.splitlines() if "track_tok_per_s" in r and r.startswith("cpu-x"))
+    assert "newly failing" in row and "RuntimeError: split_with_sizes expects" in row and row.endswith("…")
+
+
+def test_failing_without_a_known_message_reads_as_before():
+    md = render_markdown(_failing_report(error=None))
+    first = md.splitlines()[1]
+    assert "tok\\_per\\_s default multi\\_region newly failing" in first and "failing:" not in first

@@ -17,8 +17,8 @@ from asv.results import Results
 from asv_fixtures import fingerprint, sha, write_asv_run
 from vlmpath.errors import VlmpathError
 from vlmpath.results import (
-    Fingerprint, RunResults, existing_commits, load_asv, load_pytest_benchmark, merge_runs,
-    write_text_atomic,
+    NO_RESULT_ERROR, Fingerprint, RunResults, existing_commits, failures_path, load_asv, load_pytest_benchmark,
+    merge_runs, read_failures, write_text_atomic,
 )
 
 BASE, HEAD = sha("base"), sha("head")
@@ -150,6 +150,54 @@ def test_two_env_files_for_one_commit_are_merged(tmp_path):
     run = load_asv(tmp_path, BASE).machine("cpu-test")
     assert {m.benchmark for m in run.metrics} == {ACC, ENCODE}
     assert any("2 environment files" in n for n in run.notes)
+
+
+SPLIT = "RuntimeError: split_with_sizes expects split_sizes to sum exactly to 256"
+NAIVE_SINGLE = (("pipeline", "naive"), ("workload", "single"))
+
+
+def _failed(tmp_path, failures: str | None):
+    """The failed EMBED case of ``_suite()`` (and its metrics), with a failures file."""
+    write_asv_run(tmp_path, "cpu-test", BASE, {**_suite(), "b.Hash.time_x": ("seconds", ["size"], [[1, 64]],
+                                                                            [None, None], None)})
+    if failures is not None:
+        failures_path(tmp_path / "cpu-test", BASE).write_text(failures)
+    mrun = load_asv(tmp_path, BASE).machine("cpu-test")
+    return {(m.benchmark, m.params): m for m in mrun.metrics}, mrun
+
+
+def test_failure_messages_are_attached_to_the_matching_failed_cases(tmp_path):
+    entries = [{"benchmark": EMBED, "params": {"pipeline": "naive", "workload": "single"}, "error": SPLIT},
+               {"benchmark": EMBED, "params": {"pipeline": "fused", "workload": "single"}, "error": "not failed"},
+               {"benchmark": "b.Hash.time_x", "params": {"size": 64}, "error": "MemoryError: 64 MiB"}]
+    by, mrun = _failed(tmp_path, json.dumps(entries))
+    assert by[(EMBED, NAIVE_SINGLE)].error == SPLIT and by[(EMBED, NAIVE_SINGLE)].message == SPLIT
+    assert by[("b.Hash.time_x", (("size", "64"),))].error == "MemoryError: 64 MiB"  # int param as asv shows it
+    unexplained = by[("b.Hash.time_x", (("size", "1"),))]
+    assert unexplained.error == NO_RESULT_ERROR and unexplained.message is None
+    ok = by[(EMBED, (("pipeline", "fused"), ("workload", "single")))]
+    assert ok.ok and ok.error is None  # a message never turns a value into a failure
+    assert by[(EMBED, (("pipeline", "naive"), ("workload", "multi_region")))].error is None  # skipped
+    assert mrun.notes == ()
+    assert existing_commits(tmp_path) == {BASE[:8]: ("cpu-test",)}  # not mistaken for a run file
+
+
+def test_missing_failures_file_keeps_the_generic_marker(tmp_path):
+    by, mrun = _failed(tmp_path, None)
+    assert by[(EMBED, NAIVE_SINGLE)].error == NO_RESULT_ERROR and mrun.notes == ()
+
+
+@pytest.mark.parametrize("content,why", [("[{\"benchmark\": ", "Expecting"), ('{"a": 1}', "not a JSON list"),
+                                         ('[{"benchmark": 1, "error": "x"}]', "expected {benchmark")])
+def test_corrupt_failures_file_is_a_note_not_a_crash(tmp_path, content, why):
+    by, mrun = _failed(tmp_path, content)
+    assert by[(EMBED, NAIVE_SINGLE)].error == NO_RESULT_ERROR
+    (note,) = mrun.notes
+    path = failures_path(tmp_path / "cpu-test", BASE)
+    assert note.startswith("failure messages not shown: corrupted failures file") and str(path) in note
+    assert why in note
+    with pytest.raises(VlmpathError, match="delete it or re-run"):
+        read_failures(path)
 
 
 def test_run_results_json_round_trip(tmp_path):

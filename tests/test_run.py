@@ -7,6 +7,7 @@ that the benchmark processes import the commit under test.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -161,6 +162,88 @@ def test_summary_marks_failed_benchmarks_and_interruption(tmp_path):
     assert none.status == "failed" and "no results for commit" in none.notes[0]
 
 
+def test_summary_shows_why_a_case_failed(tmp_path):
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from asv_fixtures import sha, write_asv_run
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    from vlmpath.results import failures_path
+
+    commit = sha("y")
+    write_asv_run(tmp_path, "m1", commit, {
+        "bench_embed.EmbedRoutine.track_tok_per_s": ("tok/s", ["pipeline"], [["default", "legacy"]], [None, None], None),
+    })
+    msg = "RuntimeError: split_with_sizes expects split_sizes to sum exactly to 256 <b>|x|</b> " + "y" * 300
+    failures_path(tmp_path / "m1", commit).write_text(json.dumps(
+        [{"benchmark": "bench_embed.EmbedRoutine.track_tok_per_s", "params": {"pipeline": "default"}, "error": msg}]))
+    s = summod.summarize(tmp_path, commit, "m1")
+    assert [r.error for r in s.rows] == [msg, "failed (asv recorded no result)"]
+    term = summod.render_terminal(s)
+    assert "failed: bench_embed.EmbedRoutine.track_tok_per_s(default): RuntimeError: split_with_sizes" in term
+    assert "y" * 300 not in term  # clipped on screen; the JSON keeps it whole
+    md = summod.render_markdown(s)
+    row = next(line for line in md.splitlines() if "| default |" in line)
+    assert "**failed**: RuntimeError\\: split\\_with\\_sizes" in row and "<b>" not in row and "\\|x\\|" in row
+    assert json.loads(json.dumps(s.to_dict()))["rows"][0]["error"] == msg
+    failures_path(tmp_path / "m1", commit).write_text("not json")
+    broken = summod.summarize(tmp_path, commit, "m1")
+    assert broken.rows[0].error == "failed (asv recorded no result)"
+    assert any("corrupted failures file" in n for n in broken.notes) and "note: failure messages not shown" in \
+        summod.render_terminal(broken)
+
+
+def _failure(bench: str, error: str, **params) -> str:
+    return json.dumps({"benchmark": bench, "params": params, "error": error})
+
+
+def test_failure_lines_are_filed_deduplicated_and_merged_with_unselected_earlier_ones(tmp_path):
+    from vlmpath.results import failures_path, read_failures
+
+    lines = tmp_path / "failures.jsonl"
+    lines.write_text("\n".join([
+        _failure("b.E.track_tok_per_s", "E: second round", pipeline="default", preset="video"),
+        _failure("b.E.track_tok_per_s", "E: second round", pipeline="default", preset="video"),
+        '{"benchmark": "b.E.track_tok_per_s", "par',  # a torn line: skipped with a warning
+        _failure("b.H.time_receive", "MemoryError: no", path="xxh3", size_mib=64),
+    ]) + "\n")
+    commit = "c" * 40
+    previous = failures_path(tmp_path / "res" / "m1", commit)
+    previous.parent.mkdir(parents=True)
+    previous.write_text(json.dumps([
+        {"benchmark": "b.E.track_syncs", "params": {"pipeline": "legacy", "preset": "video"}, "error": "E: kept"},
+        {"benchmark": "b.H.time_receive", "params": {"path": "xxh3", "size_mib": 1}, "error": "E: fixed since"},
+    ]))
+    chosen = [(_disc("b.E.track_tok_per_s", ("'default'",), ("'video'",)), ("'default'", "'video'")),
+              (_disc("b.H.time_receive", ("'xxh3'",), ("1", "64")), ("'xxh3'", "1")),
+              (_disc("b.H.time_receive", ("'xxh3'",), ("1", "64")), ("'xxh3'", "64"))]
+    out = io.StringIO()
+    path = runmod.write_failures(tmp_path / "res", "m1", commit, lines, chosen, out)
+    assert path == previous and "1 unreadable line(s)" in out.getvalue()
+    got = json.loads(path.read_text())
+    assert got == sorted(got, key=lambda d: (d["benchmark"], tuple(map(str, d["params"].values()))))
+    assert [(f.benchmark, f.params, f.error) for f in read_failures(path)] == [
+        ("b.E.track_syncs", (("pipeline", "legacy"), ("preset", "video")), "E: kept"),  # not selected: kept
+        ("b.E.track_tok_per_s", (("pipeline", "default"), ("preset", "video")), "E: second round"),  # once
+        ("b.H.time_receive", (("path", "xxh3"), ("size_mib", "64")), "MemoryError: no"),
+    ]  # size_mib=1 was selected and did not fail again: gone
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # atomic: no temp file left
+    # Nothing failed and nothing before: an empty list, still written.
+    empty = runmod.write_failures(tmp_path / "res", "m2", commit, tmp_path / "none.jsonl", chosen, io.StringIO())
+    assert json.loads(empty.read_text()) == []
+
+
+def test_corrupt_previous_failures_file_is_replaced_with_a_warning(tmp_path):
+    from vlmpath.results import failures_path
+
+    prev = failures_path(tmp_path / "m1", "d" * 40)
+    prev.parent.mkdir(parents=True)
+    prev.write_text("{")
+    out = io.StringIO()
+    runmod.write_failures(tmp_path, "m1", "d" * 40, tmp_path / "none.jsonl", [], out)
+    assert "corrupted failures file" in out.getvalue() and json.loads(prev.read_text()) == []
+
+
 def test_serve_publishes_the_html_dir(tmp_path):
     (tmp_path / "index.html").write_text("<html>vlmpath dashboard</html>")
     server = runmod.make_server(tmp_path, port=0)
@@ -199,6 +282,7 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     assert vals[("track_tok_per_s", "default, video")] > 0
     fp = json.loads(runmod.fingerprint_path(results, "cpu-e2e", head).read_text())
     assert fp["machine"] == "cpu-e2e" and fp["backend"] == "cpu"
+    assert json.loads((results / "cpu-e2e" / f"vlmpath-failures-{head[:8]}.json").read_text()) == []  # none failed
     summary = json.loads((clone / "reports" / "out" / f"run-cpu-e2e-{head[:8]}.json").read_text())
     assert summary["status"] == "complete" and summary["counts"]["ok"] == 3 and summary["commit"] == head
     index = json.loads((clone / ".asv" / "html" / "index.json").read_text())
@@ -232,6 +316,7 @@ def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
     mdir = tmp_path / "res" / "cpu-int"
     assert not [p.name for p in mdir.glob(f"{head[:8]}-*.json")]  # asv saved nothing
     assert not runmod.fingerprint_path(tmp_path / "res", "cpu-int", head).exists()
+    assert not (mdir / f"vlmpath-failures-{head[:8]}.json").exists()
     data = json.loads((tmp_path / "rep" / f"run-cpu-int-{head[:8]}.json").read_text())
     assert data["status"] == "interrupted" and data["partial"]
     assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".")]  # no temp files

@@ -148,10 +148,19 @@ def record_summary(record) -> dict:
     }
 
 
+class CaseFailed(RuntimeError):
+    """A measured case recorded an error; ``case_error`` is that error ("Type: message"),
+    which the benchmark suite reports as the reason the benchmark failed."""
+
+    def __init__(self, message: str, case_error: str):
+        super().__init__(message)
+        self.case_error = case_error
+
+
 def require_ok(summary: Mapping, metric: str) -> float:
     """The metric, or raise: a failing strategy is a failed benchmark, never a number."""
     if summary.get("error"):
-        raise RuntimeError(f"case failed, no {metric}: {summary['error']}")
+        raise CaseFailed(f"case failed, no {metric}: {summary['error']}", str(summary["error"]))
     value = summary.get(metric)
     if value is None:
         raise RuntimeError(f"case recorded no {metric}")

@@ -6,6 +6,9 @@ bad); deterministic counters and accuracy are exact (any worsening counts); timi
 must be both significant by asv's own Mann-Whitney test (when both sides have enough
 samples) and beyond the configured factor. ``Thresholds`` is read from the packaged
 ``thresholds.yaml`` (the noise band is documented there) plus an optional user file.
+
+A failing case carries why it failed (``Comparison.error``: the head's message, the
+base's for ``FIXED``), when the run filed one (``results.Metric.message``).
 """
 
 from __future__ import annotations
@@ -184,6 +187,7 @@ class Comparison:
     factor: float | None = None
     significant: bool | None = None
     reason: str = ""
+    error: str | None = None  # the failing side's own message (head; base for FIXED)
 
     @property
     def ratio(self) -> float | None:
@@ -333,11 +337,12 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str) -> Comparison:
         side = "base and head" if b.skipped and h.skipped else ("base" if b.skipped else "head")
         return Comparison(**common, verdict=Verdict.NOT_COMPARABLE, reason=f"skipped on {side}")
     if not b.ok and not h.ok:
-        return Comparison(**common, verdict=Verdict.NOT_COMPARABLE, reason="failing on base and head")
+        return Comparison(**common, verdict=Verdict.NOT_COMPARABLE, reason="failing on base and head",
+                          error=h.message)
     if not h.ok:
-        return Comparison(**common, verdict=Verdict.NEWLY_FAILING, reason=h.error or "failed")
+        return Comparison(**common, verdict=Verdict.NEWLY_FAILING, reason=h.error or "failed", error=h.message)
     if not b.ok:
-        return Comparison(**common, verdict=Verdict.FIXED, reason=f"base: {b.error or 'failed'}")
+        return Comparison(**common, verdict=Verdict.FIXED, reason=f"base: {b.error or 'failed'}", error=b.message)
 
     rule = cfg.unit_rule(h.unit)
     direction = rule.direction if rule else "unknown"
@@ -375,7 +380,8 @@ def _one_side(m: Metric, verdict: Verdict, reason: str) -> Comparison:
     return Comparison(machine=m.machine, benchmark=m.benchmark, params=m.params, unit=m.unit,
                       base=m.value if verdict is Verdict.REMOVED else None,
                       head=None if verdict is Verdict.REMOVED else m.value,
-                      verdict=verdict, reason=reason)
+                      verdict=verdict, reason=reason,
+                      error=m.message if verdict is Verdict.NEWLY_FAILING else None)
 
 
 def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds,

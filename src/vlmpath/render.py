@@ -5,6 +5,10 @@ files or measures. The PR comment leads with the verdict in words, keeps what ch
 in a compact table, folds everything else into per-machine ``<details>``, escapes every
 name that came from a benchmark or a parameter, and stays under GitHub's comment limit
 by dropping folded rows first.
+
+A newly failing case shows why it failed (``Comparison.error``, from the benchmark's own
+exception), on one line, escaped and clipped (``ERROR_CHARS``; shorter in the headline):
+in the headline, in the verdict cell of the changes table and in the note column.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ MARKER = "<!-- vlmpath-bench -->"
 GITHUB_COMMENT_LIMIT = 65536
 # Room below GitHub's limit for the truncation note and anything a workflow appends.
 DEFAULT_MAX_CHARS = 65000
+#: Longest failure message in a table cell / in the headline (the JSON keeps it whole).
+ERROR_CHARS = 120
+HEADLINE_ERROR_CHARS = 80
 
 VERDICT_TEXT = {
     Verdict.REGRESSION: "🔴 regression",
@@ -153,6 +160,20 @@ def short_label(c: Comparison) -> str:
     return f"{name} {values}".strip()
 
 
+def clip(text: object, limit: int = ERROR_CHARS) -> str:
+    """One line (whitespace runs collapsed), at most ``limit`` characters, "…" when cut.
+    Clip before escaping, so that no escape sequence is cut in half."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def note_text(c: Comparison) -> str:
+    """The note of a row: why it failed when known (clipped), else the reason or method."""
+    if c.error:
+        return ("base: " if c.verdict is Verdict.FIXED else "") + clip(c.error)
+    return c.reason or c.method
+
+
 def _headline_item(c: Comparison) -> str:
     label = md_escape(short_label(c))
     if c.verdict is Verdict.NEWLY_FAILING:
@@ -171,15 +192,38 @@ def _machines_text(names: Iterable[str]) -> str:
     return ", ".join(md_escape(n) for n in names) or "no machines"
 
 
+def _headline_items(shown: Sequence[Comparison]) -> str:
+    """Items joined by "; "; failing cases with one message share it ("a, b failing: msg")."""
+    out: list[str] = []
+    i = 0
+    while i < len(shown):
+        c = shown[i]
+        if c.verdict is not Verdict.NEWLY_FAILING or not c.error:
+            out.append(_headline_item(c))
+            i += 1
+            continue
+        same = [c]
+        while i + len(same) < len(shown) and shown[i + len(same)].verdict is Verdict.NEWLY_FAILING \
+                and shown[i + len(same)].error == c.error:
+            same.append(shown[i + len(same)])
+        labels = ", ".join(md_escape(short_label(x)) for x in same)
+        out.append(f"{labels} failing: {md_escape(clip(c.error, HEADLINE_ERROR_CHARS))}")
+        i += len(same)
+    return "; ".join(out)
+
+
 def headline(report: ComparisonReport, max_items: int = 3) -> str:
     """The first visible line: the verdict in words."""
     regs = sorted(report.regressions, key=_sort_key)
     counts = Counter(c.verdict for c in report.all())
     if regs:
         where = _machines_text(dict.fromkeys(c.machine for c in regs))
-        items = ", ".join(_headline_item(c) for c in regs[:max_items])
+        items = _headline_items(regs[:max_items])
         more = f" (+{len(regs) - max_items} more)" if len(regs) > max_items else ""
-        line = f"**{_plural(len(regs), 'regression')} on {where}**: {items}{more}"
+        n_reg, n_fail = counts[Verdict.REGRESSION], counts[Verdict.NEWLY_FAILING]
+        what = ", ".join(([_plural(n_reg, "regression")] if n_reg else [])
+                         + ([f"{n_fail} newly failing"] if n_fail else []))
+        line = f"**{what} on {where}**: {items}{more}"
     else:
         where = _machines_text(m.machine for m in report.machines)
         bits = [_plural(counts[Verdict.IMPROVEMENT], "improvement"), f"{counts[Verdict.UNCHANGED]} unchanged"]
@@ -223,7 +267,7 @@ def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) ->
         if not show_unchanged and c.verdict is Verdict.UNCHANGED:
             continue
         b, h = fmt_pair(c.base, c.head, c.unit)
-        note = c.reason or c.method
+        note = note_text(c)
         if c.direction == "unknown":
             note = (note + "; " if note else "") + "direction unknown"
         rows.append((c.machine, case_text(c.benchmark, c.params), c.unit, b, h, fmt_change(c),
@@ -296,9 +340,12 @@ def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
     unit = md_escape(c.unit) + (" (direction unknown)" if c.direction == "unknown" else "")
     cells = [md_escape(c.machine)] if with_machine else []
     # Numbers are formatted here, not taken from input: they need no escaping.
-    cells += [md_escape(case_text(c.benchmark, c.params)), unit, b, h, fmt_change(c), VERDICT_TEXT[c.verdict]]
+    verdict = VERDICT_TEXT[c.verdict]
+    if with_machine and c.verdict is Verdict.NEWLY_FAILING and c.error:
+        verdict += f": {md_escape(clip(c.error))}"
+    cells += [md_escape(case_text(c.benchmark, c.params)), unit, b, h, fmt_change(c), verdict]
     if not with_machine:
-        cells.append(md_escape(c.reason or c.method))
+        cells.append(md_escape(note_text(c)))
     return cells
 
 

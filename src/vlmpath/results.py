@@ -6,6 +6,13 @@ grouped per machine in a ``RunResults``. Nothing here compares or formats: that 
 (``asv.results.Results.load``), so the column layout stays asv's business; we only
 walk the directory ourselves because asv's iterators log and skip broken files, and a
 broken file must stop a CI comparison with a message that names it.
+
+Why a case failed: asv stores only ``null`` for a benchmark that raised. ``vlmpath run``
+files the benchmarks' own messages beside the results as
+``<machine>/vlmpath-failures-<sha8>.json`` (a JSON list of ``{"benchmark", "params",
+"error"}``); ``load_asv`` puts each into ``Metric.error`` of the matching failed case. With
+no such file a failed case keeps the generic ``NO_RESULT_ERROR``; an unreadable one is a
+note on the machine's run (the comparison goes on without the messages).
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ SCHEMA_VERSION = 1
 TOOLCHAIN_KEYS = ("backend", "device_name", "arch", "torch", "cuda", "hip", "driver")
 FINGERPRINT_KEYS = TOOLCHAIN_KEYS + ("transformers", "python", "cpu", "machine", "vlmpath")
 FINGERPRINT_PREFIX = "vlmpath-fingerprint-"
+FAILURES_PREFIX = "vlmpath-failures-"
+#: ``Metric.error`` of a failed asv case whose own message is unknown.
+NO_RESULT_ERROR = "failed (asv recorded no result)"
 
 # pytest-benchmark ``extra_info`` keys that carry a metric, and the unit each has.
 EXTRA_INFO_UNITS: Mapping[str, str] = {
@@ -68,6 +78,11 @@ class Metric:
     @property
     def ok(self) -> bool:
         return self.value is not None and self.error is None and not self.skipped
+
+    @property
+    def message(self) -> str | None:
+        """Why the case failed, in the benchmark's own words; None when unknown or not failed."""
+        return None if self.error in (None, NO_RESULT_ERROR) else self.error
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Metric:
@@ -228,7 +243,7 @@ _SHA_RE = re.compile(r"^[0-9a-fA-F]{7,40}$")
 _QUOTED = re.compile(r"""^(?:u?'(.*)'|"(.*)")$""", re.S)
 
 
-def _param_display(raw: Any) -> str:
+def param_display(raw: Any) -> str:
     """asv stores parameter values as repr() strings ("'fused'"); show the value."""
     s = str(raw)
     m = _QUOTED.match(s)
@@ -271,7 +286,7 @@ def _machine_dirs(results_dir: Path) -> list[Path]:
 def _run_files(machine_dir: Path) -> list[Path]:
     return sorted(
         p for p in machine_dir.glob("*.json")
-        if p.name != "machine.json" and not p.name.startswith(FINGERPRINT_PREFIX)
+        if p.name != "machine.json" and not p.name.startswith((FINGERPRINT_PREFIX, FAILURES_PREFIX))
     )
 
 
@@ -284,6 +299,68 @@ def read_fingerprint(machine_dir: Path, commit: str) -> Fingerprint | None:
     if not isinstance(data, dict):
         raise VlmpathError(f"corrupted fingerprint file {path}: not a JSON object; delete it or re-run")
     return Fingerprint.from_dict(data)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why one benchmark case failed (one entry of a ``vlmpath-failures-<sha8>.json``)."""
+
+    benchmark: str
+    params: tuple[tuple[str, str], ...]  # (name, value as asv's results show it)
+    error: str
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        """Matches ``(Metric.benchmark, parameter values)``; names may differ (``param1``)."""
+        return (self.benchmark, tuple(v for _, v in self.params))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "params": dict(self.params), "error": self.error}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Failure:
+        """From a failures-file entry (values as the benchmark saw them: 64, 'default')."""
+        if not (isinstance(d, Mapping) and isinstance(d.get("benchmark"), str) and isinstance(d.get("error"), str)
+                and isinstance(d.get("params", {}), Mapping)):
+            raise TypeError(f"expected {{benchmark: str, params: object, error: str}}, got {str(d)[:80]!r}")
+        params = tuple((str(k), str(v)) for k, v in d.get("params", {}).items())
+        return cls(d["benchmark"], params, d["error"])
+
+
+def failures_path(machine_dir: str | os.PathLike[str], commit: str) -> Path:
+    return Path(machine_dir) / f"{FAILURES_PREFIX}{commit[:8]}.json"
+
+
+def read_failures(path: str | os.PathLike[str]) -> tuple[Failure, ...]:
+    """A failures file written by ``vlmpath run``: () if there is none; ``VlmpathError``
+    naming the file if it cannot be read."""
+    p = Path(path)
+    if not p.is_file():
+        return ()
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise TypeError(f"not a JSON list but {type(data).__name__}")
+        return tuple(Failure.from_dict(d) for d in data)
+    except (OSError, ValueError, TypeError) as exc:
+        raise VlmpathError(f"corrupted failures file {p}: {exc}; delete it or re-run") from None
+
+
+def _attach_failures(metrics: tuple[Metric, ...], machine_dir: Path, commit: str) -> tuple[tuple[Metric, ...], str | None]:
+    """Metrics with each failed case's own message (see the module docstring), and a note
+    when the failures file is unreadable."""
+    if not any(m.error == NO_RESULT_ERROR for m in metrics):
+        return metrics, None  # nothing to explain: the file is not even read
+    try:
+        failures = read_failures(failures_path(machine_dir, commit))
+    except VlmpathError as exc:
+        return metrics, f"failure messages not shown: {exc}"
+    why = {f.key: f.error for f in failures}
+    return tuple(
+        replace(m, error=why.get((m.benchmark, tuple(v for _, v in m.params)), m.error))
+        if m.error == NO_RESULT_ERROR else m
+        for m in metrics
+    ), None
 
 
 def existing_commits(results_dir: str | os.PathLike[str]) -> dict[str, tuple[str, ...]]:
@@ -329,7 +406,7 @@ def _metrics_from_asv(res, machine: str, bench_meta: Mapping[str, Mapping[str, A
             st = stats[j] if stats else None
             sm = samples[j] if samples else None
             skipped = isinstance(v, float) and math.isnan(v)
-            error = "failed (asv recorded no result)" if v is None else None
+            error = NO_RESULT_ERROR if v is None else None
             ci = None
             if st and "ci_99_a" in st and "ci_99_b" in st:
                 a, b = float(st["ci_99_a"]), float(st["ci_99_b"])
@@ -338,7 +415,7 @@ def _metrics_from_asv(res, machine: str, bench_meta: Mapping[str, Mapping[str, A
             out.append(Metric(
                 machine=machine,
                 benchmark=name,
-                params=tuple((str(n), _param_display(p)) for n, p in zip(names, combo)),
+                params=tuple((str(n), param_display(p)) for n, p in zip(names, combo)),
                 unit=unit,
                 value=None if (v is None or skipped) else float(v),
                 samples=tuple(float(x) for x in (sm or ()) if x is not None and not math.isnan(x)),
@@ -388,17 +465,20 @@ def load_asv(results_dir: str | os.PathLike[str], commit: str) -> RunResults:
         for _, res in sorted(loaded, key=lambda fr: max((v for v in fr[1].started_at.values() if v), default=0)):
             for m in _metrics_from_asv(res, mdir.name, bench_meta):
                 merged[(m.benchmark, m.params)] = m
-        metrics = tuple(merged[k] for k in sorted(merged))
+        run_sha = loaded[0][1].commit_hash or commit
+        metrics, failures_note = _attach_failures(tuple(merged[k] for k in sorted(merged)), mdir, run_sha)
         present = {m.benchmark for m in metrics}
         missing = tuple(sorted(set(bench_meta) - present))
         mnotes = []
         if len(loaded) > 1:
             mnotes.append(f"{len(loaded)} environment files merged: {', '.join(f.name for f, _ in loaded)}")
+        if failures_note:
+            mnotes.append(failures_note)
         machines.append(MachineRun(
             machine=mdir.name,
-            commit=(loaded[0][1].commit_hash or commit),
+            commit=run_sha,
             metrics=metrics,
-            fingerprint=read_fingerprint(mdir, loaded[0][1].commit_hash or commit),
+            fingerprint=read_fingerprint(mdir, run_sha),
             missing=missing,
             notes=tuple(mnotes),
         ))

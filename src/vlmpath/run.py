@@ -15,8 +15,18 @@
    --machine <name> --record-samples --show-stderr [--quick] [-b REGEX]``, streaming asv's
    lines (its ``[NN%]`` prefix is the progress);
 5. write the platform fingerprint beside the results as
-   ``<results>/<machine>/vlmpath-fingerprint-<sha8>.json``, ``asv publish`` the dashboard,
-   and write the summary (``vlmpath.summary``) under ``reports_dir``, from results JSON.
+   ``<results>/<machine>/vlmpath-fingerprint-<sha8>.json`` and why benchmarks failed as
+   ``<results>/<machine>/vlmpath-failures-<sha8>.json`` (see below), ``asv publish`` the
+   dashboard, and write the summary (``vlmpath.summary``) under ``reports_dir``, from
+   results JSON.
+
+Why a benchmark failed: asv records a raising benchmark as ``null`` and keeps its message
+only in the log. The suite (``benchmarks/_common.report_failures``) appends one JSON line
+per failure to the file named by ``VLMPATH_FAILURES_FILE``; the run points it at a temp
+file (asv hands its whole environment to every benchmark process, under ``spawn`` and
+``forkserver`` alike) and afterwards files the lines, deduplicated, as a JSON list (empty
+when nothing failed) beside the results. Entries of an earlier run of the same commit
+survive for cases this run did not select (asv keeps those cases' results too).
 
 Which ``vlmpath`` do the benchmarks import? asv runs the CURRENT benchmark files in the
 existing interpreter (``--python``, default this one), one fresh process per benchmark.
@@ -63,6 +73,8 @@ from typing import TextIO
 from .errors import VlmpathError
 
 FINGERPRINT_PREFIX = "vlmpath-fingerprint-"
+#: The suite appends why each benchmark failed to this file (``benchmarks/_common.py``).
+FAILURES_ENV = "VLMPATH_FAILURES_FILE"
 LAUNCH_METHODS = ("auto", "spawn", "forkserver")
 _SHA40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -188,6 +200,58 @@ def write_json_atomic(path: Path, data: object) -> None:
 
 def fingerprint_path(results_dir: Path, machine: str, commit: str) -> Path:
     return Path(results_dir) / machine / f"{FINGERPRINT_PREFIX}{commit[:8]}.json"
+
+
+def collect_failures(lines_path: Path) -> tuple[list, int]:
+    """The failure lines the benchmarks appended: (``results.Failure`` list in file order,
+    number of unreadable lines). A missing file means nothing failed."""
+    from .results import Failure
+
+    try:
+        raw = Path(lines_path).read_bytes()
+    except FileNotFoundError:
+        return [], 0
+    found, bad = [], 0
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            found.append(Failure.from_dict(json.loads(line)))
+        except (ValueError, TypeError):
+            bad += 1
+    return found, bad
+
+
+def merge_failures(previous: Sequence, new: Sequence, rerun: set[tuple[str, tuple[str, ...]]]) -> list[dict]:
+    """The failures file's content: ``new`` (first message per case: asv may run a case
+    in several rounds), plus ``previous`` entries for cases this run did not select
+    (``rerun``: (benchmark, parameter values) keys), sorted, as JSON-ready dicts."""
+    out: dict = {}
+    for f in new:
+        out.setdefault(f.key, f)
+    for f in previous:
+        if f.key not in rerun:
+            out.setdefault(f.key, f)
+    return [out[k].to_dict() for k in sorted(out)]
+
+
+def write_failures(results_dir: Path, machine: str, commit: str, lines_path: Path,
+                   chosen: Sequence[tuple[Discovered, tuple[str, ...]]], out: TextIO) -> Path:
+    """File this run's failure lines as ``<results>/<machine>/vlmpath-failures-<sha8>.json``."""
+    from .results import failures_path, param_display, read_failures
+
+    path = failures_path(Path(results_dir) / machine, commit)
+    new, bad = collect_failures(lines_path)
+    if bad:
+        out.write(f"vlmpath run: warning: {bad} unreadable line(s) in the benchmarks' failure log skipped\n")
+    try:
+        previous = read_failures(path)
+    except VlmpathError as exc:
+        out.write(f"vlmpath run: warning: {exc}; replacing it\n")
+        previous = ()
+    rerun = {(b.name, tuple(param_display(p) for p in combo)) for b, combo in chosen}
+    write_json_atomic(path, merge_failures(previous, new, rerun))
+    return path
 
 
 # --- discovery and selection -------------------------------------------------------------
@@ -412,15 +476,22 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     with tempfile.TemporaryDirectory(prefix="vlmpath-asv-") as tmp:
         cfg = write_config(conf, repo, results_dir, html_dir, Path(tmp) / "asv.conf.json")
         _asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
+        failure_lines = Path(tmp) / "failures.jsonl"
         try:
             rc = _stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, opts.bench),
-                         env, repo, out)
+                         {**env, FAILURES_ENV: str(failure_lines)}, repo, out)
         except KeyboardInterrupt:
             status, rc = "interrupted", 130
         if status != "interrupted":
             write_json_atomic(fingerprint_path(results_dir, machine, commit), _fingerprint(opts.python, env, machine))
+            write_failures(results_dir, machine, commit, failure_lines, chosen, out)
             if opts.publish:
                 _asv(["publish", "--config", str(cfg)], env, repo, "publish")
+                # asv's pages load their scripts from CDNs; GPU boxes are often offline.
+                # Imported here: dashboard pulls in matplotlib through report.
+                from .dashboard import localize_assets
+
+                localize_assets(html_dir)
     summ = summary_mod.summarize(
         results_dir, commit, machine, selected=[(b.name, combo) for b, combo in chosen],
         interrupted=status == "interrupted", asv_returncode=rc,
@@ -468,11 +539,14 @@ __all__ = [
     "RunOptions",
     "RunOutcome",
     "benchmark_env",
+    "collect_failures",
     "dirty_paths",
     "discover",
     "fingerprint_path",
     "launch_method",
     "make_server",
+    "merge_failures",
     "run",
     "select",
+    "write_failures",
 ]

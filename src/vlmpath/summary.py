@@ -9,6 +9,10 @@ Status of a run: ``complete`` (every selected case has a value or was skipped on
 ``partial`` (a selected case failed or is missing, or asv exited non-zero),
 ``interrupted`` (Ctrl-C: asv saved nothing new, rows are whatever was there before) or
 ``failed`` (no results at all for the commit).
+
+A failed row carries why it failed (``Row.error``: the benchmark's own message when the
+run filed it, see ``vlmpath.results``); the terminal and markdown show it below the table
+and in the state cell.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class Row:
     value: float | None
     samples: int
     state: str                # ok | failed | skipped | missing
+    error: str | None = None  # failed rows: the benchmark's message, else a generic marker
 
     @property
     def params_text(self) -> str:
@@ -94,6 +99,7 @@ def summarize(results_dir: str | Path, commit: str, machine: str, *,
         else:
             metrics = list(mrun.metrics)
             fingerprint = None if mrun.fingerprint is None else asdict(mrun.fingerprint)
+            notes.extend(mrun.notes)
     except VlmpathError as exc:
         notes.append(str(exc))
 
@@ -109,7 +115,8 @@ def summarize(results_dir: str | Path, commit: str, machine: str, *,
             rows.append(Row(key[0], tuple((f"param{i + 1}", v) for i, v in enumerate(key[1])), "", None, 0, "missing"))
             continue
         state = "skipped" if m.skipped else ("ok" if m.ok else "failed")
-        rows.append(Row(m.benchmark, m.params, m.unit, m.value, len(m.samples), state))
+        rows.append(Row(m.benchmark, m.params, m.unit, m.value, len(m.samples), state,
+                        m.error if state == "failed" else None))
 
     counts = {s: sum(r.state == s for r in rows) for s in ("ok", "failed", "missing")}
     if interrupted:
@@ -150,8 +157,19 @@ def render_terminal(s: Summary) -> str:
         head += f" in {s.duration_s:.0f} s"
     body = text_table(["benchmark", "params", "value", "n", "state"],
                       [[r.benchmark, r.params_text, _fmt(r.value, r.unit), r.samples, r.state] for r in s.rows])
+    why = "".join(f"failed: {r.benchmark}({r.params_text}): {_one_line(r.error, ERROR_CHARS)}\n"
+                  for r in s.rows if r.state == "failed" and r.error)
     tail = "".join(f"note: {n}\n" for n in s.notes)
-    return f"{head}\n{body.rstrip()}\n{tail}"
+    return f"{head}\n{body.rstrip()}\n{why}{tail}"
+
+
+#: Longest failure message shown in a summary (the JSON keeps it whole).
+ERROR_CHARS = 160
+
+
+def _one_line(text: str | None, limit: int) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def render_markdown(s: Summary) -> str:
@@ -159,8 +177,12 @@ def render_markdown(s: Summary) -> str:
     lines = [f"### vlmpath run: `{s.machine}` @ `{s.commit[:8]}` ({s.status})", "",
              f"{c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped, {c['missing']} missing", "",
              "| benchmark | params | value | samples | state |", "|---|---|---:|---:|---|"]
+    from .render import md_escape  # messages come from benchmarks: make them inert
+
     for r in s.rows:
         state = r.state if r.state == "ok" else f"**{r.state}**"
+        if r.state == "failed" and r.error:
+            state += f": {md_escape(_one_line(r.error, ERROR_CHARS))}"
         lines.append(f"| `{r.benchmark}` | {r.params_text} | {_fmt(r.value, r.unit)} | {r.samples} | {state} |")
     lines += [f"> {n}" for n in s.notes]
     return "\n".join(lines) + "\n"
