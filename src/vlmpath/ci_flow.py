@@ -74,7 +74,7 @@ RESULTS_SUBDIR = "results"
 _SHA40 = re.compile(r"^[0-9a-f]{40}$")
 _MACHINE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _RUN_FILE = re.compile(r"^[0-9a-f]{8}-[A-Za-z0-9._+-]{1,200}\.json$")
-_FINGERPRINT_FILE = re.compile(r"^vlmpath-fingerprint-[0-9a-f]{8}\.json$")
+_FINGERPRINT_FILE = re.compile(r"^vlmpath-(fingerprint|failures)-[0-9a-f]{8}\.json$")  # + why cases failed
 _PR_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
 
 
@@ -292,9 +292,9 @@ def copy_results(results_dir: Path, dest: Path, machine: str, shas: Sequence[str
         for p in _run_files(results_dir, machine, sha):
             shutil.copy2(p, mdest / p.name)
             copied.append(mdest / p.name)
-        fp = src_m / f"vlmpath-fingerprint-{sha[:8]}.json"
-        if fp.is_file():
-            shutil.copy2(fp, mdest / fp.name)
+        for fp in (src_m / f"vlmpath-fingerprint-{sha[:8]}.json", src_m / f"vlmpath-failures-{sha[:8]}.json"):
+            if fp.is_file():
+                shutil.copy2(fp, mdest / fp.name)
     bench_json = results_dir / "benchmarks.json"
     if bench_json.is_file():
         try:
