@@ -18,6 +18,7 @@ from vlmpath.workload import (
     PRESETS, REGION_SEPARATOR, REGION_TOKENS, check_scale, load_trace, preset, schedule,
     workload_by_name,
 )
+from vlmpath.workload import EVS_TIMESTAMP, MediaSpec, RequestSpec, build_requests, evs_kept_tokens
 
 
 # --- determinism ------------------------------------------------------------------------
@@ -263,3 +264,27 @@ def test_preset_schedules_are_consistent(name):
     assert wl.steps == schedule([r.length for r in wl.requests], wl.chunk_size)
     flat = wl.with_chunk_size(-1)
     assert len(flat.steps) == 1 and flat.requests is wl.requests
+
+
+# --- EVS videos ---------------------------------------------------------------------------
+@pytest.mark.parametrize("media, expect", [
+    (MediaSpec("video", ((1, 8, 8),), evs=True), "at least 2 temporal patches"),
+    (MediaSpec("image", ((2, 8, 8),), evs=True), "one video grid"),
+    (MediaSpec("video", ((2, 8, 8), (2, 8, 8)), evs=True), "one video grid"),
+    (MediaSpec("video", ((8, 2, 2),), evs=True), "leaves a frame without tokens"),
+])
+def test_bad_evs_video_names_the_request_and_fix(media, expect):
+    with pytest.raises(VlmpathError, match=expect) as e:
+        build_requests([RequestSpec((2,)), RequestSpec((3, media))], 100, 0)
+    assert "request 1" in str(e.value)
+
+
+def test_evs_preset_layout():
+    wl = preset("evs_video")
+    assert wl.model == "evs" and len(wl.requests) == 1
+    (it,) = wl.requests[0].items
+    assert it.frame_tokens and sum(it.frame_tokens) == it.span == evs_kept_tokens(it.grid_thw[0])
+    assert [b - a + 1 for a, b in it.offsets] == list(it.frame_tokens)
+    assert all(c - b - 1 == EVS_TIMESTAMP for (_, b), (c, _) in zip(it.offsets, it.offsets[1:]))
+    # Every other preset's items are not EVS.
+    assert not any(i.frame_tokens for p in PRESETS if p != "evs_video" for i in preset(p).items)

@@ -31,7 +31,7 @@ import torch
 from .errors import LengthMismatchError, VlmpathError
 from .registry import Registry
 from .syncs import host
-from .workload import MERGE, REGION_TOKENS, Item, tokens_of_grid
+from .workload import EVS_KEEP, MERGE, REGION_TOKENS, Item, evs_kept_tokens, tokens_of_grid
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,7 @@ class EvsEncoder:
 
     name = "evs"
 
-    def __init__(self, tower: torch.nn.Module, device: torch.device, keep: float = 0.5):
+    def __init__(self, tower: torch.nn.Module, device: torch.device, keep: float = EVS_KEEP):
         self.qwen = QwenEncoder(tower, device)
         self.out_dim, self.dtype, self.keep = self.qwen.out_dim, self.qwen.dtype, keep
 
@@ -227,7 +227,7 @@ class EvsEncoder:
         if t == 1:
             return rows, (per,)
         change = 1 - torch.nn.functional.cosine_similarity(frames[1:].float(), frames[:-1].float(), dim=-1)
-        k = round(self.keep * (t - 1) * per)
+        k = evs_kept_tokens(grid, self.keep) - per  # the processor pre-sizes with the same rounding
         keep = torch.zeros_like(change, dtype=torch.bool).view(-1)
         keep[torch.topk(change.view(-1), k).indices] = True
         keep = keep.view(t - 1, per)

@@ -6,6 +6,13 @@ embeddings at its placeholder positions (over all its offsets, in order) equal i
 rows: exactly in fp32 on the CPU, within a dtype-aware tolerance on a GPU (kernels pick
 different tilings for different batch shapes). Accuracy is the share of placed items;
 items of requests that failed count as not placed.
+
+EVS videos keep a data-dependent number of rows per frame, and the routine re-lays their
+frame placeholders inside the pre-sized span. Their golden rows are still the item encoded
+alone; ``golden_rows`` also keeps the per-frame counts of that encode (``GoldenRows.frames``)
+and ``score`` checks the item at its *final* offsets, re-laid from those counts with the
+same ``workload.evs_relayout`` the routine's full path uses (on a CPU the routine's own
+counts are the same; a test pins that both layouts agree).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .workload import Workload
+from .workload import Item, Workload, evs_relayout
 
 # (rtol, atol) per dtype for GPU comparisons; CPU fp32 is compared exactly.
 TOLERANCES = {torch.float32: (1e-4, 1e-5), torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3)}
@@ -29,15 +36,36 @@ class Fidelity:
     total: int
 
 
-def golden_rows(workload: Workload, encoder, known: dict[int, torch.Tensor] | None = None
-                ) -> dict[int, torch.Tensor]:
+class GoldenRows(dict):
+    """Content hash -> an item's rows encoded alone; ``frames`` keeps the per-frame row
+    counts of items whose encoder reports them (EVS), by the same hash."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.frames: dict[int, tuple[int, ...]] = {}
+
+
+def golden_rows(workload: Workload, encoder, known: GoldenRows | None = None) -> GoldenRows:
     """Each distinct item (by hash) encoded alone; items already in ``known`` (rows of the
     same encoder, keyed by content hash) are not encoded again."""
-    golden: dict[int, torch.Tensor] = {} if known is None else known
+    golden = GoldenRows() if known is None else known
+    frames = getattr(golden, "frames", None)  # a plain dict keeps rows only
     for it in workload.items:
         if it.hash not in golden:
-            golden[it.hash] = encoder.encode([it]).embeddings
+            out = encoder.encode([it])
+            golden[it.hash] = out.embeddings
+            if out.frame_rows is not None and frames is not None:
+                frames[it.hash] = out.frame_rows[0]
     return golden
+
+
+def final_offsets(item: Item, golden: Mapping[int, torch.Tensor]) -> tuple[tuple[int, int], ...]:
+    """Where an item's rows must end up: its offsets, re-laid for an EVS video from the
+    per-frame counts of its golden encode."""
+    counts = getattr(golden, "frames", {}).get(item.hash)
+    if item.frame_tokens and counts is not None:
+        return evs_relayout(item, counts).offsets
+    return item.offsets
 
 
 class Assembler:
@@ -66,7 +94,8 @@ def score(workload: Workload, assembled: Mapping[int, torch.Tensor], golden: Map
             total += 1
             if req.rid in failed or req.rid not in assembled:
                 continue
-            positions = torch.tensor([p for a, b in it.offsets for p in range(a, b + 1)], dtype=torch.int64)
+            positions = torch.tensor([p for a, b in final_offsets(it, golden) for p in range(a, b + 1)],
+                                     dtype=torch.int64)
             got = assembled[req.rid].index_select(0, positions.to(assembled[req.rid].device))
             want = golden[it.hash]
             if got.shape != want.shape:

@@ -29,7 +29,7 @@ import torch
 
 from .embed import DEFAULT_CACHE_BYTES, EmbedRoutine, Pipeline, text_table
 from .encoders import ENCODERS, build_vision_tower
-from .fidelity import Assembler, golden_rows, score
+from .fidelity import Assembler, GoldenRows, golden_rows, score
 from .paths.hashing import HASH_PATHS, HashStats, pickle_round_trip
 from .shm import ShmLedger
 from .timing import DeviceTimer
@@ -94,7 +94,7 @@ class Session:
         self._encoders: dict[tuple[str, str], object] = {}
         # Golden rows per encoder, keyed by content hash: shared by every case that sees
         # the same item (any preset, any pipeline).
-        self._golden: dict[tuple[str, str], dict[int, torch.Tensor]] = {}
+        self._golden: dict[tuple[str, str], GoldenRows] = {}
 
     def encoder(self, model: str, scale: str):
         key = (model, scale)
@@ -105,7 +105,7 @@ class Session:
         return self._encoders[key]
 
     def golden(self, wl: Workload, encoder) -> dict[int, torch.Tensor]:
-        known = self._golden.setdefault((wl.model, wl.scale), {})
+        known = self._golden.setdefault((wl.model, wl.scale), GoldenRows())
         return golden_rows(wl, encoder, known)
 
 

@@ -19,6 +19,15 @@ A segment is ``{"text": n}`` (n text tokens), ``{"image": [height_px, width_px]}
 ``{"image_grid": [t, h, w]}`` (patches), ``{"video_grid": [t, h, w]}`` or
 ``{"regions": [[h, w], ...]}`` (one MiniCPM-like item with one 64-token span per region).
 Requests are replayed in ``arrival`` order.
+
+EVS videos (efficient video sampling, embed-path.md section 2): the processor cannot know
+how many tokens each frame keeps, only the total after pruning (frame 0 whole, the ``keep``
+share of the rest, rounded as the encoder rounds). It pre-sizes the prompt to that total,
+laid out as one placeholder range per frame with ``EVS_TIMESTAMP`` timestamp text tokens
+between frames and an even initial split; the item records that split in
+``frame_tokens``. Once the encoder has reported the real per-frame counts, the routine
+re-lays the frames inside the same length (``evs_relayout`` for the offsets,
+``evs_relayout_ids`` for the token ids).
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -40,6 +49,8 @@ TEMPORAL_PATCH = 2
 PATCH_DIM = 3 * TEMPORAL_PATCH * PATCH * PATCH  # 1176 for Qwen2.5-VL
 REGION_TOKENS = 64      # MiniCPM's query_num: every region becomes 64 rows
 REGION_SEPARATOR = 2    # text tokens between regions (slice start/end markers)
+EVS_TIMESTAMP = 2       # timestamp text tokens between the frames of an EVS video
+EVS_KEEP = 0.5          # share of the tokens of frames 1.. that EVS keeps (the encoder's default)
 SCALES = ("tiny", "full")
 
 
@@ -53,6 +64,10 @@ class Item:
     offsets: tuple[tuple[int, int], ...]       # inclusive spans in the request's token ids
     hash: int
     pad_value: int
+    # EVS videos only: placeholder tokens per frame as currently laid out (the processor's
+    # even split, or the encoder's counts once re-laid); frames with 0 tokens have no
+    # offset. Empty for every other item.
+    frame_tokens: tuple[int, ...] = ()
 
     @property
     def span(self) -> int:
@@ -150,6 +165,79 @@ def tokens_of_grid(grid: Sequence[int]) -> int:
     return t * h * w // (MERGE * MERGE)
 
 
+def evs_kept_tokens(grid: Sequence[int], keep: float = EVS_KEEP) -> int:
+    """Tokens an EVS video keeps: frame 0 whole plus ``round(keep * (t - 1) * per_frame)``
+    of the later frames (Python's ``round``, exactly as ``EvsEncoder`` rounds)."""
+    t, h, w = grid
+    per = h * w // (MERGE * MERGE)
+    return per if t == 1 else per + round(keep * (t - 1) * per)
+
+
+def even_split(total: int, parts: int) -> tuple[int, ...]:
+    """``total`` tokens over ``parts`` frames as evenly as possible (earlier frames +1)."""
+    base, extra = divmod(total, parts)
+    return tuple(base + (j < extra) for j in range(parts))
+
+
+def evs_layout(start: int, frame_tokens: Sequence[int], timestamp: int = EVS_TIMESTAMP
+               ) -> tuple[tuple[tuple[int, int], ...], list[int]]:
+    """Offsets (inclusive, one per frame with tokens) and timestamp positions of an EVS
+    video laid out from ``start``: frame 0, timestamp, frame 1, timestamp, ..."""
+    offsets: list[tuple[int, int]] = []
+    stamps: list[int] = []
+    pos = start
+    for j, n in enumerate(frame_tokens):
+        if j:
+            stamps.extend(range(pos, pos + timestamp))
+            pos += timestamp
+        if n:
+            offsets.append((pos, pos + n - 1))
+            pos += n
+    return tuple(offsets), stamps
+
+
+def evs_relayout(item: Item, frame_tokens: Sequence[int]) -> Item:
+    """The item with its frames re-laid to ``frame_tokens`` placeholders each, inside the
+    same region (same start, same total length). Idempotent; raises when the counts do
+    not fit the region (the processor's pre-sized total and the encoder disagree)."""
+    from .errors import LengthMismatchError
+
+    frame_tokens = tuple(int(n) for n in frame_tokens)
+    if not item.frame_tokens:
+        raise VlmpathError(f"item {item.hash:#x} is not an EVS video (no frame_tokens): "
+                           "only items built with MediaSpec(evs=True) can be re-laid")
+    if len(frame_tokens) != len(item.frame_tokens) or sum(frame_tokens) != item.span:
+        raise LengthMismatchError(
+            f"EVS item {item.hash:#x}: the processor pre-sized {item.span} placeholder tokens over "
+            f"{len(item.frame_tokens)} frames but the encoder kept {sum(frame_tokens)} rows over "
+            f"{len(frame_tokens)} frames {list(frame_tokens)}; the processor's expected total and "
+            "the encoder's pruning disagree (same keep share and rounding needed; refusing to crop)")
+    if frame_tokens == item.frame_tokens:
+        return item
+    offsets, _ = evs_layout(evs_start(item), frame_tokens)
+    return replace(item, offsets=offsets, frame_tokens=frame_tokens)
+
+
+def evs_start(item: Item) -> int:
+    """First position of an EVS video's region (frames and timestamps)."""
+    leading_empty = next(j for j, n in enumerate(item.frame_tokens) if n)
+    return item.offsets[0][0] - EVS_TIMESTAMP * leading_empty
+
+
+def evs_relayout_ids(input_ids: torch.Tensor, old: Item, new: Item) -> torch.Tensor:
+    """A request's token ids with ``old``'s frame placeholders re-laid as ``new``'s: the
+    timestamp tokens move with their frames, everything outside the region is unchanged."""
+    start = evs_start(old)
+    _, old_stamps = evs_layout(start, old.frame_tokens)
+    _, new_stamps = evs_layout(start, new.frame_tokens)
+    end = start + sum(old.frame_tokens) + len(old_stamps)  # exclusive; same for new
+    ids = input_ids.clone()
+    stamps = input_ids[old_stamps]
+    ids[start:end] = new.pad_value
+    ids[new_stamps] = stamps
+    return ids
+
+
 # --- request specs ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class MediaSpec:
@@ -159,6 +247,7 @@ class MediaSpec:
     grids: tuple[tuple[int, int, int], ...]
     regions: bool = False          # MiniCPM-like: one 64-token span per grid
     content_id: int | None = None  # equal ids give equal content (cache reuse)
+    evs: bool = False              # EVS video: pre-sized to the pruned total, one range per frame
 
 
 @dataclass(frozen=True)
@@ -205,7 +294,18 @@ def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int) -> 
             h = tensor_hash(feature)  # sender-side hash, as the tokenizer process computes it
             pad = compute_pad_value(h)
             offsets = []
-            if seg.regions:
+            frame_tokens: tuple[int, ...] = ()
+            if seg.evs:
+                frame_tokens = _evs_frames(seg, rid)
+                n = sum(frame_tokens) + EVS_TIMESTAMP * (len(frame_tokens) - 1)
+                ids.append(torch.full((n,), pad, dtype=torch.int64))
+                offs, stamps = evs_layout(pos, frame_tokens)
+                if stamps:  # timestamp text between the frames
+                    ids[-1][torch.tensor(stamps) - pos] = torch.randint(
+                        0, vocab_size, (len(stamps),), generator=gen)
+                offsets.extend(offs)
+                pos += n
+            elif seg.regions:
                 for j in range(len(seg.grids)):
                     if j:
                         ids.append(torch.randint(0, vocab_size, (REGION_SEPARATOR,), generator=gen))
@@ -218,10 +318,24 @@ def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int) -> 
                 offsets.append((pos, pos + n - 1))
                 ids.append(torch.full((n,), pad, dtype=torch.int64))
                 pos += n
-            items.append(Item(seg.modality, feature, tuple(seg.grids), tuple(offsets), h, pad))
+            items.append(Item(seg.modality, feature, tuple(seg.grids), tuple(offsets), h, pad, frame_tokens))
         input_ids = torch.cat(ids) if ids else torch.zeros(0, dtype=torch.int64)
         requests.append(Request(rid, input_ids, tuple(items)))
     return tuple(requests)
+
+
+def _evs_frames(seg: MediaSpec, rid: int) -> tuple[int, ...]:
+    """The processor's even initial split of an EVS video's expected total over its frames."""
+    where = f"request {rid}: EVS video {seg.grids!r}"
+    if seg.modality != "video" or seg.regions or len(seg.grids) != 1:
+        raise VlmpathError(f"{where}: an EVS item is one video grid (modality 'video', no regions)")
+    if seg.grids[0][0] < 2:
+        raise VlmpathError(f"{where}: EVS needs at least 2 temporal patches (t >= 2) to prune")
+    split = even_split(evs_kept_tokens(seg.grids[0]), seg.grids[0][0])
+    if min(split) == 0:
+        raise VlmpathError(f"{where}: the expected total {sum(split)} leaves a frame without tokens "
+                           "in the even split; use a larger h x w")
+    return split
 
 
 def schedule(lengths: Sequence[int], chunk_size: int) -> tuple[Step, ...]:
@@ -264,6 +378,7 @@ class ScaleShapes:
     large_px: int
     region_px: int      # a 64-token region needs a 16x16 patch grid: 224 px
     video_grid: tuple[int, int, int]
+    evs_grid: tuple[int, int, int]     # an EVS video: 8 temporal patches
     text: tuple[int, int]
     chunk: int
     long_chunk: int
@@ -273,9 +388,9 @@ class ScaleShapes:
 
 SHAPES = {
     "tiny": ScaleShapes(small_px=112, large_px=448, region_px=224, video_grid=(4, 8, 8),
-                        text=(8, 24), chunk=256, long_chunk=48, vocab=4096, n_small=8),
+                        evs_grid=(8, 8, 8), text=(8, 24), chunk=256, long_chunk=48, vocab=4096, n_small=8),
     "full": ScaleShapes(small_px=336, large_px=1344, region_px=448, video_grid=(8, 28, 28),
-                        text=(32, 128), chunk=2048, long_chunk=512, vocab=32768, n_small=32),
+                        evs_grid=(8, 28, 28), text=(32, 128), chunk=2048, long_chunk=512, vocab=32768, n_small=32),
 }
 
 
@@ -333,11 +448,18 @@ def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator) -> tuple
             RequestSpec((t(), _image(shapes.small_px, content_id=7000), t())),
         ]
         return "qwen2_5_vl", specs, shapes.chunk
+    if name == "evs_video":
+        # One request: its frame re-layout rewrites the step's input ids, which the engine
+        # supports only when that request is the whole batch. The long-prompt chunk size
+        # puts step boundaries inside the video.
+        specs = [RequestSpec((t(), MediaSpec("video", (shapes.evs_grid,), evs=True), t()))]
+        return "evs", specs, shapes.long_chunk
     raise AssertionError(name)  # guarded by PRESETS
 
 
+# New presets go at the end: a preset's seed derives from its index.
 PRESETS = ("many_small_images", "few_large_images", "video", "multi_region",
-           "chunked_long", "cache_reuse", "mixed")
+           "chunked_long", "cache_reuse", "mixed", "evs_video")
 
 
 def check_scale(scale: str) -> str:
@@ -462,7 +584,7 @@ def with_item_hashes(workload: Workload, new_hash: dict[int, int]) -> Workload:
             pad = compute_pad_value(h)
             for a, b in it.offsets:
                 ids[a:b + 1] = pad
-            items.append(Item(it.modality, it.feature, it.grid_thw, it.offsets, h, pad))
+            items.append(replace(it, hash=h, pad_value=pad))
         requests.append(Request(req.rid, ids, tuple(items)))
     return Workload(workload.name, workload.scale, workload.model, tuple(requests),
                     workload.chunk_size, workload.vocab_size, workload.seed, workload.steps)

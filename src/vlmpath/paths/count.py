@@ -7,7 +7,8 @@
 
 EVS fallback: when the chunk path rewrote the step's ``input_ids`` (EVS re-lays frame
 placeholders), the offsets no longer describe the ids, so ``offsets`` falls back to
-``mask.sum().item()``.
+``mask.sum().item()``: one counted sync per step and modality whose chunk path re-laid an
+EVS video (the ``evs_video`` preset; ``vlmpath.embed`` sets ``ids_rewritten``).
 """
 
 from __future__ import annotations

@@ -18,6 +18,17 @@ in how many vision-tower calls they make and in how they split the tower's outpu
   and the batched output is split by those placeholder spans instead of the encoder's
   rows. Multi-region items make ``torch.split`` fail (the AMD CI crash); equal-sized
   mismatches would silently place and cache wrong rows.
+
+EVS videos (``Item.frame_tokens``) keep a data-dependent number of rows per frame, so only
+the full path can encode them: ``batched`` gates them out (``expected_rows`` is None),
+``per_request`` sends them there (one offset per frame), and ``batched_by_span``'s gate
+fails on their multiple offsets, so a step led by an EVS video takes the full path (the
+routine never mixes an EVS request with others in a step, see ``vlmpath.embed``). The full
+path re-lays the request's frame placeholders to the encoder's per-frame counts inside
+the pre-sized length (``workload.evs_relayout``), cuts its rows with the re-laid offsets,
+and reports the re-laid items in ``EncodeContext.relaid`` so that the routine rewrites the
+step's ``input_ids``. The per-frame counts are kept with the cache entry
+(``EncodeContext.frame_rows``), as the engine's ``EVSEmbeddingResult`` keeps them.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ import torch
 from ..cache import EmbeddingCache, combine_hashes
 from ..errors import LengthMismatchError
 from ..registry import Registry
-from ..workload import Item
+from ..workload import Item, evs_relayout
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,12 @@ class EncodeContext:
     cache: EmbeddingCache
     stats: EncodeStats = field(default_factory=EncodeStats)
     encoder_region: Callable[[], AbstractContextManager] = nullcontext
+    # EVS: per-item frame rows of a full-path cache entry, by its combined hash (what the
+    # engine's EVSEmbeddingResult carries next to the rows).
+    frame_rows: dict[int, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    # EVS: rid -> that request's chunk items re-laid by the last strategy call; the routine
+    # takes them out after each call and rewrites the request's input ids.
+    relaid: dict[int, tuple[Item, ...]] = field(default_factory=dict)
 
     def encode(self, items: Sequence[Item]):
         self.stats.encoder_calls += 1
@@ -111,11 +128,14 @@ def item_overlap(start: int, end: int, cs: int, ce: int) -> tuple[int, int] | No
     return max(start, cs) - start, min(end, ce - 1) - start + 1
 
 
+def chunk_is_active(rc: RequestChunk) -> bool:
+    """Whether the chunk path looks at this request: it has items not all behind the chunk."""
+    return rc.extend > 0 and bool(rc.items) and any(b >= rc.prefix for it in rc.items for _, b in it.offsets)
+
+
 def _active(reqs: Sequence[RequestChunk]) -> Iterator[RequestChunk]:
     """Requests whose chunk can hold placeholders of their items."""
-    for rc in reqs:
-        if rc.extend > 0 and rc.items and any(b >= rc.prefix for it in rc.items for _, b in it.offsets):
-            yield rc
+    return (rc for rc in reqs if chunk_is_active(rc))
 
 
 def _cat(pieces: list[torch.Tensor]) -> torch.Tensor | None:
@@ -164,18 +184,33 @@ def _by_item(rc: RequestChunk, ctx: EncodeContext) -> torch.Tensor | None:
 
 
 def _full(rc: RequestChunk, ctx: EncodeContext) -> torch.Tensor | None:
-    """Any items: one cache entry for the whole request under the combined hash."""
+    """Any items: one cache entry for the whole request under the combined hash. EVS
+    items are re-laid to the encoder's per-frame counts before the rows are cut."""
     hashes = [it.hash for it in rc.items]
+    key = combine_hashes(hashes)
     emb = ctx.cache.get(hashes)
     span = sum(it.span for it in rc.items)
-    if emb is not None and emb.shape[0] == span:
+    evs = any(it.frame_tokens for it in rc.items)
+    frames = ctx.frame_rows.get(key)
+    if emb is not None and emb.shape[0] == span and (frames is not None or not evs):
         ctx.stats.cache_hits += 1
-    else:
+    else:  # a hit without its frame counts cannot be laid out: encode again
         out = ctx.encode(list(rc.items))
+        if evs and out.frame_rows is None:
+            raise LengthMismatchError(
+                f"per_request full path: request {rc.rid} holds EVS videos but encoder "
+                f"{getattr(ctx.encoder, 'name', type(ctx.encoder).__name__)!r} reports no per-frame "
+                "rows; use an EVS encoder (workload model 'evs')")
         _split_checked(out, rc.items, "per_request full path")
-        emb = out.embeddings
-        ctx.cache.set(combine_hashes(hashes), emb)
-    offsets = [o for it in rc.items for o in it.offsets]
+        emb, frames = out.embeddings, out.frame_rows
+        ctx.cache.set(key, emb)
+        if evs:
+            ctx.frame_rows[key] = frames
+    items = rc.items
+    if evs:
+        items = tuple(evs_relayout(it, f) if it.frame_tokens else it for it, f in zip(rc.items, frames))
+        ctx.relaid[rc.rid] = items
+    offsets = [o for it in items for o in it.offsets]
     s, e = chunk_row_range(offsets, rc.prefix, rc.extend)
     return emb[s:e]
 
