@@ -16,11 +16,12 @@ import torch
 from vlmpath.embed import DEFAULT_PIPELINE, LEGACY_PIPELINE, Pipeline
 from vlmpath.errors import LengthMismatchError, VlmpathError
 from vlmpath.paths.count import COUNTERS, CountQuery, count_from_offsets, mask_sum, offsets
+from vlmpath.paths.encode import RequestChunk, chunk_is_active
 from vlmpath.paths.inject import (
     INJECTORS, adjust_length, check_length, inject_deepstack, masked_scatter, where_index,
 )
 from vlmpath.syncs import count_syncs
-from vlmpath.workload import PRESETS
+from vlmpath.workload import PRESETS, preset
 
 from counted_pipelines import COUNTED_PIPELINES
 
@@ -146,7 +147,7 @@ def test_offsets_equal_mask_sum_on_every_step(runner, captured, name):
         assert offsets(q) == mask_sum(q) == n
         with count_syncs() as sc:
             offsets(q)
-        assert sc.count == 0  # host arithmetic only
+        assert sc.count == q.ids_rewritten  # host arithmetic only, but for the EVS fallback
 
 
 def test_evs_fallback_uses_the_mask(captured):
@@ -169,6 +170,14 @@ def test_count_query_defaults_to_unrewritten_ids():
 
 
 # --- syncs of whole pipelines ---------------------------------------------------------------
+def _evs_fallbacks(wl) -> int:
+    """Steps whose chunk path re-lays an EVS video (new input_ids): each costs the offsets
+    counter one mask.sum().item(), as in the engine."""
+    return sum(chunk_is_active(RequestChunk(e.rid, evs, e.prefix, e.extend))
+               for s in wl.steps for e in s.entries
+               if (evs := tuple(it for it in wl.requests[e.rid].items if it.frame_tokens)))
+
+
 def _legacy_events(wl) -> dict[str, int]:
     """What the legacy pipeline must sync on: one mask.sum().item() per step and modality
     with items, one nonzero (torch.where) per such pair with placeholders in the step."""
@@ -190,7 +199,9 @@ def test_default_pipeline_never_syncs_legacy_does(runner, name):
     default = runner.record(name, "default", count=True)
     legacy = runner.record(name, "legacy", count=True)
     assert default.error is None and legacy.error is None
-    assert default.syncs == 0 and default.sync_events == {}
+    fallbacks = _evs_fallbacks(runner.workload(name))  # 0 except on EVS presets
+    assert default.syncs == fallbacks
+    assert default.sync_events == ({"Tensor.item": fallbacks} if fallbacks else {})
     assert legacy.syncs >= 2
     assert legacy.sync_events == _legacy_events(runner.workload(name))
     assert legacy.syncs == sum(legacy.sync_events.values())
@@ -285,7 +296,9 @@ def test_expected_counts_file_is_well_formed():
     for case, counters in want["cases"].items():
         assert set(counters) == set(COUNTED), case
         if case.endswith("/default"):
-            assert counters["syncs"] == 0 and counters["accuracy"] == 1.0, case
+            evs = preset(case.split("/")[0]).model == "evs"  # the EVS fallback syncs
+            assert (counters["syncs"] > 0 if evs else counters["syncs"] == 0), case
+            assert counters["accuracy"] == 1.0, case
         if case.endswith("/legacy"):
             assert counters["syncs"] >= 2, case
     assert want["pipelines"]["legacy"] == LEGACY_PIPELINE.to_dict()
