@@ -22,12 +22,11 @@ import html
 import json
 import os
 import re
-import shutil
-import tempfile
 import warnings
 from importlib import resources
 from pathlib import Path
 
+from . import atomic
 from .errors import VlmpathError
 from .report import CHART_DIR, MANIFEST
 from .results import write_text_atomic
@@ -69,16 +68,7 @@ class UnvendoredAssetWarning(UserWarning):
 
 
 def _copy_atomic(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.copy_file(src, dst)
 
 
 def _charts(reports: Path) -> list[dict]:
@@ -193,16 +183,7 @@ def _copy_vendor(site: Path) -> None:
         dst = site / VENDOR_DIR / name
         if dst.is_file() and dst.read_bytes() == data:
             continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, dst)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic.write_bytes(dst, data)
 
 
 def localize_assets(html_dir: str | os.PathLike[str]) -> list[str]:

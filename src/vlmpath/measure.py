@@ -247,18 +247,7 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
 def write_records(path, records) -> None:
     """JSON Lines, written atomically (a partial run never leaves a half-written file)."""
     import json
-    import os
-    import tempfile
-    from pathlib import Path
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for r in records:
-                f.write(json.dumps(r.to_dict(), sort_keys=True) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    from . import atomic
+
+    atomic.write_text(path, "".join(json.dumps(r.to_dict(), sort_keys=True) + "\n" for r in records))

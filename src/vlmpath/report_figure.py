@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -20,6 +19,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import offset_copy
+
+from . import atomic
 
 # Okabe-Ito (colour-blind safe); vermillion is kept for failures only. Each series also
 # gets a hatch or a marker so that the charts survive greyscale printing.
@@ -34,8 +35,9 @@ STYLE = {
     "font.size": 9, "axes.titlesize": 10, "axes.titleweight": "bold", "axes.grid": True,
     "axes.axisbelow": True, "grid.alpha": 0.3, "axes.spines.top": False,
     "axes.spines.right": False, "hatch.linewidth": 0.8, "legend.fontsize": 8,
-    "svg.hashsalt": "vlmpath",  # stable SVG ids: reruns give identical files
 }
+# Read when a figure is *saved*, so it is applied around savefig, not while building.
+SAVE_STYLE = {"svg.hashsalt": "vlmpath"}  # stable SVG ids: reruns give identical files
 
 
 def styled(fn):
@@ -97,14 +99,7 @@ def save_figure(fig: Figure, path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fmt = target.suffix.lstrip(".").lower() or "png"
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=f".{fmt}")
-    os.close(fd)
-    try:
+    with atomic.replacing(target, suffix=f".{fmt}") as tmp, matplotlib.rc_context(SAVE_STYLE):
         fig.savefig(tmp, format=fmt, dpi=110, bbox_inches="tight", facecolor="white",
                     metadata={"Date": None} if fmt == "svg" else None)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return target

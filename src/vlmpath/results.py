@@ -22,12 +22,12 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from . import atomic
 from .errors import VlmpathError
 
 SCHEMA_VERSION = 1
@@ -556,15 +556,5 @@ def load_pytest_benchmark(path: str | os.PathLike[str]) -> RunResults:
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` so that readers see the old file or the new one, never half of it."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_text(path, text)
 

@@ -189,23 +189,10 @@ def render_markdown(s: Summary) -> str:
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Temp file in the same directory, then ``os.replace``; mode 0644 (mkstemp's is 0600,
-    and results are read by other users and by the dashboard server)."""
-    import os
-    import tempfile
+    """Write ``text`` atomically, mode 0644 (see ``vlmpath.atomic``)."""
+    from . import atomic
 
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            os.fchmod(fh.fileno(), 0o644)
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_text(path, text)
 
 
 def summary_paths(reports_dir: str | Path, s: Summary) -> tuple[Path, Path]:
