@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from asv_fixtures import fingerprint, write_asv_run
-from vlmpath import ci_flow
+from vlmpath import ci_flow, ci_merge
 from vlmpath.cli import main
 from vlmpath.compare import Verdict
 from vlmpath.errors import VlmpathError
@@ -142,7 +142,7 @@ def test_why_a_case_failed_reaches_the_comment_and_survives_the_merge(repo, tmp_
     (tmp_path / "out" / "pr-number").write_text("42\n")
     (tmp_path / "artifacts").mkdir()
     (tmp_path / "out").rename(tmp_path / "artifacts" / "bench-cpu")
-    merged = ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=bad)
+    merged = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=bad)
     assert [x.error for x in merged.report.regressions] == [c.error]
 
 
@@ -223,9 +223,9 @@ def test_head_only_results_in_a_merge_are_a_marked_partial_comparison(repo, tmp_
     for f in (art / "results" / "cpu-ci").glob(f"{good[:8]}-*.json"):
         f.unlink()  # the base run of this machine is missing from the artifact
     with pytest.raises(VlmpathError, match=rf"no results for commit {good}"):
-        ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
+        ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
     make_artifact(tmp_path, repo, "bench-amd", "rocm-ci", good, bad)
-    res = ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
+    res = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
     status = {m.machine: m.status for m in res.report.machines}
     assert status == {"cpu-ci": "head-only", "rocm-ci": "both"}
     comment = (tmp_path / "merged" / "comment.md").read_text()
@@ -361,7 +361,7 @@ def test_merge_makes_one_comparison_over_all_machines(repo, tmp_path):
     make_artifact(tmp_path, repo, "bench-nvidia", "cuda-h200", good, bad)
     make_artifact(tmp_path, repo, "bench-amd", "rocm-mi300x", good, bad)
     make_artifact(tmp_path, repo, "bench-cpu", "cpu-ci", good, bad)
-    res = ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=bad)
+    res = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=bad)
     assert set(res.machines) == {"cuda-h200", "rocm-mi300x", "cpu-ci"}
     assert {c.machine for c in res.report.regressions} == set(res.machines)
     assert res.exit_code == 0  # report only, unless --fail
@@ -369,9 +369,9 @@ def test_merge_makes_one_comparison_over_all_machines(repo, tmp_path):
     comment = (tmp_path / "merged" / "comment.md").read_text()
     assert comment.count("<!-- vlmpath-bench -->") == 1
     assert all(md_escape(m) in comment for m in res.machines)
-    assert ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "m2", fail_on_regression=True).exit_code == 1
+    assert ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "m2", fail_on_regression=True).exit_code == 1
     with pytest.raises(VlmpathError, match="workflow run is for"):
-        ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "m3", head_sha=good)
+        ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "m3", head_sha=good)
 
 
 def test_merge_reports_a_failed_machine_instead_of_dropping_it(repo, tmp_path):
@@ -385,7 +385,7 @@ def test_merge_reports_a_failed_machine_instead_of_dropping_it(repo, tmp_path):
     crashed = tmp_path / "artifacts" / "bench-nvidia"
     crashed.mkdir()
     (crashed / "pr-number").write_text("42\n")
-    res = ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
+    res = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
     comment = (tmp_path / "merged" / "comment.md").read_text()
     assert md_escape("bench-amd: benchmark run failed: vlmpath ci pr: unknown commit 'x'") in comment
     assert md_escape("bench-nvidia: no run.json") in comment
@@ -397,14 +397,14 @@ def test_merge_with_no_results_at_all_posts_the_failures(tmp_path):
     failed.mkdir(parents=True)
     ci_flow.write_error(failed, "boom <script>")
     (failed / "pr-number").write_text("7\n")
-    res = ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
+    res = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
     comment = (tmp_path / "merged" / "comment.md").read_text()
     assert "did not run" in comment and "boom &lt;script&gt;" in comment and "<script>" not in comment
     assert res.report is None and res.exit_code == 0
-    assert ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "m2", fail_on_regression=True).exit_code == 1
+    assert ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "m2", fail_on_regression=True).exit_code == 1
     (tmp_path / "empty").mkdir()
     with pytest.raises(VlmpathError, match="no benchmark artifacts"):
-        ci_flow.merge_artifacts(tmp_path / "empty", tmp_path / "m3")
+        ci_merge.merge_artifacts(tmp_path / "empty", tmp_path / "m3")
 
 
 @pytest.mark.parametrize("attack", ["pr-letters", "pr-disagree", "same-machine", "other-commits",
@@ -434,7 +434,7 @@ def test_merge_rejects_untrusted_artifact_contents(repo, tmp_path, attack):
                 "same-machine": "appears in artifacts", "other-commits": "compared different commits",
                 "symlink": "unexpected file", "odd-file": "unexpected file", "bad-sha": "head_sha is not"}
     with pytest.raises(VlmpathError, match=expected[attack]):
-        ci_flow.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
+        ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
 
 
 def test_cli_merge_prints_the_summary(repo, tmp_path, capsys):
@@ -447,7 +447,7 @@ def test_cli_merge_prints_the_summary(repo, tmp_path, capsys):
 
 def test_module_does_not_import_torch_for_the_comment_workflow():
     # The comment job installs no torch: merging and comparing must not need it.
-    code = "import sys, vlmpath.ci_flow, vlmpath.cli; assert 'torch' not in sys.modules"
+    code = "import sys, vlmpath.ci_flow, vlmpath.ci_merge, vlmpath.cli; assert 'torch' not in sys.modules"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(Path(ci_flow.__file__).parents[1])})
     assert r.returncode == 0, r.stderr

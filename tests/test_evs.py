@@ -13,10 +13,8 @@ from vlmpath.errors import LengthMismatchError
 from vlmpath.fidelity import Assembler, final_offsets, golden_rows, score
 from vlmpath.paths.count import count_from_offsets, offsets
 from vlmpath.paths.encode import RequestChunk, chunk_is_active
-from vlmpath.workload import (
-    EVS_TIMESTAMP, MediaSpec, RequestSpec, build_requests, build_workload, evs_kept_tokens,
-    evs_layout, evs_relayout, preset,
-)
+from vlmpath.evs_layout import EVS_TIMESTAMP, evs_kept_tokens, evs_layout, evs_relayout
+from vlmpath.workload import MediaSpec, RequestSpec, build_requests, build_workload, preset
 
 NAME = "evs_video"
 ENCODES = ["batched", "per_request"]

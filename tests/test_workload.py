@@ -14,11 +14,12 @@ from vlmpath.paths.count import count_from_offsets
 from vlmpath.paths.encode import ENCODE_STRATEGIES, chunk_row_range
 from vlmpath.paths.inject import INJECTORS
 from vlmpath.paths.count import COUNTERS
+from vlmpath.evs_layout import EVS_TIMESTAMP, evs_kept_tokens
+from vlmpath.traces import load_trace
 from vlmpath.workload import (
-    PRESETS, REGION_SEPARATOR, REGION_TOKENS, check_scale, load_trace, preset, schedule,
-    workload_by_name,
+    PRESETS, REGION_SEPARATOR, REGION_TOKENS, check_scale, preset, schedule, workload_by_name,
 )
-from vlmpath.workload import EVS_TIMESTAMP, MediaSpec, RequestSpec, build_requests, evs_kept_tokens
+from vlmpath.workload import MediaSpec, RequestSpec, build_requests
 
 
 # --- determinism ------------------------------------------------------------------------

@@ -292,10 +292,10 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     merge.add_argument("--fail", action="store_true", help="exit 1 on a regression (default: report only)")
 
     def run_merge(a: argparse.Namespace) -> int:
-        from . import ci_flow
+        from . import ci_flow, ci_merge
 
-        res = ci_flow.merge_artifacts(a.artifacts, a.out, head_sha=a.head_sha,
-                                      fail_on_regression=a.fail, thresholds=a.config)
+        res = ci_merge.merge_artifacts(a.artifacts, a.out, head_sha=a.head_sha,
+                                       fail_on_regression=a.fail, thresholds=a.config)
         print((res.out_dir / ci_flow.SUMMARY_FILE).read_text(encoding="utf-8"), end="")
         return res.exit_code
 

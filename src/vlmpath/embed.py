@@ -35,10 +35,11 @@ import torch
 
 from .cache import EmbeddingCache
 from .errors import VlmpathError
+from .evs_layout import evs_relayout_ids
 from .paths.count import COUNTERS, CountQuery
 from .paths.encode import ENCODE_STRATEGIES, EncodeContext, EncodeStats, RequestChunk, chunk_is_active
 from .paths.inject import INJECTORS, check_length
-from .workload import Item, Request, Step, Workload, evs_relayout_ids
+from .workload import Item, Request, Step, Workload
 
 DEFAULT_CACHE_BYTES = 100 * 2**20  # the engine's default SGLANG_VLM_CACHE_SIZE_MB
 

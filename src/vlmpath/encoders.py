@@ -29,9 +29,10 @@ from pathlib import Path
 import torch
 
 from .errors import LengthMismatchError, VlmpathError
+from .evs_layout import EVS_KEEP, evs_kept_tokens
 from .registry import Registry
 from .syncs import host
-from .workload import EVS_KEEP, MERGE, REGION_TOKENS, Item, evs_kept_tokens, tokens_of_grid
+from .workload import MERGE, REGION_TOKENS, Item, tokens_of_grid
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ EVS videos keep a data-dependent number of rows per frame, and the routine re-la
 frame placeholders inside the pre-sized span. Their golden rows are still the item encoded
 alone; ``golden_rows`` also keeps the per-frame counts of that encode (``GoldenRows.frames``)
 and ``score`` checks the item at its *final* offsets, re-laid from those counts with the
-same ``workload.evs_relayout`` the routine's full path uses (on a CPU the routine's own
+same ``evs_layout.evs_relayout`` the routine's full path uses (on a CPU the routine's own
 counts are the same; a test pins that both layouts agree).
 """
 
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .workload import Item, Workload, evs_relayout
+from .evs_layout import evs_relayout
+from .workload import Item, Workload
 
 # (rtol, atol) per dtype for GPU comparisons; CPU fp32 is compared exactly.
 TOLERANCES = {torch.float32: (1e-4, 1e-5), torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3)}

@@ -223,7 +223,8 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
 
     from .embed import DEFAULT_PIPELINE, NAMED_PIPELINES
     from .paths.encode import ENCODE_STRATEGIES
-    from .workload import PRESETS, check_scale, read_trace
+    from .traces import read_trace
+    from .workload import PRESETS, check_scale
 
     check_scale(scale)
     wls = workloads or list(PRESETS)

@@ -8,39 +8,21 @@ full token ids, and its processor output (Qwen2.5-VL ``pixel_values`` ``[patches
 plus ``grid_thw``; one grid row per image, video or region).
 
 Workloads come from named presets (seeded, deterministic) at two scales, or from a JSONL
-trace of real traffic (``load_trace``). Everything is built from request *specs* (text
-lengths and media shapes), so presets and traces share one builder.
-
-Trace format, one JSON object per line::
-
-    {"arrival": 0, "segments": [{"text": 20}, {"image": [448, 448]}, {"text": 8}]}
-
-A segment is ``{"text": n}`` (n text tokens), ``{"image": [height_px, width_px]}``,
-``{"image_grid": [t, h, w]}`` (patches), ``{"video_grid": [t, h, w]}`` or
-``{"regions": [[h, w], ...]}`` (one MiniCPM-like item with one 64-token span per region).
-Requests are replayed in ``arrival`` order.
-
-EVS videos (efficient video sampling, embed-path.md section 2): the processor cannot know
-how many tokens each frame keeps, only the total after pruning (frame 0 whole, the ``keep``
-share of the rest, rounded as the encoder rounds). It pre-sizes the prompt to that total,
-laid out as one placeholder range per frame with ``EVS_TIMESTAMP`` timestamp text tokens
-between frames and an even initial split; the item records that split in
-``frame_tokens``. Once the encoder has reported the real per-frame counts, the routine
-re-lays the frames inside the same length (``evs_relayout`` for the offsets,
-``evs_relayout_ids`` for the token ids).
+trace of real traffic (``traces.load_trace``; ``workload_by_name("trace:<path>")``).
+Everything is built from request *specs* (text lengths and media shapes), so presets and
+traces share one builder. EVS videos are laid out by ``evs_layout``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import torch
 
 from .errors import VlmpathError
+from .evs_layout import EVS_TIMESTAMP, even_split, evs_kept_tokens, evs_layout
 from .paths.hashing import compute_pad_value, tensor_hash
 
 PATCH = 14
@@ -49,8 +31,6 @@ TEMPORAL_PATCH = 2
 PATCH_DIM = 3 * TEMPORAL_PATCH * PATCH * PATCH  # 1176 for Qwen2.5-VL
 REGION_TOKENS = 64      # MiniCPM's query_num: every region becomes 64 rows
 REGION_SEPARATOR = 2    # text tokens between regions (slice start/end markers)
-EVS_TIMESTAMP = 2       # timestamp text tokens between the frames of an EVS video
-EVS_KEEP = 0.5          # share of the tokens of frames 1.. that EVS keeps (the encoder's default)
 SCALES = ("tiny", "full")
 
 
@@ -165,79 +145,6 @@ def tokens_of_grid(grid: Sequence[int]) -> int:
     return t * h * w // (MERGE * MERGE)
 
 
-def evs_kept_tokens(grid: Sequence[int], keep: float = EVS_KEEP) -> int:
-    """Tokens an EVS video keeps: frame 0 whole plus ``round(keep * (t - 1) * per_frame)``
-    of the later frames (Python's ``round``, exactly as ``EvsEncoder`` rounds)."""
-    t, h, w = grid
-    per = h * w // (MERGE * MERGE)
-    return per if t == 1 else per + round(keep * (t - 1) * per)
-
-
-def even_split(total: int, parts: int) -> tuple[int, ...]:
-    """``total`` tokens over ``parts`` frames as evenly as possible (earlier frames +1)."""
-    base, extra = divmod(total, parts)
-    return tuple(base + (j < extra) for j in range(parts))
-
-
-def evs_layout(start: int, frame_tokens: Sequence[int], timestamp: int = EVS_TIMESTAMP
-               ) -> tuple[tuple[tuple[int, int], ...], list[int]]:
-    """Offsets (inclusive, one per frame with tokens) and timestamp positions of an EVS
-    video laid out from ``start``: frame 0, timestamp, frame 1, timestamp, ..."""
-    offsets: list[tuple[int, int]] = []
-    stamps: list[int] = []
-    pos = start
-    for j, n in enumerate(frame_tokens):
-        if j:
-            stamps.extend(range(pos, pos + timestamp))
-            pos += timestamp
-        if n:
-            offsets.append((pos, pos + n - 1))
-            pos += n
-    return tuple(offsets), stamps
-
-
-def evs_relayout(item: Item, frame_tokens: Sequence[int]) -> Item:
-    """The item with its frames re-laid to ``frame_tokens`` placeholders each, inside the
-    same region (same start, same total length). Idempotent; raises when the counts do
-    not fit the region (the processor's pre-sized total and the encoder disagree)."""
-    from .errors import LengthMismatchError
-
-    frame_tokens = tuple(int(n) for n in frame_tokens)
-    if not item.frame_tokens:
-        raise VlmpathError(f"item {item.hash:#x} is not an EVS video (no frame_tokens): "
-                           "only items built with MediaSpec(evs=True) can be re-laid")
-    if len(frame_tokens) != len(item.frame_tokens) or sum(frame_tokens) != item.span:
-        raise LengthMismatchError(
-            f"EVS item {item.hash:#x}: the processor pre-sized {item.span} placeholder tokens over "
-            f"{len(item.frame_tokens)} frames but the encoder kept {sum(frame_tokens)} rows over "
-            f"{len(frame_tokens)} frames {list(frame_tokens)}; the processor's expected total and "
-            "the encoder's pruning disagree (same keep share and rounding needed; refusing to crop)")
-    if frame_tokens == item.frame_tokens:
-        return item
-    offsets, _ = evs_layout(evs_start(item), frame_tokens)
-    return replace(item, offsets=offsets, frame_tokens=frame_tokens)
-
-
-def evs_start(item: Item) -> int:
-    """First position of an EVS video's region (frames and timestamps)."""
-    leading_empty = next(j for j, n in enumerate(item.frame_tokens) if n)
-    return item.offsets[0][0] - EVS_TIMESTAMP * leading_empty
-
-
-def evs_relayout_ids(input_ids: torch.Tensor, old: Item, new: Item) -> torch.Tensor:
-    """A request's token ids with ``old``'s frame placeholders re-laid as ``new``'s: the
-    timestamp tokens move with their frames, everything outside the region is unchanged."""
-    start = evs_start(old)
-    _, old_stamps = evs_layout(start, old.frame_tokens)
-    _, new_stamps = evs_layout(start, new.frame_tokens)
-    end = start + sum(old.frame_tokens) + len(old_stamps)  # exclusive; same for new
-    ids = input_ids.clone()
-    stamps = input_ids[old_stamps]
-    ids[start:end] = new.pad_value
-    ids[new_stamps] = stamps
-    return ids
-
-
 # --- request specs ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class MediaSpec:
@@ -255,7 +162,9 @@ class RequestSpec:
     segments: tuple[int | MediaSpec, ...]   # ints are text lengths
 
 
-def _check_grid(grid: Sequence[int], where: str) -> tuple[int, int, int]:
+def check_grid(grid: Sequence[int], where: str) -> tuple[int, int, int]:
+    """``grid`` as ``(t, h, w)``; raises naming ``where`` unless it is three positive ints
+    with h and w multiples of the merge size."""
     if len(grid) != 3 or any((not isinstance(v, int)) or v <= 0 for v in grid):
         raise VlmpathError(f"{where}: a grid is three positive integers [t, h, w], got {grid!r}")
     t, h, w = grid
@@ -481,84 +390,11 @@ def preset(name: str, scale: str = "tiny", seed: int = 0) -> Workload:
     return build_workload(name, scale, model, requests, chunk, shapes.vocab, seed)
 
 
-# --- traces -----------------------------------------------------------------------------
-def parse_trace_line(line: str, where: str) -> tuple[int, RequestSpec]:
-    """One trace line to ``(arrival, spec)``; ``where`` ("file:line") goes into errors."""
-    fix = ('expected {"arrival": 0, "segments": [{"text": 20}, {"image": [448, 448]}, ...]}')
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise VlmpathError(f"{where}: not valid JSON ({exc.msg}); {fix}") from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("segments"), list):
-        raise VlmpathError(f"{where}: missing 'segments' list; {fix}")
-    arrival = obj.get("arrival", 0)
-    if not isinstance(arrival, (int, float)):
-        raise VlmpathError(f"{where}: 'arrival' must be a number; {fix}")
-    segs: list[int | MediaSpec] = []
-    for k, seg in enumerate(obj["segments"]):
-        here = f"{where} segment {k}"
-        if not isinstance(seg, dict) or len(seg) != 1:
-            raise VlmpathError(f"{here}: each segment is an object with one key "
-                               f"(text, image, image_grid, video_grid, regions), got {seg!r}")
-        (kind, val), = seg.items()
-        if kind == "text":
-            if not isinstance(val, int) or val < 0:
-                raise VlmpathError(f"{here}: text length must be a non-negative integer, got {val!r}")
-            segs.append(val)
-        elif kind == "image":
-            if not (isinstance(val, list) and len(val) == 2 and all(isinstance(v, int) and v > 0 for v in val)):
-                raise VlmpathError(f"{here}: image is [height_px, width_px], got {val!r}")
-            segs.append(MediaSpec("image", (grid_for_image(*val),)))
-        elif kind in ("image_grid", "video_grid"):
-            grid = _check_grid(val if isinstance(val, list) else [val], here)
-            segs.append(MediaSpec(kind.split("_")[0], (grid,)))
-        elif kind == "regions":
-            if not (isinstance(val, list) and val):
-                raise VlmpathError(f"{here}: regions is a non-empty list of [height_px, width_px]")
-            grids = []
-            for r in val:
-                if not (isinstance(r, list) and len(r) == 2 and all(isinstance(v, int) and v > 0 for v in r)):
-                    raise VlmpathError(f"{here}: each region is [height_px, width_px], got {r!r}")
-                grids.append(grid_for_image(*r))
-            segs.append(MediaSpec("image", tuple(grids), regions=True))
-        else:
-            raise VlmpathError(f"{here}: unknown segment kind {kind!r}: use text, image, "
-                               "image_grid, video_grid or regions")
-    return arrival, RequestSpec(tuple(segs))
-
-
-def read_trace(path: str | Path) -> list[RequestSpec]:
-    """A JSONL trace's request specs in arrival order (cheap: builds no features)."""
-    path = Path(path)
-    if not path.is_file():
-        raise VlmpathError(f"trace file {str(path)!r} does not exist")
-    rows: list[tuple[float, int, RequestSpec]] = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                arrival, spec = parse_trace_line(line, f"{path}:{n}")
-                rows.append((arrival, n, spec))
-    if not rows:
-        raise VlmpathError(f"trace file {str(path)!r} holds no requests")
-    rows.sort(key=lambda r: (r[0], r[1]))
-    return [s for _, _, s in rows]
-
-
-def load_trace(path: str | Path, scale: str = "tiny", seed: int = 0,
-               chunk_size: int | None = None) -> Workload:
-    """Replay a JSONL trace (see the module docstring) as a workload."""
-    path = Path(path)
-    specs = read_trace(path)
-    shapes = SHAPES[check_scale(scale)]
-    model = "multi_region" if any(isinstance(m, MediaSpec) and m.regions for s in specs for m in s.segments) else "qwen2_5_vl"
-    requests = build_requests(specs, shapes.vocab, seed)
-    return build_workload(f"trace:{path.stem}", scale, model, requests,
-                          shapes.chunk if chunk_size is None else chunk_size, shapes.vocab, seed)
-
-
 def workload_by_name(name: str, scale: str = "tiny", seed: int = 0) -> Workload:
     """A preset by name, or a trace when ``name`` is ``trace:<path>``."""
     if name.startswith("trace:"):
+        from .traces import load_trace  # traces builds on this module: imported here, not at the top
+
         return load_trace(name[len("trace:"):], scale, seed)
     return preset(name, scale, seed)
 

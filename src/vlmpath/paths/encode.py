@@ -25,7 +25,7 @@ the full path can encode them: ``batched`` gates them out (``expected_rows`` is 
 fails on their multiple offsets, so a step led by an EVS video takes the full path (the
 routine never mixes an EVS request with others in a step, see ``vlmpath.embed``). The full
 path re-lays the request's frame placeholders to the encoder's per-frame counts inside
-the pre-sized length (``workload.evs_relayout``), cuts its rows with the re-laid offsets,
+the pre-sized length (``evs_layout.evs_relayout``), cuts its rows with the re-laid offsets,
 and reports the re-laid items in ``EncodeContext.relaid`` so that the routine rewrites the
 step's ``input_ids``. The per-frame counts are kept with the cache entry
 (``EncodeContext.frame_rows``), as the engine's ``EVSEmbeddingResult`` keeps them.
@@ -41,8 +41,9 @@ import torch
 
 from ..cache import EmbeddingCache, combine_hashes
 from ..errors import LengthMismatchError
+from ..evs_layout import evs_relayout
 from ..registry import Registry
-from ..workload import Item, evs_relayout
+from ..workload import Item
 
 
 @dataclass(frozen=True)
