@@ -99,3 +99,18 @@ def test_evs_keeps_frame_zero_and_prunes_by_data(session):
     # A single-frame item is not pruned.
     (image,) = _items(MediaSpec("image", ((1, 4, 4),)))
     assert enc.encode([image]).frame_rows == ((4,),)
+
+
+def test_grid_thw_is_host_bookkeeping_on_cpu_and_device_resident_on_a_gpu():
+    # transformers' tower multiplies position ids built from grid_thw with device
+    # frequencies, so on a GPU the grid must live there; on a CPU run it stands for the
+    # engine's host bookkeeping and must not be counted as syncs.
+    from vlmpath.encoders import _grid_tensor
+    from vlmpath.syncs import is_host
+    from vlmpath.workload import preset
+
+    items = preset("many_small_images").items[:2]
+    cpu = _grid_tensor(items, torch.device("cpu"))
+    assert cpu.tolist() == [list(g) for it in items for g in it.grid_thw] and is_host(cpu)
+    dev = _grid_tensor(items, torch.device("meta"))  # any non-CPU device takes this branch
+    assert dev.device.type == "meta" and not is_host(dev)

@@ -135,10 +135,17 @@ def _run_tower(tower: torch.nn.Module, pixels: torch.Tensor, grid_thw: torch.Ten
     return getattr(out, "pooler_output", out)
 
 
-def _grid_tensor(items: Sequence[Item]) -> torch.Tensor:
-    # grid_thw stays on the host: the engine keeps this bookkeeping on the CPU, so the
-    # sync counter must not count the tower's .tolist()/.item() calls on it.
-    return host(torch.tensor([g for it in items for g in it.grid_thw], dtype=torch.int64))
+def _grid_tensor(items: Sequence[Item], device: torch.device) -> torch.Tensor:
+    """``grid_thw`` for one tower call, on the tower's device.
+
+    On a CPU run it stands for the engine's host-side bookkeeping, so it is marked
+    ``host`` and the tower's ``.tolist()``/``.item()`` on it are not counted as syncs. On a
+    GPU, transformers' tower needs it on the device (its rotary position ids are built
+    from it and multiplied with device frequencies), so those readbacks are real syncs
+    there, and counted, as the driver counts them (``encoder_syncs``, not ``syncs``).
+    """
+    grid = torch.tensor([g for it in items for g in it.grid_thw], dtype=torch.int64)
+    return host(grid) if device.type == "cpu" else grid.to(device, non_blocking=True)
 
 
 class QwenEncoder:
@@ -159,7 +166,7 @@ class QwenEncoder:
             raise VlmpathError("encode() needs at least one item")
         pixels = torch.cat([it.feature for it in items]).to(self.device, self.dtype, non_blocking=True)
         with torch.no_grad():
-            out = _run_tower(self.tower, pixels, _grid_tensor(items))
+            out = _run_tower(self.tower, pixels, _grid_tensor(items, self.device))
         rows = tuple(self.expected_rows(it) for it in items)
         if out.shape[0] != sum(rows):  # shape metadata: no device sync
             raise LengthMismatchError(f"{self.name}: vision tower returned {out.shape[0]} rows for "
@@ -201,7 +208,7 @@ class MultiRegionEncoder:
             raise VlmpathError("encode() needs at least one item")
         pixels = torch.cat([it.feature for it in items]).to(self.device, self.dtype, non_blocking=True)
         with torch.no_grad():
-            vit = _run_tower(self.tower, pixels, _grid_tensor(items))
+            vit = _run_tower(self.tower, pixels, _grid_tensor(items, self.device))
             region_rows = [tokens_of_grid(g) for it in items for g in it.grid_thw]
             regions = torch.split(vit, region_rows)
             out = torch.cat([self.resampler(r) for r in regions])
