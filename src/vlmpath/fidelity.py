@@ -3,9 +3,11 @@
 The golden rows of an item are what the encoder returns for that item alone, unchunked,
 with no cache. After a whole chunked schedule, an item is *placed* when the final input
 embeddings at its placeholder positions (over all its offsets, in order) equal its golden
-rows: exactly in fp32 on the CPU, within a dtype-aware tolerance on a GPU (kernels pick
-different tilings for different batch shapes). Accuracy is the share of placed items;
-items of requests that failed count as not placed.
+rows: exactly in fp32 on the CPU; on a GPU, kernels pick different tilings for different
+batch shapes and bf16 noise accumulates over 32 blocks, so an item is placed when the
+*relative* error of its rows, ``||got - want|| / ||want||``, is within a per-dtype
+tolerance. Rows of another image, or rows shifted by one, are ~1.0 away, far outside it.
+Accuracy is the share of placed items; items of requests that failed count as not placed.
 
 EVS videos keep a data-dependent number of rows per frame, and the routine re-lays their
 frame placeholders inside the pre-sized span. Their golden rows are still the item encoded
@@ -25,8 +27,17 @@ import torch
 from .evs_layout import evs_relayout
 from .workload import Item, Workload
 
-# (rtol, atol) per dtype for GPU comparisons; CPU fp32 is compared exactly.
-TOLERANCES = {torch.float32: (1e-4, 1e-5), torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3)}
+# Relative (Frobenius) error allowed per dtype on a GPU; CPU fp32 is compared exactly.
+# bf16 keeps 8 bits of mantissa (eps 2**-8): a few ulps of drift per row is ~1e-2.
+TOLERANCES = {torch.float32: 1e-4, torch.bfloat16: 5e-2, torch.float16: 1e-2}
+
+
+def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """``||got - want|| / ||want||`` in fp32 (0 for two empty tensors)."""
+    g, w = got.float(), want.float()
+    denom = float(torch.linalg.vector_norm(w))
+    num = float(torch.linalg.vector_norm(g - w))
+    return num / denom if denom > 0 else num
 
 
 @dataclass(frozen=True)
@@ -108,7 +119,6 @@ def score(workload: Workload, assembled: Mapping[int, torch.Tensor], golden: Map
             if exact:
                 ok = torch.equal(got, want)
             else:
-                rtol, atol = TOLERANCES.get(want.dtype, (1e-3, 1e-3))
-                ok = bool(torch.allclose(got.float(), want.float(), rtol=rtol, atol=atol))
+                ok = relative_error(got, want) <= TOLERANCES.get(want.dtype, 1e-3)
             placed += ok
     return Fidelity(placed / total if total else 1.0, max_err, placed, total)
