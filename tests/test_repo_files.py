@@ -64,3 +64,15 @@ def test_no_global_rng_seeding_in_the_library():
     offenders = [str(p.relative_to(ROOT)) for p in _library_modules()
                  if re.search(r"torch\.(manual_seed|random\.manual_seed|set_default_device)\(", p.read_text())]
     assert not offenders, offenders
+
+
+def test_generated_outputs_are_git_ignored():
+    # `vlmpath run` refuses a dirty work tree; the default output folders of run, report
+    # and ci pr must therefore never make it dirty.
+    import subprocess
+
+    paths = ["reports/out/run.json", "reports/charts/x.png", "bench-out/comment.md",
+             ".asv/results/m/x.json", "test-artifacts/shot.png"]
+    done = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert sorted(done.stdout.split()) == sorted(paths), done.stdout
