@@ -160,14 +160,32 @@ def _run_schedule(routine: EmbedRoutine, wl: Workload, device, timed: bool):
     return asm, seconds, failed, first_error, failed_steps
 
 
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """A workload as the scheduler sees it after arrival, with its encoder and text table."""
+
+    workload: Workload
+    encoder: object
+    table: torch.Tensor
+    hash_s: float
+    hash_stats: HashStats
+
+
+def prepare(workload: str, hash_name: str, scale: str, session: Session, seed: int = 0) -> Prepared:
+    """Build the workload, let it arrive through the named hash path, and build the table."""
+    wl = workload_by_name(workload, scale, seed)
+    encoder = session.encoder(wl.model, scale)
+    wl, hash_s, hstats = arrive(wl, hash_name)
+    table = text_table(wl.vocab_size, encoder.out_dim, encoder.dtype, session.device, wl.seed)
+    return Prepared(wl, encoder, table, hash_s, hstats)
+
+
 def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool = True,
                  cache_bytes: int = DEFAULT_CACHE_BYTES) -> CaseRecord:
     case.pipeline.validate()
-    wl = workload_by_name(case.workload, case.scale, case.seed)
-    encoder = session.encoder(wl.model, case.scale)
-    wl, hash_s, hstats = arrive(wl, case.pipeline.hash)
+    prep = prepare(case.workload, case.pipeline.hash, case.scale, session, case.seed)
+    wl, encoder, table, hash_s, hstats = prep.workload, prep.encoder, prep.table, prep.hash_s, prep.hash_stats
     golden = session.golden(wl, encoder)
-    table = text_table(wl.vocab_size, encoder.out_dim, encoder.dtype, session.device, wl.seed)
 
     syncs = encoder_syncs = None
     events: dict = {}

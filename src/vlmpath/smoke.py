@@ -30,15 +30,10 @@ from .summary import write_atomic as write_text_atomic
 
 
 def _prepared(preset_name: str, pipe, scale: str, session):
-    from .embed import text_table
-    from .measure import arrive
-    from .workload import workload_by_name
+    from .measure import prepare
 
-    wl = workload_by_name(preset_name, scale, 0)
-    enc = session.encoder(wl.model, scale)
-    wl, _, _ = arrive(wl, pipe.hash)
-    dtype = enc.dtype if hasattr(enc, "dtype") else enc.qwen.dtype
-    return wl, enc, text_table(wl.vocab_size, enc.out_dim, dtype, session.device, wl.seed)
+    p = prepare(preset_name, pipe.hash, scale, session)
+    return p.workload, p.encoder, p.table
 
 
 def _schedule(wl, enc, pipe, table, encoder_region=None):
