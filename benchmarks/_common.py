@@ -34,8 +34,8 @@ import tempfile
 import timeit
 from collections.abc import Mapping
 
-from vlmpath import cases
-from vlmpath.platform import sync
+from vlmpath.measure.platform import sync
+from vlmpath.suite import cases
 
 #: Wall clock, explicitly (older asv defaulted to process time, which misses GPU time);
 #: time_ benchmarks synchronise the device inside the timed call.
@@ -48,7 +48,7 @@ ROUNDS = 2
 
 @functools.cache
 def session(device: str):
-    from vlmpath.measure import Session
+    from vlmpath.suite.measure import Session
 
     return Session(device)
 
@@ -56,9 +56,9 @@ def session(device: str):
 @functools.cache
 def prepared(preset: str, hash_name: str, scale: str, device: str):
     """(workload as the scheduler sees it after arrival, encoder, text table)."""
-    from vlmpath.embed import text_table
-    from vlmpath.measure import arrive
-    from vlmpath.workload import workload_by_name
+    from vlmpath.engines.reference import text_table
+    from vlmpath.measure.catalog import workload_by_name
+    from vlmpath.suite.measure import arrive
 
     wl = workload_by_name(preset, scale, 0)
     encoder = session(device).encoder(wl.model, scale)
@@ -71,7 +71,7 @@ def prepared(preset: str, hash_name: str, scale: str, device: str):
 def run_schedule(wl, encoder, pipeline, table, device: str):
     """Every step of the workload through a fresh routine (fresh cache), then a device sync.
     Raises whatever a step raises: a failing strategy is a failed benchmark."""
-    from vlmpath.embed import EmbedRoutine
+    from vlmpath.engines.reference import EmbedRoutine
 
     routine = EmbedRoutine(wl, encoder, pipeline, table)
     for step in wl.steps:
@@ -110,7 +110,7 @@ def case_summary(case: cases.RoutineCase, cache: dict) -> dict:
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    from vlmpath.measure import measure_case
+    from vlmpath.suite.measure import measure_case
 
     record = measure_case(case.measure_case(scale), session(device),
                           repeat=cases.routine_repeat(cache["quick"]))
@@ -123,7 +123,7 @@ def case_summary(case: cases.RoutineCase, cache: dict) -> dict:
 
 
 # --- why a benchmark failed ------------------------------------------------------------------
-#: Set by ``vlmpath run`` (``vlmpath.run.FAILURES_ENV``; spelled out here because the suite
+#: Set by ``vlmpath run`` (``vlmpath.ci.run.FAILURES_ENV``; spelled out here because the suite
 #: may run against an older package that lacks the name).
 FAILURES_ENV = "VLMPATH_FAILURES_FILE"
 #: asv's benchmark-method prefixes (``asv_runner.benchmarks``), plus the per-case ``setup``.

@@ -12,7 +12,7 @@ except the encode stage.
 
 from __future__ import annotations
 
-from vlmpath import cases
+from vlmpath.suite import cases
 
 from . import _common
 

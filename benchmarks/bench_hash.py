@@ -11,9 +11,9 @@ feature, segment), so differences between paths are the receiver's extra memory.
 
 from __future__ import annotations
 
-from vlmpath import cases
+from vlmpath.measure.shm import ShmLedger
 from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
-from vlmpath.shm import ShmLedger
+from vlmpath.suite import cases
 
 from . import _common
 

@@ -5,7 +5,7 @@ layout, seeded values. ``Inject`` times ``where_index`` (``torch.where`` + index
 a GPU) against ``masked_scatter`` (no sync), and reports each one's bandwidth as a fraction
 of a plain copy of the same rows (``CopyReference``), which cancels the machine's memory
 speed out of the comparison. ``Count`` times ``mask_sum`` (``.item()``, a sync) against
-``offsets`` (host arithmetic). Sync counts use ``vlmpath.syncs.count_syncs``. Input
+``offsets`` (host arithmetic). Sync counts use ``vlmpath.measure.syncs.count_syncs``. Input
 building and one warm-up call are in ``setup``; each timed call ends in a device sync.
 """
 
@@ -17,10 +17,10 @@ from vlmpath import (
     cases,
     timing,  # not `import time_fn`: asv would collect it as a benchmark
 )
+from vlmpath.measure.platform import sync
+from vlmpath.measure.syncs import syncs_of
 from vlmpath.paths.count import COUNTERS
 from vlmpath.paths.inject import INJECTORS
-from vlmpath.platform import sync
-from vlmpath.syncs import syncs_of
 
 from . import _common
 

@@ -8,15 +8,14 @@ treat what they get as read-only.
 
 from __future__ import annotations
 
-import torch
 import pytest
-
-from vlmpath.embed import EmbedRoutine, Pipeline, text_table
-from vlmpath.fidelity import Assembler, golden_rows, score
-from vlmpath.measure import Case, CaseRecord, Session, measure_case
-from vlmpath.workload import Workload, preset
-
+import torch
 from counted_pipelines import COUNTED_PIPELINES
+
+from vlmpath.engines.reference import EmbedRoutine, Pipeline, text_table
+from vlmpath.measure.fidelity import Assembler, golden_rows, score
+from vlmpath.measure.workload import Workload, preset
+from vlmpath.suite.measure import Case, CaseRecord, Session, measure_case
 
 
 class CoreRunner:

@@ -3,7 +3,7 @@
 ``tests/fixtures/asv_report_results/`` was written by ``python tests/report_fixture.py``:
 the real ``asv run -E existing:<python> --set-commit-hash <sha> --record-samples`` over a
 tiny benchmark set (named like the suite's: ``bench_embed.EmbedRoutine.*``,
-``bench_encode.EncodeRoutine.*``) that measures real cases with ``vlmpath.measure`` on the
+``bench_encode.EncodeRoutine.*``) that measures real cases with ``vlmpath.suite.measure`` on the
 CPU, for three commits of a small git repository. That repository is rebuilt byte for
 byte by ``make_repo`` (fixed contents, authors and dates, so the commit shas are the
 same every time): ``asv publish`` needs the commits to exist to draw its graphs.
@@ -34,8 +34,8 @@ CHOICES = {choices}
 def _measure_all():
     import sys
     sys.path.insert(0, {src})  # asv passes no PYTHONPATH to its benchmark processes
-    from vlmpath.embed import NAMED_PIPELINES, Pipeline
-    from vlmpath.measure import Case, Session, measure_case
+    from vlmpath.engines.reference import NAMED_PIPELINES, Pipeline
+    from vlmpath.suite.measure import Case, Session, measure_case
 
     session, out = Session("cpu"), {}
     for choice in CHOICES:
@@ -140,7 +140,7 @@ def record(out: Path = FIXTURE) -> None:  # pragma: no cover - run by hand, outp
                            check=False)
             if not list((t / "results" / MACHINE).glob(f"{sha[:8]}-*.json")):
                 raise SystemExit(f"asv recorded nothing for {sha}")
-            from vlmpath.platform import probe
+            from vlmpath.measure.platform import probe
 
             fp = probe().to_dict()
             (t / "results" / MACHINE / f"vlmpath-fingerprint-{sha[:8]}.json").write_text(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath import run as runmod
-from vlmpath.results import load_asv
+from vlmpath.ci import run as runmod
+from vlmpath.compare.results import load_asv
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "vlmpath-test"
@@ -154,7 +154,7 @@ def test_failed_case_reports_its_own_error_under_the_asv_name(suite, tmp_path, m
     from asv_runner.benchmarks._base import get_source_code
 
     from benchmarks.bench_embed import EmbedRoutine
-    from vlmpath import cases
+    from vlmpath.suite import cases
 
     monkeypatch.chdir(tmp_path)  # case_summary's memo directory (asv's setup_cache dir)
     case = cases.RoutineCase("embed", "default", "multi_region")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlmpath.cache import EmbeddingCache, combine_hashes, owns_storage
-from vlmpath.embed import Pipeline
-from vlmpath.errors import VlmpathError
+from vlmpath.core.errors import VlmpathError
+from vlmpath.engines.reference import Pipeline
+from vlmpath.measure.cache import EmbeddingCache, combine_hashes, owns_storage
 
 
 def _rows(n: int, fill: float = 1.0, dtype=torch.float32) -> torch.Tensor:
@@ -108,7 +108,7 @@ def test_combined_key_does_not_depend_on_the_process_hash_seed():
     from pathlib import Path
 
     src = str(Path(__file__).resolve().parents[1] / "src")
-    code = "from vlmpath.cache import combine_hashes; print(combine_hashes([1, 2, 3]))"
+    code = "from vlmpath.measure.cache import combine_hashes; print(combine_hashes([1, 2, 3]))"
     # This process runs under its own (random unless pinned) hash seed; the child under
     # another one. A string in the key would make the two differ.
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"

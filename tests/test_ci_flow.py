@@ -17,13 +17,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from asv_fixtures import fingerprint, write_asv_run
-from vlmpath import ci_flow, ci_merge
+
+from vlmpath.ci import merge as ci_merge
+from vlmpath.ci import pr as ci_flow
 from vlmpath.cli import main
-from vlmpath.compare import Verdict
-from vlmpath.errors import VlmpathError
-from vlmpath.render import md_escape
+from vlmpath.compare.verdict import Verdict
+from vlmpath.core.errors import VlmpathError
+from vlmpath.render.comment import md_escape
 
 MACHINE = "cpu-test"
 BENCH = "bench_embed.Embed.track_accuracy"
@@ -447,7 +448,7 @@ def test_cli_merge_prints_the_summary(repo, tmp_path, capsys):
 
 def test_module_does_not_import_torch_for_the_comment_workflow():
     # The comment job installs no torch: merging and comparing must not need it.
-    code = "import sys, vlmpath.ci_flow, vlmpath.ci_merge, vlmpath.cli; assert 'torch' not in sys.modules"
+    code = "import sys, vlmpath.ci.pr, vlmpath.ci.merge, vlmpath.cli; assert 'torch' not in sys.modules"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(Path(ci_flow.__file__).parents[1])})
     assert r.returncode == 0, r.stderr

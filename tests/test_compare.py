@@ -7,14 +7,26 @@ import random
 import statistics
 
 import pytest
-
 from asv_fixtures import fingerprint, sha, write_asv_run
+
 from vlmpath.cli import main
-from vlmpath.compare import (
-    ComparisonReport, Thresholds, Verdict, compare, judge, load_thresholds,
+from vlmpath.compare.results import (
+    NO_RESULT_ERROR,
+    MachineRun,
+    Metric,
+    RunResults,
+    failures_path,
+    load_asv,
 )
-from vlmpath.errors import VlmpathError
-from vlmpath.results import NO_RESULT_ERROR, MachineRun, Metric, RunResults, failures_path, load_asv
+from vlmpath.compare.verdict import (
+    ComparisonReport,
+    Thresholds,
+    Verdict,
+    compare,
+    judge,
+    load_thresholds,
+)
+from vlmpath.core.errors import VlmpathError
 
 BASE, HEAD = sha("base"), sha("head")
 CFG = Thresholds.default()

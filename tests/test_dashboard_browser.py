@@ -36,14 +36,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from report_fixture import FIXTURE, asv_conf, make_repo
 from test_report import assert_not_blank
-from vlmpath import dashboard
-from vlmpath.compare import compare
-from vlmpath.dashboard import localize_assets, write_dashboard
-from vlmpath.render import render_json, render_markdown
-from vlmpath.report import load_history, write_report
+
+from vlmpath.compare.verdict import compare
+from vlmpath.render import dashboard
+from vlmpath.render.comment import render_json, render_markdown
+from vlmpath.render.dashboard import localize_assets, write_dashboard
+from vlmpath.render.report import load_history, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = Path(dashboard.__file__).parent / dashboard.VENDOR_PACKAGE_DIR

@@ -15,8 +15,13 @@ from pathlib import Path
 import asv
 import pytest
 
-from vlmpath.dashboard import CDN_ASSETS, VENDOR_DIR, UnvendoredAssetWarning, localize_assets
-from vlmpath.errors import VlmpathError
+from vlmpath.core.errors import VlmpathError
+from vlmpath.render.dashboard import (
+    CDN_ASSETS,
+    VENDOR_DIR,
+    UnvendoredAssetWarning,
+    localize_assets,
+)
 
 ASV_WWW = Path(asv.__file__).parent / "www"
 PACKAGE_VENDOR = Path(__file__).resolve().parents[1] / "src" / "vlmpath" / "www_vendor"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlmpath.cache import EmbeddingCache
-from vlmpath.embed import Pipeline
-from vlmpath.encoders import EncodeOutput
-from vlmpath.errors import LengthMismatchError
+from vlmpath.core.errors import LengthMismatchError
+from vlmpath.engines.reference import Pipeline
+from vlmpath.measure.cache import EmbeddingCache
+from vlmpath.measure.encoders import EncodeOutput
+from vlmpath.measure.workload import PRESETS, REGION_TOKENS
 from vlmpath.paths.encode import ENCODE_STRATEGIES, EncodeContext, RequestChunk
-from vlmpath.workload import PRESETS, REGION_TOKENS
 
 QWEN_PRESETS = [p for p in PRESETS if p != "multi_region"]
 

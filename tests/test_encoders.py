@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlmpath.encoders import ENCODERS, TOWERS, build_vision_tower
-from vlmpath.errors import UnknownNameError, VlmpathError
-from vlmpath.workload import REGION_TOKENS, MediaSpec, RequestSpec, build_requests
+from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.measure.encoders import ENCODERS, TOWERS, build_vision_tower
+from vlmpath.measure.workload import (
+    REGION_TOKENS,
+    MediaSpec,
+    RequestSpec,
+    build_requests,
+)
 
 
 def _items(*media: MediaSpec, seed: int = 5):
@@ -105,9 +110,9 @@ def test_grid_thw_is_host_bookkeeping_on_cpu_and_device_resident_on_a_gpu():
     # transformers' tower multiplies position ids built from grid_thw with device
     # frequencies, so on a GPU the grid must live there; on a CPU run it stands for the
     # engine's host bookkeeping and must not be counted as syncs.
-    from vlmpath.encoders import _grid_tensor
-    from vlmpath.syncs import is_host
-    from vlmpath.workload import preset
+    from vlmpath.measure.encoders import _grid_tensor
+    from vlmpath.measure.syncs import is_host
+    from vlmpath.measure.workload import preset
 
     items = preset("many_small_images").items[:2]
     cpu = _grid_tensor(items, torch.device("cpu"))

@@ -7,14 +7,25 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlmpath.embed import DEFAULT_PIPELINE, EvsBatchError, Pipeline
-from vlmpath.encoders import EvsEncoder
-from vlmpath.errors import LengthMismatchError
-from vlmpath.fidelity import Assembler, final_offsets, golden_rows, score
+from vlmpath.core.errors import LengthMismatchError
+from vlmpath.engines.reference import DEFAULT_PIPELINE, EvsBatchError, Pipeline
+from vlmpath.measure.encoders import EvsEncoder
+from vlmpath.measure.evs_layout import (
+    EVS_TIMESTAMP,
+    evs_kept_tokens,
+    evs_layout,
+    evs_relayout,
+)
+from vlmpath.measure.fidelity import Assembler, final_offsets, golden_rows, score
+from vlmpath.measure.workload import (
+    MediaSpec,
+    RequestSpec,
+    build_requests,
+    build_workload,
+    preset,
+)
 from vlmpath.paths.count import count_from_offsets, offsets
 from vlmpath.paths.encode import RequestChunk, chunk_is_active
-from vlmpath.evs_layout import EVS_TIMESTAMP, evs_kept_tokens, evs_layout, evs_relayout
-from vlmpath.workload import MediaSpec, RequestSpec, build_requests, build_workload, preset
 
 NAME = "evs_video"
 ENCODES = ["batched", "per_request"]

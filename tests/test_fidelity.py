@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from vlmpath.fidelity import TOLERANCES, Assembler, relative_error, score
-from vlmpath.workload import preset
+from vlmpath.measure.fidelity import TOLERANCES, Assembler, relative_error, score
+from vlmpath.measure.workload import preset
 
 
 def _assembled_with(wl, rows_of):

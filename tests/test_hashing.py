@@ -1,4 +1,4 @@
-"""Tests for vlmpath.paths.hashing, paths.hash_transfer and vlmpath.shm: hash semantics,
+"""Tests for vlmpath.paths.hashing, paths.hash_transfer and vlmpath.measure.shm: hash semantics,
 the shared-memory pointer lifecycle (incl. leak safety) and the real two-process exchange."""
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from vlmpath import shm as shm_mod
-from vlmpath.errors import UnknownNameError, VlmpathError
-from vlmpath.paths.hash_transfer import ReceiverProcess, run_transfer
-from vlmpath.paths.hashing import (
-    HASH_PATHS,
+from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.measure import shm as shm_mod
+from vlmpath.measure.content_hash import (
     MM_PAD_MODULUS,
     MM_PAD_SHIFT_VALUE,
     HashInputError,
@@ -29,11 +27,18 @@ from vlmpath.paths.hashing import (
     data_hash,
     gpu_tensor_hash,
     hash_feature,
-    pickle_round_trip,
     tensor_hash,
     xxh3_tensor_hash,
 )
-from vlmpath.shm import SEGMENT_PREFIX, ShmLedger, ShmPointer, byte_view, sweep_orphan_segments
+from vlmpath.measure.shm import (
+    SEGMENT_PREFIX,
+    ShmLedger,
+    ShmPointer,
+    byte_view,
+    sweep_orphan_segments,
+)
+from vlmpath.paths.hash_transfer import ReceiverProcess, run_transfer
+from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
 
 DEV_SHM = Path("/dev/shm")
 needs_dev_shm = pytest.mark.skipif(not DEV_SHM.is_dir(), reason="needs Linux /dev/shm")
@@ -426,7 +431,7 @@ def test_reader_with_its_own_tracker_does_not_unlink_at_exit(tmp_path):
         blob = tmp_path / "ptr.pkl"
         blob.write_bytes(pickle.dumps(p))
         code = (
-            "import pickle, sys, torch; import vlmpath.shm\n"
+            "import pickle, sys, torch; import vlmpath.measure.shm\n"
             f"q = pickle.loads(open({str(blob)!r}, 'rb').read())\n"
             "print(float(q.tensor.sum())); q.close()\n"
         )
@@ -447,7 +452,7 @@ def test_resource_tracker_stays_quiet_in_a_fresh_interpreter(tmp_path):
         import torch
         from vlmpath.paths.hash_transfer import ReceiverProcess, run_transfer
         from vlmpath.paths.hashing import HASH_PATHS
-        from vlmpath.shm import ShmLedger
+        from vlmpath.measure.shm import ShmLedger
 
         if __name__ == "__main__":
             feats = [torch.arange(12.0), torch.ones(5)]

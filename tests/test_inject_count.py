@@ -12,18 +12,28 @@ from pathlib import Path
 
 import pytest
 import torch
+from counted_pipelines import COUNTED_PIPELINES
 
-from vlmpath.embed import DEFAULT_PIPELINE, LEGACY_PIPELINE, Pipeline
-from vlmpath.errors import LengthMismatchError, VlmpathError
-from vlmpath.paths.count import COUNTERS, CountQuery, count_from_offsets, mask_sum, offsets
+from vlmpath.core.errors import LengthMismatchError, VlmpathError
+from vlmpath.engines.reference import DEFAULT_PIPELINE, LEGACY_PIPELINE, Pipeline
+from vlmpath.measure.syncs import count_syncs
+from vlmpath.measure.workload import PRESETS, preset
+from vlmpath.paths.count import (
+    COUNTERS,
+    CountQuery,
+    count_from_offsets,
+    mask_sum,
+    offsets,
+)
 from vlmpath.paths.encode import RequestChunk, chunk_is_active
 from vlmpath.paths.inject import (
-    INJECTORS, adjust_length, check_length, inject_deepstack, masked_scatter, where_index,
+    INJECTORS,
+    adjust_length,
+    check_length,
+    inject_deepstack,
+    masked_scatter,
+    where_index,
 )
-from vlmpath.syncs import count_syncs
-from vlmpath.workload import PRESETS, preset
-
-from counted_pipelines import COUNTED_PIPELINES
 
 EXPECTED = Path(__file__).with_name("expected_counts.json")
 UPDATE_ENV = "VLMPATH_UPDATE_EXPECTED"

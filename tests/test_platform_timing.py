@@ -8,9 +8,16 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from vlmpath.errors import VlmpathError
-from vlmpath.platform import MACHINE_ENV, detect_backend, machine_name, probe, slug, sync
-from vlmpath.timing import DeviceTimer, Timing, time_fn
+from vlmpath.core.errors import VlmpathError
+from vlmpath.measure.platform import (
+    MACHINE_ENV,
+    detect_backend,
+    machine_name,
+    probe,
+    slug,
+    sync,
+)
+from vlmpath.measure.timing import DeviceTimer, Timing, time_fn
 
 
 def _fake_torch(*, name: str, hip: str | None, cuda: str | None, props, driver: int | None = None):

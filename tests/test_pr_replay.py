@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath import ci_flow
+from vlmpath.ci import pr as ci_flow
 from vlmpath.cli import main
-from vlmpath.compare import Verdict
-from vlmpath.render import md_escape
+from vlmpath.compare.verdict import Verdict
+from vlmpath.render.comment import md_escape
 
 pytestmark = pytest.mark.slow
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 import vlmpath
-from vlmpath import cases
-from vlmpath.registry import Registry
-from vlmpath.workload import preset
+from vlmpath.core.registry import Registry
+from vlmpath.measure.workload import preset
+from vlmpath.suite import cases
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Registry entries that no benchmark param names, with the reason. Reviewed on change:

@@ -4,26 +4,37 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import replace
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
 import matplotlib.image
 import pytest
-
 from asv_fixtures import fingerprint, sha, write_asv_run
 from report_fixture import FIXTURE
+
 from vlmpath import cli
-from vlmpath.compare import Thresholds, Verdict, compare
-from vlmpath.dashboard import write_dashboard
-from vlmpath.errors import VlmpathError
-from vlmpath.render import render_json
-from vlmpath.report import (
-    FAIL, History, consecutive_regressions, figure_notes, history_chart, load_comparison,
-    load_history, path_chart, path_of, pr_chart, save_figure, vendor_chart, write_report,
+from vlmpath.compare.results import load_asv
+from vlmpath.compare.verdict import Thresholds, Verdict, compare
+from vlmpath.core.errors import VlmpathError
+from vlmpath.render.comment import render_json
+from vlmpath.render.dashboard import write_dashboard
+from vlmpath.render.report import (
+    FAIL,
+    History,
+    consecutive_regressions,
+    figure_notes,
+    history_chart,
+    load_comparison,
+    load_history,
+    path_chart,
+    path_of,
+    pr_chart,
+    save_figure,
+    vendor_chart,
+    write_report,
 )
-from vlmpath.results import load_asv
 
 OTHER_FIXTURE = Path(__file__).parent / "fixtures" / "asv_results"  # `vlmpath run`'s recording
 MIN_PNG_BYTES = 15_000

@@ -13,13 +13,21 @@ from pathlib import Path
 
 import pytest
 from asv.results import Results
-
 from asv_fixtures import fingerprint, sha, write_asv_run
-from vlmpath.errors import VlmpathError
-from vlmpath.results import (
-    NO_RESULT_ERROR, Fingerprint, RunResults, existing_commits, failures_path, load_asv, load_pytest_benchmark,
-    merge_runs, read_failures, write_text_atomic,
+
+from vlmpath.compare.results import (
+    NO_RESULT_ERROR,
+    Fingerprint,
+    RunResults,
+    existing_commits,
+    failures_path,
+    load_asv,
+    load_pytest_benchmark,
+    merge_runs,
+    read_failures,
+    write_text_atomic,
 )
+from vlmpath.core.errors import VlmpathError
 
 BASE, HEAD = sha("base"), sha("head")
 EMBED = "bench_embed.Embed.track_tok_per_s"

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath import run as runmod
-from vlmpath import summary as summod
-from vlmpath.errors import VlmpathError
+from vlmpath.ci import run as runmod
+from vlmpath.core.errors import VlmpathError
+from vlmpath.render import summary as summod
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "asv_results"
@@ -168,7 +168,7 @@ def test_summary_shows_why_a_case_failed(tmp_path):
         from asv_fixtures import sha, write_asv_run
     finally:
         sys.path.remove(str(ROOT / "tests"))
-    from vlmpath.results import failures_path
+    from vlmpath.compare.results import failures_path
 
     commit = sha("y")
     write_asv_run(tmp_path, "m1", commit, {
@@ -198,7 +198,7 @@ def _failure(bench: str, error: str, **params) -> str:
 
 
 def test_failure_lines_are_filed_deduplicated_and_merged_with_unselected_earlier_ones(tmp_path):
-    from vlmpath.results import failures_path, read_failures
+    from vlmpath.compare.results import failures_path, read_failures
 
     lines = tmp_path / "failures.jsonl"
     lines.write_text("\n".join([
@@ -234,7 +234,7 @@ def test_failure_lines_are_filed_deduplicated_and_merged_with_unselected_earlier
 
 
 def test_corrupt_previous_failures_file_is_replaced_with_a_warning(tmp_path):
-    from vlmpath.results import failures_path
+    from vlmpath.compare.results import failures_path
 
     prev = failures_path(tmp_path / "m1", "d" * 40)
     prev.parent.mkdir(parents=True)

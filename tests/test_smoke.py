@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.errors import VlmpathError
-from vlmpath.smoke import run_smoke
+from vlmpath.ci.smoke import run_smoke
+from vlmpath.core.errors import VlmpathError
 
 ROOT = Path(__file__).resolve().parents[1]
 

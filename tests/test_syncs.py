@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from vlmpath.errors import VlmpathError
-from vlmpath.syncs import SyncCount, count_syncs, host, is_host, syncs_of
+from vlmpath.core.errors import VlmpathError
+from vlmpath.measure.syncs import SyncCount, count_syncs, host, is_host, syncs_of
 
 
 def _x() -> torch.Tensor:

@@ -8,18 +8,25 @@ import random
 import pytest
 import torch
 
-from vlmpath.embed import Pipeline
-from vlmpath.errors import UnknownNameError, VlmpathError
-from vlmpath.paths.count import count_from_offsets
+from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.engines.reference import Pipeline
+from vlmpath.measure.evs_layout import EVS_TIMESTAMP, evs_kept_tokens
+from vlmpath.measure.traces import load_trace
+from vlmpath.measure.workload import (
+    PRESETS,
+    REGION_SEPARATOR,
+    REGION_TOKENS,
+    MediaSpec,
+    RequestSpec,
+    build_requests,
+    check_scale,
+    preset,
+    schedule,
+    workload_by_name,
+)
+from vlmpath.paths.count import COUNTERS, count_from_offsets
 from vlmpath.paths.encode import ENCODE_STRATEGIES, chunk_row_range
 from vlmpath.paths.inject import INJECTORS
-from vlmpath.paths.count import COUNTERS
-from vlmpath.evs_layout import EVS_TIMESTAMP, evs_kept_tokens
-from vlmpath.traces import load_trace
-from vlmpath.workload import (
-    PRESETS, REGION_SEPARATOR, REGION_TOKENS, check_scale, preset, schedule, workload_by_name,
-)
-from vlmpath.workload import MediaSpec, RequestSpec, build_requests
 
 
 # --- determinism ------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from .errors import VlmpathError
+from vlmpath.core.errors import VlmpathError
 
 # Each entry adds one subcommand to the parser (see the _add_* functions below).
 _COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
@@ -32,7 +32,7 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
     def run(a: argparse.Namespace) -> int:
         import json
 
-        from .platform import probe
+        from vlmpath.measure.platform import probe
 
         plat = probe()
         if a.json:
@@ -63,7 +63,7 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
     )
 
     def run(a: argparse.Namespace) -> int:
-        from . import github
+        from vlmpath.ci import github
 
         marker = a.marker or github.DEFAULT_MARKER
         if a.body_file == "-":
@@ -116,7 +116,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
 
     def run(a: argparse.Namespace) -> int:
-        from . import compare, render, results
+        from vlmpath.compare import results
+        from vlmpath.compare import verdict as compare
+        from vlmpath.render import comment as render
 
         cfg = compare.load_thresholds(a.config)
         # asv results are read unless only pytest-benchmark JSON was asked for.
@@ -159,8 +161,13 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
 
     def run(a: argparse.Namespace) -> int:
-        from .measure import Session, measure_case, plan_cases, write_records
-        from .tables import text_table
+        from vlmpath.render.tables import text_table
+        from vlmpath.suite.measure import (
+            Session,
+            measure_case,
+            plan_cases,
+            write_records,
+        )
 
         if a.repeat < 1:
             raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
@@ -209,7 +216,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="also add the charts page to this published asv html dir")
 
     def run(a: argparse.Namespace) -> int:
-        from .report import write_report
+        from vlmpath.render.report import write_report
 
         if a.history < 1:
             raise VlmpathError(f"--history must be at least 1, got {a.history}")
@@ -220,7 +227,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         for c in out.charts:
             print("  ".join(str(out.out_dir / f) for f in c.files))
         if a.html:
-            from .dashboard import write_dashboard
+            from vlmpath.render.dashboard import write_dashboard
 
             print(write_dashboard(a.html, a.out))
         return 0
@@ -264,7 +271,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
 
     def run_pr(a: argparse.Namespace) -> int:
-        from . import ci_flow
+        from vlmpath.ci import pr as ci_flow
 
         try:
             res = ci_flow.run_pr(a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine,
@@ -292,7 +299,8 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     merge.add_argument("--fail", action="store_true", help="exit 1 on a regression (default: report only)")
 
     def run_merge(a: argparse.Namespace) -> int:
-        from . import ci_flow, ci_merge
+        from vlmpath.ci import merge as ci_merge
+        from vlmpath.ci import pr as ci_flow
 
         res = ci_merge.merge_artifacts(a.artifacts, a.out, head_sha=a.head_sha,
                                        fail_on_regression=a.fail, thresholds=a.config)
@@ -332,8 +340,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
 
     def run(a: argparse.Namespace) -> int:
-        from .run import RunInterrupted, RunOptions
-        from .run import run as run_suite
+        from vlmpath.ci.run import RunInterrupted, RunOptions
+        from vlmpath.ci.run import run as run_suite
 
         extra = {}
         for kv in a.env:
@@ -371,7 +379,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
 
     def run(a: argparse.Namespace) -> int:
-        from .run import make_server
+        from vlmpath.ci.run import make_server
 
         server = make_server(a.html_dir, a.port, a.bind)
         host, port = server.server_address[:2]

@@ -11,8 +11,8 @@ import pytest
 
 def pytest_benchmark_update_machine_info(config, machine_info):
     """Put the platform fingerprint and the asv machine name into the JSON's machine_info
-    (``vlmpath.results.load_pytest_benchmark`` reads both)."""
-    from vlmpath.platform import probe
+    (``vlmpath.compare.results.load_pytest_benchmark`` reads both)."""
+    from vlmpath.measure.platform import probe
 
     plat = probe()
     machine_info["vlmpath_fingerprint"] = plat.to_dict()
@@ -34,14 +34,14 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def bench_scale() -> str:
-    from vlmpath import cases
+    from vlmpath.suite import cases
 
     return cases.scale_from_env()
 
 
 @pytest.fixture(scope="session")
 def bench_device(bench_scale) -> str:
-    from vlmpath import cases
+    from vlmpath.suite import cases
 
     try:
         return cases.bench_device(bench_scale)
@@ -51,7 +51,7 @@ def bench_device(bench_scale) -> str:
 
 @pytest.fixture(scope="session")
 def bench_session(bench_device):
-    from vlmpath.measure import Session
+    from vlmpath.suite.measure import Session
 
     return Session(bench_device)
 
@@ -60,8 +60,8 @@ def bench_session(bench_device):
 def routine_records(bench_session, bench_scale):
     """Measured routine cases, memoised per (preset, pipeline) for the session: the encode
     ``batched`` and embed ``default`` rows are the same case and are measured once."""
-    from vlmpath import cases
-    from vlmpath.measure import measure_case
+    from vlmpath.suite import cases
+    from vlmpath.suite.measure import measure_case
 
     memo: dict = {}
 

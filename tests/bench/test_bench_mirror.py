@@ -1,8 +1,8 @@
-"""The asv suite's cases as pytest-benchmark tests (same ``vlmpath.cases``, same timed regions).
+"""The asv suite's cases as pytest-benchmark tests (same ``vlmpath.suite.cases``, same timed regions).
 
 Timed: the routine's whole schedule (encode, embed), one injection or count call, one
 receiver-side hash. Extra metrics go into ``benchmark.extra_info`` under the keys
-``vlmpath.results`` reads: tok_per_s, accuracy, syncs, encoder_calls. A case whose
+``vlmpath.compare.results`` reads: tok_per_s, accuracy, syncs, encoder_calls. A case whose
 strategy failed fails the test (and records no tok/s).
 """
 
@@ -16,21 +16,21 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath import cases
+from vlmpath.measure.platform import sync
+from vlmpath.measure.shm import ShmLedger
+from vlmpath.measure.syncs import syncs_of
 from vlmpath.paths.count import COUNTERS
 from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
 from vlmpath.paths.inject import INJECTORS
-from vlmpath.platform import sync
-from vlmpath.shm import ShmLedger
-from vlmpath.syncs import syncs_of
+from vlmpath.suite import cases
 
 ROUTINE = cases.encode_cases() + cases.embed_cases()
 
 
 def _prepared(case: cases.RoutineCase, scale: str, session):
-    from vlmpath.embed import text_table
-    from vlmpath.measure import arrive
-    from vlmpath.workload import workload_by_name
+    from vlmpath.engines.reference import text_table
+    from vlmpath.measure.catalog import workload_by_name
+    from vlmpath.suite.measure import arrive
 
     pipe = case.pipeline()
     wl = workload_by_name(case.preset, scale, 0)
@@ -42,7 +42,7 @@ def _prepared(case: cases.RoutineCase, scale: str, session):
 
 @pytest.mark.parametrize("case", ROUTINE, ids=[c.label for c in ROUTINE])
 def test_routine(benchmark, case, bench_scale, bench_session, routine_records):
-    from vlmpath.embed import EmbedRoutine
+    from vlmpath.engines.reference import EmbedRoutine
 
     record = routine_records(case)
     benchmark.group = f"{case.path}:{case.preset}"
@@ -107,7 +107,7 @@ def test_hash_receive(benchmark, path, size_mib):
 
 def test_benchmark_json_is_readable_by_results(tmp_path):
     """A real ``--benchmark-only --benchmark-json`` run of two cheap cases, read back."""
-    from vlmpath.results import load_pytest_benchmark
+    from vlmpath.compare.results import load_pytest_benchmark
 
     out = tmp_path / "bench.json"
     root = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@
 EVS fallback: when the chunk path rewrote the step's ``input_ids`` (EVS re-lays frame
 placeholders), the offsets no longer describe the ids, so ``offsets`` falls back to
 ``mask.sum().item()``: one counted sync per step and modality whose chunk path re-laid an
-EVS video (the ``evs_video`` preset; ``vlmpath.embed`` sets ``ids_rewritten``).
+EVS video (the ``evs_video`` preset; ``vlmpath.engines.reference`` sets ``ids_rewritten``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..registry import Registry
+from vlmpath.core.registry import Registry
 
 
 def count_from_offsets(prefix: Sequence[int], extend: Sequence[int],

@@ -23,7 +23,7 @@ EVS videos (``Item.frame_tokens``) keep a data-dependent number of rows per fram
 the full path can encode them: ``batched`` gates them out (``expected_rows`` is None),
 ``per_request`` sends them there (one offset per frame), and ``batched_by_span``'s gate
 fails on their multiple offsets, so a step led by an EVS video takes the full path (the
-routine never mixes an EVS request with others in a step, see ``vlmpath.embed``). The full
+routine never mixes an EVS request with others in a step, see ``vlmpath.engines.reference``). The full
 path re-lays the request's frame placeholders to the encoder's per-frame counts inside
 the pre-sized length (``evs_layout.evs_relayout``), cuts its rows with the re-laid offsets,
 and reports the re-laid items in ``EncodeContext.relaid`` so that the routine rewrites the
@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..cache import EmbeddingCache, combine_hashes
-from ..errors import LengthMismatchError
-from ..evs_layout import evs_relayout
-from ..registry import Registry
-from ..workload import Item
+from vlmpath.core.errors import LengthMismatchError
+from vlmpath.core.registry import Registry
+from vlmpath.measure.cache import EmbeddingCache, combine_hashes
+from vlmpath.measure.evs_layout import evs_relayout
+from vlmpath.measure.workload import Item
 
 
 @dataclass(frozen=True)

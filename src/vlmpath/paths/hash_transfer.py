@@ -20,9 +20,10 @@ from typing import Any
 
 import torch
 
-from ..errors import VlmpathError
-from ..shm import ShmLedger, ShmPointer
-from .hashing import HASH_PATHS, HashStats, data_hash
+from vlmpath.core.errors import VlmpathError
+from vlmpath.measure.content_hash import HashStats, data_hash
+from vlmpath.measure.shm import ShmLedger, ShmPointer
+from vlmpath.paths.hashing import HASH_PATHS
 
 
 @dataclass(frozen=True)

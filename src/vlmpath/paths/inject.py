@@ -20,8 +20,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..errors import LengthMismatchError, VlmpathError
-from ..registry import Registry
+from vlmpath.core.errors import LengthMismatchError, VlmpathError
+from vlmpath.core.registry import Registry
 
 Injector = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]
 

@@ -1,0 +1,1 @@
+"""Plumbing: asv runs, the PR flow, artifact merging and the GitHub API."""

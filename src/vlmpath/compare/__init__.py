@@ -1,0 +1,1 @@
+"""Comparing: typed results read back from disk, thresholds, and base-vs-head verdicts."""

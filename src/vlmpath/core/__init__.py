@@ -1,0 +1,1 @@
+"""The ground floor: errors, atomic writes and the registry type every layer uses."""

@@ -1,0 +1,1 @@
+"""Measuring instruments and inputs: platform, timing, syncs, workloads, encoders, cache, shared memory, fidelity."""

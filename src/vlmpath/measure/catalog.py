@@ -1,0 +1,18 @@
+"""Which workload does a name mean: a named preset, or a trace file?
+
+``workload_by_name`` is the one resolver the CLI, the case registry and the benchmarks use:
+``trace:<path>`` replays a JSONL trace (``traces``), anything else is a preset
+(``workload.preset``). It sits above both so that neither imports the other back.
+"""
+
+from __future__ import annotations
+
+from vlmpath.measure.traces import load_trace
+from vlmpath.measure.workload import Workload, preset
+
+
+def workload_by_name(name: str, scale: str = "tiny", seed: int = 0) -> Workload:
+    """A preset by name, or a trace when ``name`` is ``trace:<path>``."""
+    if name.startswith("trace:"):
+        return load_trace(name[len("trace:"):], scale, seed)
+    return preset(name, scale, seed)

@@ -1,0 +1,124 @@
+"""Did every image's rows land in the right place?
+
+The golden rows of an item are what the encoder returns for that item alone, unchunked,
+with no cache. After a whole chunked schedule, an item is *placed* when the final input
+embeddings at its placeholder positions (over all its offsets, in order) equal its golden
+rows: exactly in fp32 on the CPU; on a GPU, kernels pick different tilings for different
+batch shapes and bf16 noise accumulates over 32 blocks, so an item is placed when the
+*relative* error of its rows, ``||got - want|| / ||want||``, is within a per-dtype
+tolerance. Rows of another image, or rows shifted by one, are ~1.0 away, far outside it.
+Accuracy is the share of placed items; items of requests that failed count as not placed.
+
+EVS videos keep a data-dependent number of rows per frame, and the routine re-lays their
+frame placeholders inside the pre-sized span. Their golden rows are still the item encoded
+alone; ``golden_rows`` also keeps the per-frame counts of that encode (``GoldenRows.frames``)
+and ``score`` checks the item at its *final* offsets, re-laid from those counts with the
+same ``evs_layout.evs_relayout`` the routine's full path uses (on a CPU the routine's own
+counts are the same; a test pins that both layouts agree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+
+from vlmpath.measure.evs_layout import evs_relayout
+from vlmpath.measure.workload import Item, Workload
+
+# Relative (Frobenius) error allowed per dtype on a GPU; CPU fp32 is compared exactly.
+# bf16 keeps 8 bits of mantissa (eps 2**-8): a few ulps of drift per row is ~1e-2.
+TOLERANCES = {torch.float32: 1e-4, torch.bfloat16: 5e-2, torch.float16: 1e-2}
+
+
+def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """``||got - want|| / ||want||`` in fp32 (0 for two empty tensors)."""
+    g, w = got.float(), want.float()
+    denom = float(torch.linalg.vector_norm(w))
+    num = float(torch.linalg.vector_norm(g - w))
+    return num / denom if denom > 0 else num
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    accuracy: float
+    max_abs_err: float       # over placed and misplaced items that produced rows; 0 if none
+    placed: int
+    total: int
+
+
+class GoldenRows(dict):
+    """Content hash -> an item's rows encoded alone; ``frames`` keeps the per-frame row
+    counts of items whose encoder reports them (EVS), by the same hash."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.frames: dict[int, tuple[int, ...]] = {}
+
+
+def golden_rows(workload: Workload, encoder, known: GoldenRows | None = None) -> GoldenRows:
+    """Each distinct item (by hash) encoded alone; items already in ``known`` (rows of the
+    same encoder, keyed by content hash) are not encoded again."""
+    golden = GoldenRows() if known is None else known
+    frames = getattr(golden, "frames", None)  # a plain dict keeps rows only
+    for it in workload.items:
+        if it.hash not in golden:
+            out = encoder.encode([it])
+            golden[it.hash] = out.embeddings
+            if out.frame_rows is not None and frames is not None:
+                frames[it.hash] = out.frame_rows[0]
+    return golden
+
+
+def final_offsets(item: Item, golden: Mapping[int, torch.Tensor]) -> tuple[tuple[int, int], ...]:
+    """Where an item's rows must end up: its offsets, re-laid for an EVS video from the
+    per-frame counts of its golden encode."""
+    counts = getattr(golden, "frames", {}).get(item.hash)
+    if item.frame_tokens and counts is not None:
+        return evs_relayout(item, counts).offsets
+    return item.offsets
+
+
+class Assembler:
+    """Collects step outputs into each request's full ``[length, hidden]`` embeddings."""
+
+    def __init__(self, workload: Workload):
+        self.workload = workload
+        self.rows: dict[int, torch.Tensor] = {}
+
+    def add(self, step, embeds: torch.Tensor) -> None:
+        pos = 0
+        for e in step.entries:
+            req = self.workload.requests[e.rid]
+            if e.rid not in self.rows:
+                self.rows[e.rid] = embeds.new_full((req.length, embeds.shape[1]), float("nan"))
+            self.rows[e.rid][e.prefix:e.prefix + e.extend] = embeds[pos:pos + e.extend]
+            pos += e.extend
+
+
+def score(workload: Workload, assembled: Mapping[int, torch.Tensor], golden: Mapping[int, torch.Tensor],
+          exact: bool, failed: set[int] = frozenset()) -> Fidelity:
+    placed = total = 0
+    max_err = 0.0
+    for req in workload.requests:
+        for it in req.items:
+            total += 1
+            if req.rid in failed or req.rid not in assembled:
+                continue
+            positions = torch.tensor([p for a, b in final_offsets(it, golden) for p in range(a, b + 1)],
+                                     dtype=torch.int64)
+            got = assembled[req.rid].index_select(0, positions.to(assembled[req.rid].device))
+            want = golden[it.hash]
+            if got.shape != want.shape:
+                continue
+            diff = (got.float() - want.float()).abs()
+            err = float(diff.max()) if diff.numel() else 0.0
+            if err == err:  # NaN: positions never written
+                max_err = max(max_err, err)
+            if exact:
+                ok = torch.equal(got, want)
+            else:
+                ok = relative_error(got, want) <= TOLERANCES.get(want.dtype, 1e-3)
+            placed += ok
+    return Fidelity(placed / total if total else 1.0, max_err, placed, total)

@@ -1,0 +1,330 @@
+"""What does a realistic batch of multimodal requests look like?
+
+A ``Workload`` is a list of ``Request``s (token ids with placeholder spans and the
+``Item``s that fill them) plus a chunked-prefill schedule. It mirrors the engine's data
+model (embed-path.md section 1): an item has a modality, a content hash, a pad value
+derived from the hash, one or more *inclusive* ``(start, end)`` offsets into the request's
+full token ids, and its processor output (Qwen2.5-VL ``pixel_values`` ``[patches, 1176]``
+plus ``grid_thw``; one grid row per image, video or region).
+
+Workloads come from named presets (seeded, deterministic) at two scales, or from a JSONL
+trace of real traffic (``traces.load_trace``; ``catalog.workload_by_name`` resolves both).
+Everything is built from request *specs* (text lengths and media shapes), so presets and
+traces share one builder. EVS videos are laid out by ``evs_layout``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from vlmpath.core.errors import VlmpathError
+from vlmpath.measure.content_hash import compute_pad_value, tensor_hash
+from vlmpath.measure.evs_layout import (
+    EVS_TIMESTAMP,
+    even_split,
+    evs_kept_tokens,
+    evs_layout,
+)
+from vlmpath.measure.items import (  # noqa: F401  (the data model, used and re-exported here)
+    MERGE,
+    PATCH,
+    PATCH_DIM,
+    REGION_SEPARATOR,
+    REGION_TOKENS,
+    SCALES,
+    TEMPORAL_PATCH,
+    Item,
+    Request,
+    Step,
+    StepEntry,
+    check_grid,
+    grid_for_image,
+    iter_item_positions,
+    smart_resize,
+    tokens_of_grid,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    name: str
+    scale: str
+    model: str                     # encoder registry name used for every item
+    requests: tuple[Request, ...]
+    chunk_size: int                # prefill token budget per forward step (-1: no chunking)
+    vocab_size: int
+    seed: int
+    steps: tuple[Step, ...] = field(default=())
+
+    @property
+    def prefill_tokens(self) -> int:
+        return sum(r.length for r in self.requests)
+
+    @property
+    def items(self) -> list[Item]:
+        return [it for r in self.requests for it in r.items]
+
+    def request(self, rid: int) -> Request:
+        return self.requests[rid]
+
+    def with_chunk_size(self, chunk_size: int) -> Workload:
+        return build_workload(self.name, self.scale, self.model, self.requests, chunk_size,
+                              self.vocab_size, self.seed)
+
+
+# --- request specs ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class MediaSpec:
+    """One item to generate: its modality and grids (several grids = several regions)."""
+
+    modality: str
+    grids: tuple[tuple[int, int, int], ...]
+    regions: bool = False          # MiniCPM-like: one 64-token span per grid
+    content_id: int | None = None  # equal ids give equal content (cache reuse)
+    evs: bool = False              # EVS video: pre-sized to the pruned total, one range per frame
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    segments: tuple[int | MediaSpec, ...]   # ints are text lengths
+
+
+def _feature(grids: Sequence[tuple[int, int, int]], seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    patches = sum(t * h * w for t, h, w in grids)
+    return torch.randn(patches, PATCH_DIM, generator=g)
+
+
+def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int) -> tuple[Request, ...]:
+    """Turn specs into requests: token ids, offsets, features, hashes and pad values."""
+    gen = torch.Generator().manual_seed(seed)
+    content: dict[int, torch.Tensor] = {}
+    requests = []
+    for rid, spec in enumerate(specs):
+        ids: list[torch.Tensor] = []
+        items: list[Item] = []
+        pos = 0
+        for k, seg in enumerate(spec.segments):
+            if isinstance(seg, int):
+                ids.append(torch.randint(0, vocab_size, (seg,), generator=gen))
+                pos += seg
+                continue
+            # Equal content ids share content within one workload; the seed still varies it
+            # (own keys stay below seed * 100_003 + 50_000 while there are < 49 requests).
+            key = (seed * 100_003 + 50_000 + seg.content_id if seg.content_id is not None
+                   else seed * 100_003 + rid * 1009 + k)
+            feature = content.get(key)
+            if feature is None:
+                feature = content[key] = _feature(seg.grids, key)
+            h = tensor_hash(feature)  # sender-side hash, as the tokenizer process computes it
+            pad = compute_pad_value(h)
+            offsets = []
+            frame_tokens: tuple[int, ...] = ()
+            if seg.evs:
+                frame_tokens = _evs_frames(seg, rid)
+                n = sum(frame_tokens) + EVS_TIMESTAMP * (len(frame_tokens) - 1)
+                ids.append(torch.full((n,), pad, dtype=torch.int64))
+                offs, stamps = evs_layout(pos, frame_tokens)
+                if stamps:  # timestamp text between the frames
+                    ids[-1][torch.tensor(stamps) - pos] = torch.randint(
+                        0, vocab_size, (len(stamps),), generator=gen)
+                offsets.extend(offs)
+                pos += n
+            elif seg.regions:
+                for j in range(len(seg.grids)):
+                    if j:
+                        ids.append(torch.randint(0, vocab_size, (REGION_SEPARATOR,), generator=gen))
+                        pos += REGION_SEPARATOR
+                    offsets.append((pos, pos + REGION_TOKENS - 1))
+                    ids.append(torch.full((REGION_TOKENS,), pad, dtype=torch.int64))
+                    pos += REGION_TOKENS
+            else:
+                n = sum(tokens_of_grid(gr) for gr in seg.grids)
+                offsets.append((pos, pos + n - 1))
+                ids.append(torch.full((n,), pad, dtype=torch.int64))
+                pos += n
+            items.append(Item(seg.modality, feature, tuple(seg.grids), tuple(offsets), h, pad, frame_tokens))
+        input_ids = torch.cat(ids) if ids else torch.zeros(0, dtype=torch.int64)
+        requests.append(Request(rid, input_ids, tuple(items)))
+    return tuple(requests)
+
+
+def _evs_frames(seg: MediaSpec, rid: int) -> tuple[int, ...]:
+    """The processor's even initial split of an EVS video's expected total over its frames."""
+    where = f"request {rid}: EVS video {seg.grids!r}"
+    if seg.modality != "video" or seg.regions or len(seg.grids) != 1:
+        raise VlmpathError(f"{where}: an EVS item is one video grid (modality 'video', no regions)")
+    if seg.grids[0][0] < 2:
+        raise VlmpathError(f"{where}: EVS needs at least 2 temporal patches (t >= 2) to prune")
+    split = even_split(evs_kept_tokens(seg.grids[0]), seg.grids[0][0])
+    if min(split) == 0:
+        raise VlmpathError(f"{where}: the expected total {sum(split)} leaves a frame without tokens "
+                           "in the even split; use a larger h x w")
+    return split
+
+
+def schedule(lengths: Sequence[int], chunk_size: int) -> tuple[Step, ...]:
+    """Chunked-prefill schedule: fill each forward step with up to ``chunk_size`` tokens,
+    taking requests in arrival order; a request that does not fit is split and continues
+    in the next step (one chunked request at a time, as the engine's scheduler does).
+    ``chunk_size <= 0`` means no chunking: one step with every request whole."""
+    if chunk_size <= 0:
+        return (Step(tuple(StepEntry(i, 0, n) for i, n in enumerate(lengths))),)
+    steps: list[Step] = []
+    entries: list[StepEntry] = []
+    budget = chunk_size
+    for rid, n in enumerate(lengths):
+        done = 0
+        while done < n:
+            take = min(budget, n - done)
+            entries.append(StepEntry(rid, done, take))
+            done += take
+            budget -= take
+            if budget == 0:
+                steps.append(Step(tuple(entries)))
+                entries, budget = [], chunk_size
+    if entries:
+        steps.append(Step(tuple(entries)))
+    return tuple(steps)
+
+
+def build_workload(name: str, scale: str, model: str, requests: tuple[Request, ...],
+                   chunk_size: int, vocab_size: int, seed: int) -> Workload:
+    steps = schedule([r.length for r in requests], chunk_size)
+    return Workload(name, scale, model, requests, chunk_size, vocab_size, seed, steps)
+
+
+# --- presets ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScaleShapes:
+    """Shapes per scale: tiny for a 2-core CPU, full for a GPU."""
+
+    small_px: int       # side of a small image in pixels
+    large_px: int
+    region_px: int      # a 64-token region needs a 16x16 patch grid: 224 px
+    video_grid: tuple[int, int, int]
+    evs_grid: tuple[int, int, int]     # an EVS video: 8 temporal patches
+    text: tuple[int, int]
+    chunk: int
+    long_chunk: int
+    vocab: int
+    n_small: int        # requests in many_small_images
+
+
+SHAPES = {
+    "tiny": ScaleShapes(small_px=112, large_px=448, region_px=224, video_grid=(4, 8, 8),
+                        evs_grid=(8, 8, 8), text=(8, 24), chunk=256, long_chunk=48, vocab=4096, n_small=8),
+    "full": ScaleShapes(small_px=336, large_px=1344, region_px=448, video_grid=(8, 28, 28),
+                        evs_grid=(8, 28, 28), text=(32, 128), chunk=2048, long_chunk=512, vocab=32768, n_small=32),
+}
+
+
+def _text(gen: torch.Generator, shapes: ScaleShapes) -> int:
+    lo, hi = shapes.text
+    return int(torch.randint(lo, hi + 1, (1,), generator=gen))
+
+
+def _image(px: int, content_id: int | None = None) -> MediaSpec:
+    return MediaSpec("image", (grid_for_image(px, px),), content_id=content_id)
+
+
+def _regions(n: int, shapes: ScaleShapes, variable: bool, gen: torch.Generator) -> MediaSpec:
+    grids = []
+    for j in range(n):
+        # Slices differ in shape; the resampler still makes 64 rows of each.
+        side = shapes.region_px if not variable or j == 0 else shapes.region_px // 2 * int(torch.randint(1, 3, (1,), generator=gen))
+        grids.append(grid_for_image(side, side))
+    return MediaSpec("image", tuple(grids), regions=True)
+
+
+def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator) -> tuple[str, list[RequestSpec], int]:
+    t = lambda: _text(gen, shapes)  # noqa: E731 - a local shorthand
+    if name == "many_small_images":
+        specs = [RequestSpec((t(), _image(shapes.small_px), t(), _image(shapes.small_px), t()))
+                 for _ in range(shapes.n_small)]
+        return "qwen2_5_vl", specs, shapes.chunk
+    if name == "few_large_images":
+        specs = [RequestSpec((t(), _image(shapes.large_px), t())) for _ in range(2)]
+        return "qwen2_5_vl", specs, -1
+    if name == "video":
+        specs = [RequestSpec((t(), MediaSpec("video", (shapes.video_grid,)), t())) for _ in range(2)]
+        return "qwen2_5_vl", specs, shapes.chunk
+    if name == "multi_region":
+        # The first request is a plain single-region image, so a batch-level gate that
+        # looks only at the first item lets the multi-region items after it through.
+        specs = [RequestSpec((t(), _regions(1, shapes, False, gen), t()))]
+        specs += [RequestSpec((t(), _regions(n, shapes, True, gen), t())) for n in (3, 2, 4)]
+        specs += [RequestSpec((t(), _regions(1, shapes, False, gen), t()))]
+        return "multi_region", specs, shapes.chunk
+    if name == "chunked_long":
+        specs = [RequestSpec((t(), _image(shapes.region_px), t(), _image(shapes.region_px), t(),
+                              _image(shapes.small_px), t())) for _ in range(2)]
+        return "qwen2_5_vl", specs, shapes.long_chunk
+    if name == "cache_reuse":
+        pool = [_image(shapes.small_px, content_id=9000 + k) for k in range(2)]
+        specs = [RequestSpec((t(), pool[i % 2], t(), pool[(i + 1) % 2], t())) for i in range(6)]
+        return "qwen2_5_vl", specs, shapes.chunk
+    if name == "mixed":
+        specs = [
+            RequestSpec((t(), _image(shapes.small_px), t())),
+            RequestSpec((t(),)),  # a text-only request in the batch
+            RequestSpec((t(), _image(shapes.region_px), t(), _image(shapes.small_px, content_id=7000), t())),
+            RequestSpec((t(), MediaSpec("video", (shapes.video_grid,)), t())),
+            RequestSpec((t(), _image(shapes.small_px, content_id=7000), t())),
+        ]
+        return "qwen2_5_vl", specs, shapes.chunk
+    if name == "evs_video":
+        # One request: its frame re-layout rewrites the step's input ids, which the engine
+        # supports only when that request is the whole batch. The long-prompt chunk size
+        # puts step boundaries inside the video.
+        specs = [RequestSpec((t(), MediaSpec("video", (shapes.evs_grid,), evs=True), t()))]
+        return "evs", specs, shapes.long_chunk
+    raise AssertionError(name)  # guarded by PRESETS
+
+
+# New presets go at the end: a preset's seed derives from its index.
+PRESETS = ("many_small_images", "few_large_images", "video", "multi_region",
+           "chunked_long", "cache_reuse", "mixed", "evs_video")
+
+
+def check_scale(scale: str) -> str:
+    if scale not in SHAPES:
+        raise VlmpathError(f"unknown scale {scale!r}: choose one of {', '.join(SCALES)}")
+    return scale
+
+
+def preset(name: str, scale: str = "tiny", seed: int = 0) -> Workload:
+    """A named, seeded workload. Same name, scale and seed give identical bytes and hashes."""
+    from vlmpath.core.errors import UnknownNameError
+
+    if name not in PRESETS:
+        raise UnknownNameError("workload preset", name, PRESETS)
+    shapes = SHAPES[check_scale(scale)]
+    gen = torch.Generator().manual_seed(seed * 7919 + PRESETS.index(name))
+    model, specs, chunk = _preset_specs(name, shapes, gen)
+    requests = build_requests(specs, shapes.vocab, seed * 7919 + PRESETS.index(name))
+    return build_workload(name, scale, model, requests, chunk, shapes.vocab, seed)
+
+
+def with_item_hashes(workload: Workload, new_hash: dict[int, int]) -> Workload:
+    """The same workload with items re-keyed (``old hash -> new hash``) and their
+    placeholders re-padded: what the scheduler sees when it derives pad values from a
+    different hash function than the sender used."""
+    if all(old == new for old, new in new_hash.items()):
+        return workload
+    requests = []
+    for req in workload.requests:
+        ids = req.input_ids.clone()
+        items = []
+        for it in req.items:
+            h = new_hash.get(it.hash, it.hash)
+            pad = compute_pad_value(h)
+            for a, b in it.offsets:
+                ids[a:b + 1] = pad
+            items.append(replace(it, hash=h, pad_value=pad))
+        requests.append(Request(req.rid, ids, tuple(items)))
+    return Workload(workload.name, workload.scale, workload.model, tuple(requests),
+                    workload.chunk_size, workload.vocab_size, workload.seed, workload.steps)

@@ -1,0 +1,1 @@
+"""Rendering: comments, terminal tables, summaries, charts and the dashboard page. Never measures."""

@@ -1,0 +1,243 @@
+"""Which named cases does the benchmark suite measure, per path, and how are their inputs built?
+
+The one case registry behind the asv suite (``benchmarks/``), its pytest-benchmark mirror
+(``tests/bench/``) and ``vlmpath run``. Every axis is built from the public registries
+(``Registry.default_names()``: known-bad replays are left out of the default suite), so a
+newly registered strategy is benchmarked without touching the benchmark files.
+
+Names are data, resolved at *call* time: ``pipeline("default")`` reads
+``vlmpath.engines.reference.DEFAULT_PIPELINE`` when a benchmark runs, not when this module was
+imported, so changing the package's default changes what the ``default`` rows measure
+(the PR-replay test relies on it).
+
+Scale comes from the environment (``VLMPATH_SCALE``: ``tiny`` or ``full``), because asv
+has no way to pass arguments to a benchmark; ``full`` on a CPU-only machine raises
+``NotImplementedError``, which asv records as *skipped*.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import torch
+
+from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.engines.reference import Pipeline
+from vlmpath.measure.workload import PRESETS, SCALES, Workload, preset
+from vlmpath.paths.count import COUNTERS, CountQuery
+from vlmpath.paths.encode import ENCODE_STRATEGIES
+from vlmpath.paths.hashing import HASH_PATHS
+from vlmpath.paths.inject import INJECTORS
+
+SCALE_ENV = "VLMPATH_SCALE"
+#: Set by ``vlmpath run --quick``: measurements inside ``track_`` benchmarks use one pass.
+QUICK_ENV = "VLMPATH_QUICK"
+
+# --- axes (asv ``params``) ---------------------------------------------------------------
+ENCODE_STRATEGY_NAMES: tuple[str, ...] = tuple(ENCODE_STRATEGIES.default_names())
+INJECT_STRATEGY_NAMES: tuple[str, ...] = tuple(INJECTORS.default_names())
+COUNT_STRATEGY_NAMES: tuple[str, ...] = tuple(COUNTERS.default_names())
+HASH_PATH_NAMES: tuple[str, ...] = tuple(HASH_PATHS.default_names())
+PIPELINE_NAMES: tuple[str, ...] = ("default", "legacy")
+#: Every preset: the routine benchmarks (encode, embed) run all of them.
+ROUTINE_PRESETS: tuple[str, ...] = tuple(PRESETS)
+#: Injection inputs: the largest step of these presets (few large images: one long
+#: masked run per image; many small: many short runs; multi-region: runs split by text).
+INJECT_PRESETS: tuple[str, ...] = ("few_large_images", "many_small_images", "multi_region")
+HASH_SIZES_MIB: tuple[int, ...] = (1, 16, 64)
+#: The cases the GPU smoke job measures at full scale.
+HEADLINE_PRESETS: tuple[str, ...] = ("many_small_images", "few_large_images", "multi_region")
+
+
+def scale_from_env(env: Mapping[str, str] | None = None) -> str:
+    """``VLMPATH_SCALE`` (default ``tiny``); an unknown value is an error naming the choices."""
+    env = os.environ if env is None else env
+    scale = env.get(SCALE_ENV, "tiny") or "tiny"
+    if scale not in SCALES:
+        raise VlmpathError(f"{SCALE_ENV}={scale!r} is not a scale: choose one of {', '.join(SCALES)}")
+    return scale
+
+
+def quick_from_env(env: Mapping[str, str] | None = None) -> bool:
+    env = os.environ if env is None else env
+    return env.get(QUICK_ENV, "") not in ("", "0")
+
+
+def routine_repeat(quick: bool) -> int:
+    """Timed passes per ``measure_case`` inside a track benchmark (1 in quick mode)."""
+    return 1 if quick else 3
+
+
+def bench_device(scale: str) -> str:
+    """The device a benchmark at ``scale`` runs on; ``full`` without a GPU is a skip."""
+    from vlmpath.measure.platform import probe
+
+    plat = probe()
+    if scale == "full" and not plat.is_gpu:
+        # asv turns NotImplementedError raised in setup into "skipped" (n/a), not a failure.
+        raise NotImplementedError("scale 'full' needs a CUDA or ROCm device; this machine is CPU-only")
+    return plat.device
+
+
+def pipeline(name: str) -> Pipeline:
+    """A named pipeline, read from ``vlmpath.engines.reference`` now (see the module docstring)."""
+    from vlmpath.engines import reference as embed
+
+    if name == "default":
+        return embed.DEFAULT_PIPELINE
+    if name == "legacy":
+        return embed.LEGACY_PIPELINE
+    raise UnknownNameError("pipeline", name, PIPELINE_NAMES)
+
+
+def encode_pipeline(strategy: str) -> Pipeline:
+    """The default pipeline with only the encode stage replaced."""
+    ENCODE_STRATEGIES[strategy]  # unknown names fail here, with the choices listed
+    return replace(pipeline("default"), encode=strategy)
+
+
+@dataclass(frozen=True)
+class RoutineCase:
+    """One embedding-routine case: a workload preset through one pipeline.
+
+    ``path`` is ``encode`` (``variant`` is an encode strategy, other stages default) or
+    ``embed`` (``variant`` is a named pipeline).
+    """
+
+    path: str
+    variant: str
+    preset: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}:{self.variant}/{self.preset}"
+
+    def pipeline(self) -> Pipeline:
+        if self.path == "encode":
+            return encode_pipeline(self.variant)
+        if self.path == "embed":
+            return pipeline(self.variant)
+        raise VlmpathError(f"unknown routine path {self.path!r}: use 'encode' or 'embed'")
+
+    def measure_case(self, scale: str, seed: int = 0):
+        from vlmpath.suite.measure import Case
+
+        return Case(self.preset, self.pipeline(), scale, seed)
+
+
+def encode_cases() -> tuple[RoutineCase, ...]:
+    return tuple(RoutineCase("encode", s, p) for s in ENCODE_STRATEGY_NAMES for p in ROUTINE_PRESETS)
+
+
+def embed_cases() -> tuple[RoutineCase, ...]:
+    return tuple(RoutineCase("embed", n, p) for n in PIPELINE_NAMES for p in ROUTINE_PRESETS)
+
+
+def record_summary(record) -> dict:
+    """The numbers a routine benchmark reports, as a plain (picklable, torch-free) dict."""
+    return {
+        "tok_per_s": record.tok_per_s,
+        "accuracy": record.accuracy,
+        "encoder_calls": record.encoder_calls,
+        "syncs": record.syncs,
+        "wall_s": record.wall_s,
+        "samples": list(record.samples),
+        "error": record.error,
+    }
+
+
+class CaseFailed(RuntimeError):
+    """A measured case recorded an error; ``case_error`` is that error ("Type: message"),
+    which the benchmark suite reports as the reason the benchmark failed."""
+
+    def __init__(self, message: str, case_error: str):
+        super().__init__(message)
+        self.case_error = case_error
+
+
+def require_ok(summary: Mapping, metric: str) -> float:
+    """The metric, or raise: a failing strategy is a failed benchmark, never a number."""
+    if summary.get("error"):
+        raise CaseFailed(f"case failed, no {metric}: {summary['error']}", str(summary["error"]))
+    value = summary.get(metric)
+    if value is None:
+        raise RuntimeError(f"case recorded no {metric}")
+    return float(value)
+
+
+# --- injection inputs ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class InjectInputs:
+    """One forward step's injection: ``dest[N, H]``, ``mask[N, 1]`` and ``rows[K, H]``.
+
+    Built from a preset's step with the most placeholder tokens: the real id layout and
+    placeholder runs of the workload, seeded random values (the numbers do not matter,
+    the shapes and the mask pattern do). ``query`` is the same step for token counting.
+    """
+
+    dest: torch.Tensor
+    mask: torch.Tensor
+    rows: torch.Tensor
+    query: CountQuery
+
+    @property
+    def tokens(self) -> int:
+        return int(self.dest.shape[0])
+
+    @property
+    def count(self) -> int:
+        return int(self.rows.shape[0])
+
+    @property
+    def moved_bytes(self) -> int:
+        """Bytes an ideal injection moves: read every row once, write it once."""
+        return 2 * self.rows.numel() * self.rows.element_size()
+
+
+def _busiest_step(wl: Workload):
+    def mm_tokens(step) -> int:
+        from vlmpath.paths.count import count_from_offsets
+
+        reqs = [wl.requests[e.rid] for e in step.entries]
+        return count_from_offsets([e.prefix for e in step.entries], [e.extend for e in step.entries],
+                                  [[o for it in r.items for o in it.offsets] for r in reqs])
+
+    return max(wl.steps, key=mm_tokens)
+
+
+def inject_inputs(preset_name: str, scale: str = "tiny", device: str | torch.device = "cpu",
+                  seed: int = 0) -> InjectInputs:
+    """Inputs for the inject and count benchmarks (see ``InjectInputs``)."""
+    from vlmpath.measure.encoders import TOWERS
+
+    if preset_name not in PRESETS:
+        raise UnknownNameError("workload preset", preset_name, PRESETS)
+    wl = preset(preset_name, scale, seed)
+    step = _busiest_step(wl)
+    reqs = [wl.requests[e.rid] for e in step.entries]
+    ids = torch.cat([r.input_ids[e.prefix:e.prefix + e.extend] for r, e in zip(reqs, step.entries)])
+    pads = torch.tensor(sorted({it.pad_value for r in reqs for it in r.items}), dtype=torch.int64)
+    mask = torch.isin(ids, pads).unsqueeze(-1)
+    count = int(mask.sum())
+    cfg = TOWERS[scale]
+    gen = torch.Generator().manual_seed(seed + 101)
+    dest = torch.randn(ids.shape[0], cfg.out_hidden_size, generator=gen).to(device=device, dtype=cfg.dtype)
+    rows = torch.randn(count, cfg.out_hidden_size, generator=gen).to(device=device, dtype=cfg.dtype)
+    query = CountQuery(
+        mask.to(device),
+        tuple(e.prefix for e in step.entries),
+        tuple(e.extend for e in step.entries),
+        tuple(tuple(o for it in r.items for o in it.offsets) for r in reqs),
+    )
+    return InjectInputs(dest, mask.to(device), rows, query)
+
+
+# --- hashing inputs ------------------------------------------------------------------------
+def hash_feature(size_mib: int, seed: int = 0) -> torch.Tensor:
+    """A float32 CPU feature of exactly ``size_mib`` MiB (seeded)."""
+    if size_mib <= 0:
+        raise VlmpathError(f"hash feature size must be a positive number of MiB, got {size_mib}")
+    gen = torch.Generator().manual_seed(seed + size_mib)
+    return torch.randn(size_mib * 2**20 // 4, generator=gen)

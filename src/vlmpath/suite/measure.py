@@ -1,0 +1,279 @@
+"""How fast and how correct is one case (workload x pipeline) of the embedding routine?
+
+``measure_case`` runs a workload's whole chunked-prefill schedule through an
+``EmbedRoutine`` and returns one ``CaseRecord``:
+
+1. *arrival*: every item's feature crosses a real shared-memory segment (pickled
+   ``ShmPointer``) and the receiver learns its hash through the ``hash`` stage; the
+   receiver's time is ``hash_s`` (not part of the routine's tok/s);
+2. a *counted pass* over the schedule counts host-device syncs outside the vision tower
+   (``syncs``) and inside it (``encoder_syncs``); then one plain untimed warm-up pass;
+3. ``repeat`` *timed passes* (fresh embedding cache each) time every step on the device;
+   ``tok_per_s`` is the schedule's prefill tokens over the median pass time;
+4. *fidelity*: the last pass's final embeddings are checked against each item's golden
+   rows (``vlmpath.measure.fidelity``).
+
+A step that raises aborts its requests, as the engine would fail them: their items count
+as misplaced, the first error message is recorded, and ``tok_per_s`` is None so that a
+failing strategy is never reported as fast.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from vlmpath.engines.reference import (
+    DEFAULT_CACHE_BYTES,
+    EmbedRoutine,
+    Pipeline,
+    text_table,
+)
+from vlmpath.measure.catalog import workload_by_name
+from vlmpath.measure.content_hash import HashStats
+from vlmpath.measure.encoders import ENCODERS, build_vision_tower
+from vlmpath.measure.fidelity import Assembler, GoldenRows, golden_rows, score
+from vlmpath.measure.shm import ShmLedger
+from vlmpath.measure.timing import DeviceTimer
+from vlmpath.measure.workload import Step, Workload, with_item_hashes
+from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Case:
+    workload: str
+    pipeline: Pipeline
+    scale: str = "tiny"
+    seed: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload}/{self.pipeline.label}"
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """One measured case; what ``vlmpath measure --json`` writes, one per line."""
+
+    workload: str
+    scale: str
+    pipeline: dict
+    tok_per_s: float | None
+    accuracy: float | None
+    max_abs_err: float | None
+    encoder_calls: int
+    cache_hits: int
+    wall_s: float | None             # median routine seconds per pass
+    samples: tuple[float, ...]       # routine seconds of every timed pass
+    error: str | None
+    prefill_tokens: int
+    steps: int
+    failed_steps: int
+    items: int
+    placed: int
+    hash_s: float | None
+    sha256_digests: int
+    syncs: int | None
+    encoder_syncs: int | None
+    sync_events: dict = field(default_factory=dict)
+    device: str = "cpu"
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["samples"] = list(self.samples)
+        return d
+
+
+class Session:
+    """Built encoders and tables for a run, so that cases share them (no global state)."""
+
+    def __init__(self, device: torch.device | str = "cpu", weights_dir: str | None = None):
+        self.device = torch.device(device)
+        self.weights_dir = weights_dir
+        self._towers: dict[str, torch.nn.Module] = {}
+        self._encoders: dict[tuple[str, str], object] = {}
+        # Golden rows per encoder, keyed by content hash: shared by every case that sees
+        # the same item (any preset, any pipeline).
+        self._golden: dict[tuple[str, str], GoldenRows] = {}
+
+    def encoder(self, model: str, scale: str):
+        key = (model, scale)
+        if key not in self._encoders:
+            if scale not in self._towers:
+                self._towers[scale] = build_vision_tower(scale, self.device, weights_dir=self.weights_dir)
+            self._encoders[key] = ENCODERS[model](self._towers[scale], self.device, 0)
+        return self._encoders[key]
+
+    def golden(self, wl: Workload, encoder) -> dict[int, torch.Tensor]:
+        known = self._golden.setdefault((wl.model, wl.scale), GoldenRows())
+        return golden_rows(wl, encoder, known)
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
+
+
+def arrive(wl: Workload, hash_name: str) -> tuple[Workload, float, HashStats]:
+    """Send every distinct feature through shared memory and hash it on the receiving side
+    with the named hash path; returns the workload as the scheduler sees it."""
+    path = HASH_PATHS[hash_name]
+    features, seen = [], {}
+    for it in wl.items:
+        if it.hash not in seen:
+            seen[it.hash] = len(features)
+            features.append(it.feature)
+    stats = HashStats()
+    with ShmLedger() as ledger:
+        pointers = path.send(features, ledger)  # the tokenizer process's work: not timed
+        received = pickle_round_trip(pointers)
+        t0 = time.perf_counter()
+        hashes = path.receive(received, stats)
+        hash_s = time.perf_counter() - t0
+        for p in received:
+            p.materialize()
+    mapping = {old: hashes[i] for old, i in seen.items()}
+    return with_item_hashes(wl, mapping), hash_s, stats
+
+
+def _run_schedule(routine: EmbedRoutine, wl: Workload, device, timed: bool):
+    """Run every step; returns (assembler, seconds, failed rids, first error, failed steps)."""
+    asm = Assembler(wl)
+    failed: set[int] = set()
+    first_error, failed_steps, seconds = None, 0, 0.0
+    for step in wl.steps:
+        step = Step(tuple(e for e in step.entries if e.rid not in failed))
+        if not step.entries:
+            continue
+        try:
+            if timed:
+                with DeviceTimer(device) as t:
+                    embeds = routine.run_step(step)
+                seconds += t.seconds
+            else:
+                embeds = routine.run_step(step)
+        except Exception as exc:  # a strategy's failure is a result, not a crash
+            failed.update(e.rid for e in step.entries)
+            failed_steps += 1
+            first_error = first_error or _error_text(exc)
+            continue
+        asm.add(step, embeds)
+    return asm, seconds, failed, first_error, failed_steps
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """A workload as the scheduler sees it after arrival, with its encoder and text table."""
+
+    workload: Workload
+    encoder: object
+    table: torch.Tensor
+    hash_s: float
+    hash_stats: HashStats
+
+
+def prepare(workload: str, hash_name: str, scale: str, session: Session, seed: int = 0) -> Prepared:
+    """Build the workload, let it arrive through the named hash path, and build the table."""
+    wl = workload_by_name(workload, scale, seed)
+    encoder = session.encoder(wl.model, scale)
+    wl, hash_s, hstats = arrive(wl, hash_name)
+    table = text_table(wl.vocab_size, encoder.out_dim, encoder.dtype, session.device, wl.seed)
+    return Prepared(wl, encoder, table, hash_s, hstats)
+
+
+def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool = True,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> CaseRecord:
+    case.pipeline.validate()
+    prep = prepare(case.workload, case.pipeline.hash, case.scale, session, case.seed)
+    wl, encoder, table, hash_s, hstats = prep.workload, prep.encoder, prep.table, prep.hash_s, prep.hash_stats
+    golden = session.golden(wl, encoder)
+
+    syncs = encoder_syncs = None
+    events: dict = {}
+    if count:
+        from vlmpath.measure.syncs import count_syncs
+
+        inner_counts = []
+
+        @contextmanager
+        def encoder_region():
+            with count_syncs() as sc:  # pauses the outer count: tower syncs go here
+                inner_counts.append(sc)
+                yield sc
+
+        routine = EmbedRoutine(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes,
+                               encoder_region=encoder_region)
+        with count_syncs() as outer:
+            _run_schedule(routine, wl, session.device, timed=False)
+        syncs, events = outer.count, dict(outer.events)
+        encoder_syncs = sum(sc.count for sc in inner_counts)
+
+    # One plain pass: the counted pass runs under Python dispatch modes, which do not warm
+    # up the same kernels and allocator paths as a normal call.
+    _run_schedule(EmbedRoutine(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes),
+                  wl, session.device, timed=False)
+    samples = []
+    result = None
+    for _ in range(max(1, repeat)):
+        routine = EmbedRoutine(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes,
+                               encoder_region=nullcontext)
+        result = _run_schedule(routine, wl, session.device, timed=True)
+        samples.append(result[1])
+    asm, _, failed, error, failed_steps = result
+    fid = score(wl, asm.rows, golden, exact=session.device.type == "cpu", failed=failed)
+    wall = statistics.median(samples)
+    return CaseRecord(
+        workload=case.workload, scale=case.scale, pipeline=case.pipeline.to_dict(),
+        tok_per_s=None if error or wall <= 0 else wl.prefill_tokens / wall,
+        accuracy=fid.accuracy, max_abs_err=fid.max_abs_err,
+        encoder_calls=routine.stats.encoder_calls, cache_hits=routine.stats.cache_hits,
+        wall_s=wall, samples=tuple(samples), error=error,
+        prefill_tokens=wl.prefill_tokens, steps=len(wl.steps), failed_steps=failed_steps,
+        items=fid.total, placed=fid.placed, hash_s=hash_s, sha256_digests=hstats.sha256_digests,
+        syncs=syncs, encoder_syncs=encoder_syncs, sync_events=events, device=str(session.device),
+    )
+
+
+def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=None,
+               pipelines=None, scale: str = "tiny", seed: int = 0) -> list[Case]:
+    """The cartesian product of the chosen names; unchosen stages keep the default (and
+    ``encode`` defaults to every non-known-bad strategy). Unknown names fail up front."""
+    from itertools import product
+
+    from vlmpath.engines.reference import DEFAULT_PIPELINE, NAMED_PIPELINES
+    from vlmpath.measure.traces import read_trace
+    from vlmpath.measure.workload import PRESETS, check_scale
+    from vlmpath.paths.encode import ENCODE_STRATEGIES
+
+    check_scale(scale)
+    wls = workloads or list(PRESETS)
+    for w in wls:
+        if w.startswith("trace:"):
+            read_trace(w[len("trace:"):])  # a missing or malformed trace fails up front too
+        elif w not in PRESETS:
+            workload_by_name(w, scale, seed)  # raises UnknownNameError naming the presets
+    if pipelines:
+        pipes = [NAMED_PIPELINES[p] for p in pipelines]
+    else:
+        d = DEFAULT_PIPELINE
+        pipes = [Pipeline(e, i, c, h) for e, i, c, h in product(
+            encode or ENCODE_STRATEGIES.default_names(), inject or [d.inject],
+            count or [d.count], hash or [d.hash])]
+    for p in pipes:
+        p.validate()
+    return [Case(w, p, scale, seed) for w in wls for p in pipes]
+
+
+def write_records(path, records) -> None:
+    """JSON Lines, written atomically (a partial run never leaves a half-written file)."""
+    import json
+
+    from vlmpath.core import atomic
+
+    atomic.write_text(path, "".join(json.dumps(r.to_dict(), sort_keys=True) + "\n" for r in records))

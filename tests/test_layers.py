@@ -1,0 +1,120 @@
+"""Do the layers' imports only go down, with no circle and no module over the size limit?
+
+The layer order is the README's layout section: ``core`` < ``measure`` < ``paths`` <
+``engines`` < ``suite`` < ``compare`` < ``render`` < ``ci`` < ``cli``. A module may import
+from its own layer or any layer below, never above; imports inside functions count too
+(they are how cycles hide). Read from the source with ``ast``, so a broken import in one
+module still lets the others be checked.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "vlmpath"
+LAYERS = ["core", "measure", "paths", "engines", "suite", "compare", "render", "ci", "cli"]
+MAX_LINES = 420  # "about 400": a module past this is split, not grown
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "vlmpath" or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in LAYERS else None
+
+
+def _imports(path: Path, as_module: str | None = None) -> set[str]:
+    """Every vlmpath module this file imports, at any depth of the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = (as_module or _module_name(path)).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("vlmpath"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1])
+                mod = f"{base}.{node.module}" if node.module else base
+            else:
+                mod = node.module or ""
+            if not mod.startswith("vlmpath"):
+                continue
+            # "from vlmpath.x import y" may import the submodule y
+            for a in node.names:
+                candidate = f"{mod}.{a.name}"
+                sub = SRC.parent / Path(*candidate.split("."))
+                out.add(candidate if sub.with_suffix(".py").exists() or sub.is_dir() else mod)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module_name(p): _imports(p) for p in SRC.rglob("*.py")}
+
+
+def test_every_module_sits_in_a_layer():
+    stray = [m for m in _graph() if m != "vlmpath" and _layer(m) is None]
+    assert not stray, f"modules outside the layer packages {LAYERS}: {stray}"
+
+
+def test_imports_only_go_down():
+    upward = []
+    for mod, deps in _graph().items():
+        mine = _layer(mod)
+        if mine is None:
+            continue
+        for dep in deps:
+            theirs = _layer(dep)
+            if theirs is not None and LAYERS.index(theirs) > LAYERS.index(mine):
+                upward.append(f"{mod} ({mine}) imports {dep} ({theirs})")
+    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(sorted(upward))
+
+
+def test_no_import_cycle():
+    graph = _graph()
+    seen: dict[str, int] = {}  # 1: on the stack, 2: done
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        seen[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if dep not in graph:
+                continue
+            if seen.get(dep) == 1:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in seen:
+                visit(dep, stack + [dep])
+        seen[node] = 2
+
+    for start in sorted(graph):
+        if start not in seen:
+            visit(start, [start])
+    # a package's __init__ importing its own submodule is not a cycle worth failing on
+    real = [c for c in cycles if not all(x.startswith(c[0]) or c[0].startswith(x) for x in c)]
+    assert not real, "import cycles:\n" + "\n".join(" -> ".join(c) for c in real)
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_module_size(path):
+    n = len(path.read_text(encoding="utf-8").splitlines())
+    assert n <= MAX_LINES, f"{path.relative_to(SRC)} has {n} lines (limit {MAX_LINES}): split it"
+
+
+def test_layer_test_can_see_an_upward_import(tmp_path, monkeypatch):
+    """The checker itself: a planted upward import in a copy of a core module is found."""
+    fake = SRC / "core" / "errors.py"
+    planted = tmp_path / "errors.py"
+    planted.write_text(fake.read_text() + "\nfrom vlmpath.ci import github  # planted\n")
+    deps = _imports(planted, as_module="vlmpath.core.errors")
+    assert "vlmpath.ci.github" in deps
