@@ -4,6 +4,11 @@
   ``nonzero`` has a data-dependent output size, so on a GPU it waits for the device.
 - ``masked_scatter`` (after): ``dest.masked_scatter_(mask.expand_as(dest), rows)`` fills the
   True positions in row-major order from the flattened source, with no sync.
+- ``cumsum_index_copy`` (the engine's later scatter, sglang 0.5.23): each masked position's
+  rank among the masked positions comes from ``mask.cumsum``; with the row count known on
+  the host, ``index_copy_`` builds the list of masked positions (unmasked positions all go
+  to one spare slot) and a second ``index_copy_`` writes the rows there. Row-wise instead of
+  element-wise, and no sync.
 
 Both require ``rows.shape[0]`` to equal the number of masked positions and raise
 ``LengthMismatchError`` otherwise (``check_length``). The engine's old behaviour, keeping
@@ -57,9 +62,22 @@ def masked_scatter(dest: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor) -
     dest.masked_scatter_(mask.expand_as(dest), rows.to(dest.dtype))
 
 
+def cumsum_index_copy(dest: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor) -> None:
+    flat = mask.reshape(-1)
+    k = rows.shape[0]  # host metadata: the caller checked it against the count (no sync)
+    rank = flat.cumsum(0) - 1
+    # Masked position i goes to slot rank[i]; every unmasked one to the spare slot k, whose
+    # content (written by several positions, in any order) is never read.
+    slot = torch.where(flat, rank, torch.full_like(rank, k))
+    positions = torch.empty(k + 1, dtype=torch.int64, device=dest.device)
+    positions.index_copy_(0, slot, torch.arange(flat.shape[0], device=dest.device))
+    dest.index_copy_(0, positions[:k], rows.to(dest.dtype))
+
+
 INJECTORS: Registry[Injector] = Registry("inject strategy", {
     "where_index": where_index,
     "masked_scatter": masked_scatter,
+    "cumsum_index_copy": cumsum_index_copy,
 })
 
 
