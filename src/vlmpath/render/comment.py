@@ -18,6 +18,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
 from vlmpath.compare.verdict import (
     Comparison,
     ComparisonReport,

@@ -34,12 +34,13 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from vlmpath.compare.results import load_asv
-from vlmpath.core.atomic import write_text as write_text_atomic
 from vlmpath.compare.verdict import (
     ComparisonReport,
     compare,
 )
+from vlmpath.core.atomic import write_text as write_text_atomic
 from vlmpath.core.errors import VlmpathError
+from vlmpath.render.report_charts import path_chart, vendor_chart
 from vlmpath.render.report_data import (
     DEFAULT_PATHS,
     THROUGHPUT_UNITS,
@@ -67,9 +68,7 @@ from vlmpath.render.report_figure import (
     figure_notes,
     save_figure,
 )
-from vlmpath.render.report_charts import path_chart, vendor_chart
 from vlmpath.render.report_history import history_chart, pr_chart
-
 
 __all__ = [  # the charts and write_report, plus the loading and figure names re-exported
     "BASE_GREY", "CHART_DIR", "DEFAULT_PATHS", "FAIL", "HATCHES", "MANIFEST", "MARKERS",

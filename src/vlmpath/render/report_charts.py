@@ -42,7 +42,6 @@ from vlmpath.render.report_figure import (
     styled,
 )
 
-
 _CHANGED = (Verdict.REGRESSION, Verdict.NEWLY_FAILING, Verdict.IMPROVEMENT,
             Verdict.FIXED, Verdict.NEW, Verdict.REMOVED)
 _VERDICT_STYLE = {  # colour, hatch

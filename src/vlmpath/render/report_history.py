@@ -20,6 +20,7 @@ from vlmpath.compare.verdict import (
     Verdict,
 )
 from vlmpath.render.fmt import fmt_value
+from vlmpath.render.report_charts import _CHANGED, _VERDICT_STYLE, _direction
 from vlmpath.render.report_data import (
     History,
     geomean,
@@ -36,8 +37,6 @@ from vlmpath.render.report_figure import (
     new_figure,
     styled,
 )
-from vlmpath.render.report_charts import _CHANGED, _VERDICT_STYLE, _direction
-
 
 # --- history ------------------------------------------------------------------------------
 

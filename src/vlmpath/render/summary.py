@@ -163,7 +163,9 @@ def render_markdown(s: Summary) -> str:
     lines = [f"### vlmpath run: `{s.machine}` @ `{s.commit[:8]}` ({s.status})", "",
              f"{c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped, {c['missing']} missing", "",
              "| benchmark | params | value | samples | state |", "|---|---|---:|---:|---|"]
-    from vlmpath.render.escape import md_escape  # messages come from benchmarks: make them inert
+    from vlmpath.render.escape import (
+        md_escape,  # messages come from benchmarks: make them inert
+    )
 
     for r in s.rows:
         state = r.state if r.state == "ok" else f"**{r.state}**"
