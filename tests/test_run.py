@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from vlmpath.ci import run as runmod
+from vlmpath.ci import serve
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render import summary as summod
 
@@ -168,7 +169,7 @@ def test_summary_shows_why_a_case_failed(tmp_path):
         from asv_fixtures import sha, write_asv_run
     finally:
         sys.path.remove(str(ROOT / "tests"))
-    from vlmpath.compare.results import failures_path
+    from vlmpath.core.failures import failures_path
 
     commit = sha("y")
     write_asv_run(tmp_path, "m1", commit, {
@@ -198,7 +199,7 @@ def _failure(bench: str, error: str, **params) -> str:
 
 
 def test_failure_lines_are_filed_deduplicated_and_merged_with_unselected_earlier_ones(tmp_path):
-    from vlmpath.compare.results import failures_path, read_failures
+    from vlmpath.core.failures import failures_path, read_failures
 
     lines = tmp_path / "failures.jsonl"
     lines.write_text("\n".join([
@@ -234,7 +235,7 @@ def test_failure_lines_are_filed_deduplicated_and_merged_with_unselected_earlier
 
 
 def test_corrupt_previous_failures_file_is_replaced_with_a_warning(tmp_path):
-    from vlmpath.compare.results import failures_path
+    from vlmpath.core.failures import failures_path
 
     prev = failures_path(tmp_path / "m1", "d" * 40)
     prev.parent.mkdir(parents=True)
@@ -246,7 +247,7 @@ def test_corrupt_previous_failures_file_is_replaced_with_a_warning(tmp_path):
 
 def test_serve_publishes_the_html_dir(tmp_path):
     (tmp_path / "index.html").write_text("<html>vlmpath dashboard</html>")
-    server = runmod.make_server(tmp_path, port=0)
+    server = serve.make_server(tmp_path, port=0)
     t = threading.Thread(target=server.serve_forever, daemon=True)
     t.start()
     try:
@@ -257,7 +258,7 @@ def test_serve_publishes_the_html_dir(tmp_path):
         server.shutdown()
         server.server_close()
     with pytest.raises(VlmpathError, match="has no index.html"):
-        runmod.make_server(tmp_path / "empty", port=0)
+        serve.make_server(tmp_path / "empty", port=0)
 
 
 @pytest.mark.slow
