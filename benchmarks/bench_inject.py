@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import statistics
 
-from vlmpath import (
-    cases,
-    timing,  # not `import time_fn`: asv would collect it as a benchmark
-)
+from vlmpath.measure import timing  # not `import time_fn`: asv would collect it as a benchmark
+from vlmpath.suite import cases
 from vlmpath.measure.platform import sync
 from vlmpath.measure.syncs import syncs_of
 from vlmpath.paths.count import COUNTERS
