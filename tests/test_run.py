@@ -40,6 +40,8 @@ def clone(tmp_path_factory) -> Path:
     subprocess.run(["git", "clone", "-q", str(ROOT), str(dest)], check=True)
     _git(dest, "config", "user.email", "test@example.com")
     _git(dest, "config", "user.name", "test")
+    # asv.conf.json names the branch "main": a clone of a feature branch must still publish.
+    _git(dest, "checkout", "-q", "-B", "main")
     inject = dest / "src" / "vlmpath" / "paths" / "inject.py"
     old = "    dest.masked_scatter_(mask.expand_as(dest), rows.to(dest.dtype))\n"
     text = inject.read_text()
