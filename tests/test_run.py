@@ -291,6 +291,19 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     index = json.loads((clone / ".asv" / "html" / "index.json").read_text())
     assert (clone / ".asv" / "html" / "index.html").is_file()
     assert "bench_embed.EmbedRoutine.track_tok_per_s" in index["benchmarks"]
+
+    # From the run to the dashboard page, with no hand-made file: the run's latest summary
+    # (reports/out/summary.md) is the one the page shows.
+    latest = clone / "reports" / "out" / "summary.md"
+    assert latest.read_text() == (clone / "reports" / "out" / f"run-cpu-e2e-{head[:8]}.md").read_text()
+    assert not (clone / "reports" / "summary.md").exists()
+    proc = subprocess.run([sys.executable, "-m", "vlmpath.cli", "report", "--html", ".asv/html"],
+                          cwd=clone, env=env, check=False, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    page = (clone / ".asv" / "html" / "vlmpath" / "index.html").read_text()
+    assert "No summary yet" not in page
+    assert f"vlmpath run: `cpu-e2e` @ `{head[:8]}` (complete)" in page
+    assert (clone / ".asv" / "html" / "vlmpath" / "summary.json").is_file()
     assert _git(clone, "status", "--porcelain") == ""  # outputs stay in ignored folders
 
 
@@ -323,3 +336,30 @@ def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
     data = json.loads((tmp_path / "rep" / f"run-cpu-int-{head[:8]}.json").read_text())
     assert data["status"] == "interrupted" and data["partial"]
     assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".")]  # no temp files
+
+
+def test_latest_summary_is_written_and_the_dashboard_reads_the_newer_one(tmp_path):
+    from vlmpath.render.dashboard import latest_summary_dir, write_dashboard
+
+    reports, out = tmp_path / "reports", tmp_path / "reports" / "out"
+    first = summod.Summary(commit="a" * 40, machine="cpu-x", status="complete", rows=())
+    summod.write_summary(first, out)
+    assert (out / "summary.md").read_text() == (out / f"run-cpu-x-{'a' * 8}.md").read_text()
+    second = summod.Summary(commit="b" * 40, machine="cpu-x", status="partial", rows=())
+    summod.write_summary(second, out)
+    assert "`bbbbbbbb`" in (out / "summary.md").read_text()  # the latest run replaces it
+    assert (out / f"run-cpu-x-{'a' * 8}.md").is_file()  # per-run files stay
+    assert latest_summary_dir(reports) == out
+    # A summary placed in the reports dir itself wins only when it is newer (planted both ways).
+    (reports / "summary.md").write_text("hand-made\n")
+    os.utime(reports / "summary.md", ns=(1, 1))
+    assert latest_summary_dir(reports) == out
+    os.utime(out / "summary.md", ns=(1, 1))
+    os.utime(reports / "summary.md", None)
+    assert latest_summary_dir(reports) == reports
+    os.utime(out / "summary.md", None)
+    (reports / "summary.md").unlink()
+    html = tmp_path / "html"
+    html.mkdir()
+    page = write_dashboard(html, reports).read_text()
+    assert "vlmpath run: `cpu-x` @ `bbbbbbbb` (partial)" in page and "No summary yet" not in page

@@ -188,10 +188,19 @@ def summary_paths(reports_dir: str | Path, s: Summary) -> tuple[Path, Path]:
     return stem.with_suffix(".json"), stem.with_suffix(".md")
 
 
+#: The latest run's summary, beside the per-run files: what the dashboard page shows
+#: (``vlmpath.render.dashboard``). Per-run names keep history; these names are stable.
+LATEST_MD, LATEST_JSON = "summary.md", "summary.json"
+
+
 def write_summary(s: Summary, reports_dir: str | Path) -> tuple[Path, Path]:
-    """JSON and markdown, each written atomically (readers never see half a file)."""
+    """JSON and markdown, each written atomically (readers never see half a file), as
+    ``run-<machine>-<sha8>.{json,md}`` and again as the latest ``summary.{json,md}``."""
     jpath, mpath = summary_paths(reports_dir, s)
-    write_atomic(jpath, json.dumps(s.to_dict(), indent=2, sort_keys=True, allow_nan=False,
-                                        default=str) + "\n")
-    write_atomic(mpath, render_markdown(s))
+    data = json.dumps(s.to_dict(), indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"
+    md = render_markdown(s)
+    write_atomic(jpath, data)
+    write_atomic(mpath, md)
+    write_atomic(Path(reports_dir) / LATEST_JSON, data)
+    write_atomic(Path(reports_dir) / LATEST_MD, md)
     return jpath, mpath
