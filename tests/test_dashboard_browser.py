@@ -68,7 +68,7 @@ window.addEventListener('load', () => {{
     i => ({{src: i.getAttribute('src'), complete: i.complete, w: i.naturalWidth, h: i.naturalHeight}})));
 }});</script></body></html>"""
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 class _Plain(http.server.SimpleHTTPRequestHandler):

@@ -36,7 +36,7 @@ from vlmpath.cli import main
 from vlmpath.compare.verdict import Verdict
 from vlmpath.render.comment import md_escape
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "cpu-replay"

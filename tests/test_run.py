@@ -263,7 +263,7 @@ def test_serve_publishes_the_html_dir(tmp_path):
         serve.make_server(tmp_path / "empty", port=0)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     """The CLI of the clone, in the clone: quick, narrow; the clone's changed package shows up
     in the results (masked_scatter syncs), so the benchmarks imported the commit under test."""
@@ -307,7 +307,7 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     assert _git(clone, "status", "--porcelain") == ""  # outputs stay in ignored folders
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) during ``asv run``: asv
     saves nothing for the commit, no fingerprint is written, the summary says interrupted."""

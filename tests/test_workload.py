@@ -10,6 +10,7 @@ import torch
 
 from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.engines.reference import Pipeline
+from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.evs_layout import EVS_TIMESTAMP, evs_kept_tokens
 from vlmpath.measure.traces import load_trace
 from vlmpath.measure.workload import (
@@ -22,7 +23,6 @@ from vlmpath.measure.workload import (
     check_scale,
     preset,
     schedule,
-    workload_by_name,
 )
 from vlmpath.paths.count import COUNTERS, count_from_offsets
 from vlmpath.paths.encode import ENCODE_STRATEGIES, chunk_row_range
