@@ -144,7 +144,8 @@ def test_summary_of_the_real_fixture_marks_missing_selection_partial(tmp_path):
     data = json.loads(jpath.read_text())
     assert data["status"] == "partial" and data["partial"] and data["counts"]["missing"] == 1
     assert "| `bench_hash.Receive.time_receive` | xxh3, 1 | - | 0 | **missing** |" in mpath.read_text()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([jpath.name, mpath.name])  # no temp files left
+    # The per-run pair and the latest pair the dashboard reads; no temp files left.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([jpath.name, mpath.name, "summary.json", "summary.md"])
     assert "2 syncs" in summod.render_terminal(s)
 
 
