@@ -32,10 +32,11 @@ import os
 import sys
 import tempfile
 import timeit
-from collections.abc import Mapping
 
 from vlmpath.measure.platform import sync
 from vlmpath.suite import cases
+
+from . import _compat
 
 #: Wall clock, explicitly (older asv defaulted to process time, which misses GPU time);
 #: time_ benchmarks synchronise the device inside the timed call.
@@ -123,15 +124,12 @@ def case_summary(case: cases.RoutineCase, cache: dict) -> dict:
 
 
 # --- why a benchmark failed ------------------------------------------------------------------
-#: Set by ``vlmpath run`` (``vlmpath.ci.run.FAILURES_ENV``; spelled out here because the suite
-#: may run against an older package that lacks the name).
-FAILURES_ENV = "VLMPATH_FAILURES_FILE"
-#: asv's benchmark-method prefixes (``asv_runner.benchmarks``), plus the per-case ``setup``.
-_WRAPPED_PREFIXES = ("time_", "timeraw_", "track_", "mem_", "peakmem_")
-#: A line stays far below PIPE_BUF (4096), so an O_APPEND write of it is one atomic append
-#: even when several benchmark processes write at once.
-_MAX_ERROR_CHARS = 500
-_MAX_LINE_BYTES = 3500
+#: The format (variable, line shape, atomic append) is ``vlmpath.core.failures``'s.
+FAILURES_ENV = _compat.failures.FAILURES_ENV
+failure_line = _compat.failures.failure_line
+record_failure = _compat.failures.record_failure
+#: asv's benchmark-method prefixes (``vlmpath.core.asv_names``), plus the per-case ``setup``.
+_WRAPPED_PREFIXES = _compat.BENCHMARK_PREFIXES
 
 
 def error_text(exc: BaseException) -> str:
@@ -143,36 +141,8 @@ def error_text(exc: BaseException) -> str:
     else:
         msg = str(exc).strip()
         text = f"{type(exc).__name__}: {msg.splitlines()[0]}" if msg else type(exc).__name__
-    return text.splitlines()[0][:_MAX_ERROR_CHARS] if text else type(exc).__name__
-
-
-def failure_line(benchmark: str, params: Mapping[str, object], error: str) -> bytes:
-    """One JSON line: ``{"benchmark", "params": {name: value}, "error"}`` (bounded size)."""
-    plain = {str(k): (v if v is None or isinstance(v, (str, int, float, bool)) else str(v))
-             for k, v in params.items()}
-    error = error[:_MAX_ERROR_CHARS]
-    while True:
-        data = json.dumps({"benchmark": benchmark, "params": plain, "error": error},
-                          ensure_ascii=True, sort_keys=True) + "\n"
-        if len(data) <= _MAX_LINE_BYTES or not error:
-            return data.encode("ascii")
-        error = error[: len(error) // 2]
-
-
-def record_failure(benchmark: str, params: Mapping[str, object], error: str,
-                   env: Mapping[str, str] | None = None) -> bool:
-    """Append one failure line to ``$VLMPATH_FAILURES_FILE``; False when it is not set.
-    One ``os.write`` on an ``O_APPEND`` descriptor: concurrent writers never interleave."""
-    path = (os.environ if env is None else env).get(FAILURES_ENV)
-    if not path:
-        return False
-    data = failure_line(benchmark, params, error)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    return True
+    limit = _compat.failures.MAX_ERROR_CHARS
+    return text.splitlines()[0][:limit] if text else type(exc).__name__
 
 
 def asv_name(cls: type, method: str) -> str:

@@ -17,6 +17,19 @@ from vlmpath.measure.fidelity import Assembler, golden_rows, score
 from vlmpath.measure.workload import Workload, preset
 from vlmpath.suite.measure import Case, CaseRecord, Session, measure_case
 
+#: Fixtures that build a git history or drive a real program (git, bash, asv): every test
+#: using one is end-to-end (``-m e2e``), without a marker to forget on each test.
+E2E_FIXTURES = frozenset({"repo", "clone", "replay", "box"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        params = set(callspec.params) if callspec is not None else set()  # "repo" may be a parameter
+        if E2E_FIXTURES & (set(getattr(item, "fixturenames", ())) - params):
+            item.add_marker(pytest.mark.e2e)
+
 
 class CoreRunner:
     """Lazily built, cached encoders, workloads, golden rows and measured cases."""

@@ -43,13 +43,14 @@ def test_config_keys():
     assert ".asv/" in (ROOT / ".gitignore").read_text().split()
 
 
+@pytest.mark.e2e
 def test_asv_check_passes(tmp_path):
     proc = _asv("check", "-E", f"existing:{sys.executable}", "--config", str(_config(tmp_path)), home=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "No problems found" in proc.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_real_asv_run_records_units_samples_and_publishes(tmp_path):
     cfg = _config(tmp_path)
     sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,

@@ -101,6 +101,7 @@ def test_combined_and_single_keys_are_separate():
     assert cache.stats.hits == 1 and cache.stats.misses == 4
 
 
+@pytest.mark.e2e
 def test_combined_key_does_not_depend_on_the_process_hash_seed():
     import os
     import subprocess

@@ -446,6 +446,7 @@ def test_cli_merge_prints_the_summary(repo, tmp_path, capsys):
     assert "1 regression(s)" in capsys.readouterr().out
 
 
+@pytest.mark.e2e
 def test_module_does_not_import_torch_for_the_comment_workflow():
     # The comment job installs no torch: merging and comparing must not need it.
     code = "import sys, vlmpath.ci.pr, vlmpath.ci.merge, vlmpath.cli; assert 'torch' not in sys.modules"

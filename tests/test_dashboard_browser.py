@@ -11,7 +11,7 @@ asv's pages load jQuery, flot, bootstrap and friends from public CDNs, which thi
 and CI cannot reach. Two ways round that, both tested:
 
 - ``server``: asv's pages as published; the test server answers the CDN URLs from the
-  copies vlmpath ships (``src/vlmpath/www_vendor/``, see its README) by rewriting the CDN
+  copies vlmpath ships (``src/vlmpath/render/www_vendor/``, see its README) by rewriting the CDN
   addresses in the HTML it *serves*; the files on disk stay byte for byte as asv wrote them.
 - ``offline_server``: a copy of the site after ``localize_assets`` (what ``vlmpath run``
   publishes), served as plain files with no interception, to a Chromium that cannot
@@ -68,7 +68,7 @@ window.addEventListener('load', () => {{
     i => ({{src: i.getAttribute('src'), complete: i.complete, w: i.naturalWidth, h: i.naturalHeight}})));
 }});</script></body></html>"""
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 class _Plain(http.server.SimpleHTTPRequestHandler):

@@ -24,7 +24,7 @@ from vlmpath.render.dashboard import (
 )
 
 ASV_WWW = Path(asv.__file__).parent / "www"
-PACKAGE_VENDOR = Path(__file__).resolve().parents[1] / "src" / "vlmpath" / "www_vendor"
+PACKAGE_VENDOR = Path(__file__).resolve().parents[1] / "src" / "vlmpath" / "render" / "www_vendor"
 CDN_HOSTS = ("code.jquery.com", "cdnjs.cloudflare.com", "cdn.jsdelivr.net")
 EXTRA = """<!doctype html><html><head>
 <link rel="canonical" href="https://example.org/bench/">

@@ -38,6 +38,7 @@ def _compose() -> dict:
 
 
 # --- hadolint ------------------------------------------------------------------------
+@pytest.mark.e2e
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
 def test_hadolint_passes_at_warning_level(dockerfile):
     r = subprocess.run([_tool("hadolint"), "-c", str(ROOT / ".hadolint.yaml"), "-t", "warning",
@@ -45,6 +46,7 @@ def test_hadolint_passes_at_warning_level(dockerfile):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.e2e
 def test_hadolint_fails_on_a_bad_dockerfile(tmp_path):
     bad = tmp_path / "bad.Dockerfile"
     bad.write_text("FROM ubuntu:latest\nRUN cd /tmp && pip install requests\n")
@@ -259,6 +261,7 @@ def _guard(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.e2e
 def test_torch_guard_records_verifies_and_catches_a_replaced_torch(tmp_path):
     import torch
 

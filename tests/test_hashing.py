@@ -310,6 +310,7 @@ def test_ledger_unlinks_what_no_receiver_materialized():
     assert not (DEV_SHM / kept.shm_name).exists()
 
 
+@pytest.mark.e2e
 @needs_dev_shm
 def test_sweep_removes_segments_of_dead_creators_only():
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -361,6 +362,7 @@ def receiver():
         yield rx
 
 
+@pytest.mark.e2e
 @needs_dev_shm
 def test_cross_process_paths(receiver):
     a, b = _rand(33, 17), _rand(33, 17, seed=1)
@@ -397,6 +399,7 @@ def test_receiver_reports_errors_and_keeps_serving(receiver):
     assert receiver.data_hash(b"x") == data_hash(b"x")
 
 
+@pytest.mark.e2e
 @needs_dev_shm
 def test_killed_receiver_leaks_nothing_after_ledger_exit():
     before = _own_segments()
@@ -420,6 +423,7 @@ def _python_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
 
 
+@pytest.mark.e2e
 @needs_dev_shm
 def test_reader_with_its_own_tracker_does_not_unlink_at_exit(tmp_path):
     """An unrelated process (own resource tracker) attaches, reads, exits: the segment
@@ -444,6 +448,7 @@ def test_reader_with_its_own_tracker_does_not_unlink_at_exit(tmp_path):
     assert ledger.cleaned == (p.shm_name,)
 
 
+@pytest.mark.e2e
 @needs_dev_shm
 def test_resource_tracker_stays_quiet_in_a_fresh_interpreter(tmp_path):
     """No 'leaked shared_memory' warning and no tracker KeyError at interpreter exit."""

@@ -203,7 +203,6 @@ def _legacy_events(wl) -> dict[str, int]:
     return {"Tensor.item": items, "aten.nonzero": nonzero}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", PRESETS)
 def test_default_pipeline_never_syncs_legacy_does(runner, name):
     default = runner.record(name, "default", count=True)
@@ -252,7 +251,6 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-@pytest.mark.slow
 def test_expected_counts(runner):
     """Fails on ANY difference, better or worse: an improvement must be explained and the
     file updated in the same change (like PyTorch's expected_results.csv)."""

@@ -96,8 +96,14 @@ def test_slug():
     assert slug("NVIDIA") == "unknown"
 
 
-def test_sync_is_a_no_op_on_cpu():
+def test_sync_is_a_no_op_on_cpu(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda dev=None: calls.append(dev))
     sync("cpu")  # must not touch torch.cuda
+    assert calls == []
+    # The same spy sees a CUDA device synchronised (so the spy would see a CPU mistake too).
+    sync("cuda:0")
+    assert calls == [torch.device("cuda:0")]
 
 
 # --- DeviceTimer ------------------------------------------------------------------------

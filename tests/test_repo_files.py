@@ -28,10 +28,26 @@ def test_quick_start_is_two_commands_setup_then_main_job_then_tests():
     assert cmds[1].startswith("ci/setup.sh && ") and "pytest" in cmds[1]
 
 
-def test_ci_entry_runs_exactly_the_readme_test_command():
-    lines = [ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()
-             if ln.strip() and not ln.startswith("#")]
-    assert lines[-1] == _quick_start_commands()[1]
+def _ci_entry_lines() -> list[str]:
+    return [ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")]
+
+
+def test_ci_entry_runs_exactly_the_readme_test_command_then_the_e2e_set():
+    lines = _ci_entry_lines()
+    readme = _quick_start_commands()[1]
+    assert readme in lines
+    after = lines[lines.index(readme) + 1:]
+    e2e = [ln for ln in after if re.search(r"\.venv/bin/python -m pytest -m e2e\b", ln)]
+    assert len(e2e) == 1, after
+    # pytest exits 5 when nothing is selected: tolerated for the e2e set, nothing else.
+    assert any('-ne 5' in ln and 'exit "$rc"' in ln for ln in after), after
+
+
+def test_default_run_skips_e2e_and_the_marker_is_declared():
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "-m 'not e2e'" in ini["addopts"]
+    assert any(m.startswith("e2e:") for m in ini["markers"])
 
 
 def test_torch_requirement_is_a_loose_lower_bound():

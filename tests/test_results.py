@@ -333,7 +333,7 @@ _ASV_BENCH = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("git") is None, reason="asv needs git")
 def test_real_asv_run_loads_like_the_fixture(tmp_path):
     """Run asv itself on a tiny suite, then check our reader and our fixture agree with it."""

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from vlmpath.ci import run as runmod
+from vlmpath.ci import serve
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render import summary as summod
 
@@ -39,6 +40,8 @@ def clone(tmp_path_factory) -> Path:
     subprocess.run(["git", "clone", "-q", str(ROOT), str(dest)], check=True)
     _git(dest, "config", "user.email", "test@example.com")
     _git(dest, "config", "user.name", "test")
+    # asv.conf.json names the branch "main": a clone of a feature branch must still publish.
+    _git(dest, "checkout", "-q", "-B", "main")
     inject = dest / "src" / "vlmpath" / "paths" / "inject.py"
     old = "    dest.masked_scatter_(mask.expand_as(dest), rows.to(dest.dtype))\n"
     text = inject.read_text()
@@ -141,7 +144,8 @@ def test_summary_of_the_real_fixture_marks_missing_selection_partial(tmp_path):
     data = json.loads(jpath.read_text())
     assert data["status"] == "partial" and data["partial"] and data["counts"]["missing"] == 1
     assert "| `bench_hash.Receive.time_receive` | xxh3, 1 | - | 0 | **missing** |" in mpath.read_text()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([jpath.name, mpath.name])  # no temp files left
+    # The per-run pair and the latest pair the dashboard reads; no temp files left.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([jpath.name, mpath.name, "summary.json", "summary.md"])
     assert "2 syncs" in summod.render_terminal(s)
 
 
@@ -168,7 +172,7 @@ def test_summary_shows_why_a_case_failed(tmp_path):
         from asv_fixtures import sha, write_asv_run
     finally:
         sys.path.remove(str(ROOT / "tests"))
-    from vlmpath.compare.results import failures_path
+    from vlmpath.core.failures import failures_path
 
     commit = sha("y")
     write_asv_run(tmp_path, "m1", commit, {
@@ -198,7 +202,7 @@ def _failure(bench: str, error: str, **params) -> str:
 
 
 def test_failure_lines_are_filed_deduplicated_and_merged_with_unselected_earlier_ones(tmp_path):
-    from vlmpath.compare.results import failures_path, read_failures
+    from vlmpath.core.failures import failures_path, read_failures
 
     lines = tmp_path / "failures.jsonl"
     lines.write_text("\n".join([
@@ -234,7 +238,7 @@ def test_failure_lines_are_filed_deduplicated_and_merged_with_unselected_earlier
 
 
 def test_corrupt_previous_failures_file_is_replaced_with_a_warning(tmp_path):
-    from vlmpath.compare.results import failures_path
+    from vlmpath.core.failures import failures_path
 
     prev = failures_path(tmp_path / "m1", "d" * 40)
     prev.parent.mkdir(parents=True)
@@ -246,7 +250,7 @@ def test_corrupt_previous_failures_file_is_replaced_with_a_warning(tmp_path):
 
 def test_serve_publishes_the_html_dir(tmp_path):
     (tmp_path / "index.html").write_text("<html>vlmpath dashboard</html>")
-    server = runmod.make_server(tmp_path, port=0)
+    server = serve.make_server(tmp_path, port=0)
     t = threading.Thread(target=server.serve_forever, daemon=True)
     t.start()
     try:
@@ -257,10 +261,10 @@ def test_serve_publishes_the_html_dir(tmp_path):
         server.shutdown()
         server.server_close()
     with pytest.raises(VlmpathError, match="has no index.html"):
-        runmod.make_server(tmp_path / "empty", port=0)
+        serve.make_server(tmp_path / "empty", port=0)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     """The CLI of the clone, in the clone: quick, narrow; the clone's changed package shows up
     in the results (masked_scatter syncs), so the benchmarks imported the commit under test."""
@@ -288,10 +292,23 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     index = json.loads((clone / ".asv" / "html" / "index.json").read_text())
     assert (clone / ".asv" / "html" / "index.html").is_file()
     assert "bench_embed.EmbedRoutine.track_tok_per_s" in index["benchmarks"]
+
+    # From the run to the dashboard page, with no hand-made file: the run's latest summary
+    # (reports/out/summary.md) is the one the page shows.
+    latest = clone / "reports" / "out" / "summary.md"
+    assert latest.read_text() == (clone / "reports" / "out" / f"run-cpu-e2e-{head[:8]}.md").read_text()
+    assert not (clone / "reports" / "summary.md").exists()
+    proc = subprocess.run([sys.executable, "-m", "vlmpath.cli", "report", "--html", ".asv/html"],
+                          cwd=clone, env=env, check=False, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    page = (clone / ".asv" / "html" / "vlmpath" / "index.html").read_text()
+    assert "No summary yet" not in page
+    assert f"vlmpath run: `cpu-e2e` @ `{head[:8]}` (complete)" in page
+    assert (clone / ".asv" / "html" / "vlmpath" / "summary.json").is_file()
     assert _git(clone, "status", "--porcelain") == ""  # outputs stay in ignored folders
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) during ``asv run``: asv
     saves nothing for the commit, no fingerprint is written, the summary says interrupted."""
@@ -320,3 +337,30 @@ def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
     data = json.loads((tmp_path / "rep" / f"run-cpu-int-{head[:8]}.json").read_text())
     assert data["status"] == "interrupted" and data["partial"]
     assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".")]  # no temp files
+
+
+def test_latest_summary_is_written_and_the_dashboard_reads_the_newer_one(tmp_path):
+    from vlmpath.render.dashboard import latest_summary_dir, write_dashboard
+
+    reports, out = tmp_path / "reports", tmp_path / "reports" / "out"
+    first = summod.Summary(commit="a" * 40, machine="cpu-x", status="complete", rows=())
+    summod.write_summary(first, out)
+    assert (out / "summary.md").read_text() == (out / f"run-cpu-x-{'a' * 8}.md").read_text()
+    second = summod.Summary(commit="b" * 40, machine="cpu-x", status="partial", rows=())
+    summod.write_summary(second, out)
+    assert "`bbbbbbbb`" in (out / "summary.md").read_text()  # the latest run replaces it
+    assert (out / f"run-cpu-x-{'a' * 8}.md").is_file()  # per-run files stay
+    assert latest_summary_dir(reports) == out
+    # A summary placed in the reports dir itself wins only when it is newer (planted both ways).
+    (reports / "summary.md").write_text("hand-made\n")
+    os.utime(reports / "summary.md", ns=(1, 1))
+    assert latest_summary_dir(reports) == out
+    os.utime(out / "summary.md", ns=(1, 1))
+    os.utime(reports / "summary.md", None)
+    assert latest_summary_dir(reports) == reports
+    os.utime(out / "summary.md", None)
+    (reports / "summary.md").unlink()
+    html = tmp_path / "html"
+    html.mkdir()
+    page = write_dashboard(html, reports).read_text()
+    assert "vlmpath run: `cpu-x` @ `bbbbbbbb` (partial)" in page and "No summary yet" not in page

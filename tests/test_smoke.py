@@ -49,7 +49,7 @@ def test_run_smoke_rejects_bad_input(tmp_path):
         run_smoke(tmp_path, "full", ["video"])
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_gpu_smoke_script_on_cpu(tmp_path):
     env = dict(os.environ, SMOKE_PRESETS="video", PYTHON=sys.executable, OMP_NUM_THREADS="1")
     proc = subprocess.run(["bash", str(ROOT / "ci" / "gpu-smoke.sh"), str(tmp_path), "tiny"],

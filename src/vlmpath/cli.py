@@ -379,7 +379,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
 
     def run(a: argparse.Namespace) -> int:
-        from vlmpath.ci.run import make_server
+        from vlmpath.ci.serve import make_server
 
         server = make_server(a.html_dir, a.port, a.bind)
         host, port = server.server_address[:2]

@@ -105,6 +105,7 @@ def test_hash_receive(benchmark, path, size_mib):
     assert hashes == expected and isinstance(hashes[0], int)
 
 
+@pytest.mark.e2e
 def test_benchmark_json_is_readable_by_results(tmp_path):
     """A real ``--benchmark-only --benchmark-json`` run of two cheap cases, read back."""
     from vlmpath.compare.results import load_pytest_benchmark

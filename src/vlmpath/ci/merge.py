@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vlmpath.ci.pr import (
+from vlmpath.ci.pr_outputs import (
     COMMENT_FILE,
     ERROR_FILE,
     MACHINE_NAME,
@@ -32,11 +32,14 @@ from vlmpath.ci.pr import (
     write_json,
     write_outputs,
 )
+from vlmpath.compare.records import FINGERPRINT_PREFIX
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.failures import FAILURES_PREFIX
 
 _SHA40 = re.compile(r"^[0-9a-f]{40}$")
 _RUN_FILE = re.compile(r"^[0-9a-f]{8}-[A-Za-z0-9._+-]{1,200}\.json$")
-_FINGERPRINT_FILE = re.compile(r"^vlmpath-(fingerprint|failures)-[0-9a-f]{8}\.json$")  # + why cases failed
+_FINGERPRINT_FILE = re.compile(  # the fingerprint, and why cases failed
+    rf"^({re.escape(FINGERPRINT_PREFIX)}|{re.escape(FAILURES_PREFIX)})[0-9a-f]{{8}}\.json$")
 _PR_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
 
 

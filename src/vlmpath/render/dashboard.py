@@ -2,7 +2,9 @@
 
 ``write_dashboard(html_dir, reports_dir)`` adds one page, ``<html_dir>/vlmpath/index.html``,
 to the site ``asv publish`` wrote: it links back to asv's own dashboard, shows the
-latest summary (``reports/summary.md`` / ``.json`` when present) and every chart
+latest summary (``summary.md`` / ``.json``: ``vlmpath run`` writes them into its reports
+dir, ``reports/out`` by default; one in the reports dir itself counts too, the newer wins)
+and every chart
 ``vlmpath report`` drew (copied into ``<html_dir>/vlmpath/charts/``). It does not touch
 asv's own ``index.html`` (``asv publish`` rewrites it on every run, so a link added
 there would vanish). Link to ``vlmpath/`` from wherever the site is announced (README,
@@ -30,9 +32,12 @@ from vlmpath.compare.results import write_text_atomic
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.report import CHART_DIR, MANIFEST
+from vlmpath.render.summary import LATEST_JSON, LATEST_MD
 
 PAGE_DIR = "vlmpath"
-SUMMARY_FILES = ("summary.md", "summary.json")
+SUMMARY_FILES = (LATEST_MD, LATEST_JSON)
+#: Where ``vlmpath run`` writes its summaries by default, below the reports dir.
+RUN_REPORTS_SUBDIR = "out"
 VENDOR_DIR = "vendor"  # under html_dir
 VENDOR_PACKAGE_DIR = "www_vendor"  # package data, see its README for provenance
 #: Exact CDN address in asv 0.6's pages -> vendored file. Exact, not by file name: a
@@ -126,13 +131,14 @@ def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.Path
     else:
         parts.append("<p>The asv dashboard has not been published here yet (<code>asv publish</code>).</p>")
     parts.append("<h2>Latest summary</h2>")
-    found = [name for name in SUMMARY_FILES if (reports / name).is_file()]
+    where = latest_summary_dir(reports)
+    found = [name for name in SUMMARY_FILES if (where / name).is_file()]
     for name in found:
-        _copy_atomic(reports / name, page_dir / name)
+        _copy_atomic(where / name, page_dir / name)
     if found:
         parts.append("<p>" + " · ".join(f'<a href="{n}">{n}</a>' for n in found) + "</p>")
-        if "summary.md" in found:
-            text = (reports / "summary.md").read_text(encoding="utf-8", errors="replace")
+        if LATEST_MD in found:
+            text = (where / LATEST_MD).read_text(encoding="utf-8", errors="replace")
             # The verdict line up front; the whole markdown (tables) folded below it.
             first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("<!--")), "")
             parts.append(f'<p id="headline">{html.escape(first)}</p>')
@@ -149,6 +155,13 @@ def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.Path
     index = page_dir / "index.html"
     write_text_atomic(index, "\n".join(parts))
     return index
+
+
+def latest_summary_dir(reports: Path) -> Path:
+    """The reports dir or its ``out/`` (``vlmpath run``'s default), whichever holds the newer
+    ``summary.md``; the reports dir when neither has one."""
+    have = [d for d in (reports, reports / RUN_REPORTS_SUBDIR) if (d / LATEST_MD).is_file()]
+    return max(have, key=lambda d: (d / LATEST_MD).stat().st_mtime_ns) if have else reports
 
 
 # --- offline assets -----------------------------------------------------------------------

@@ -25,6 +25,7 @@ from vlmpath.compare.results import (
     load_asv,
 )
 from vlmpath.compare.verdict import Comparison, ComparisonReport, Thresholds, compare
+from vlmpath.core.asv_names import strip_kind
 from vlmpath.core.errors import VlmpathError
 
 THROUGHPUT_UNITS = ("tok/s", "GB/s")
@@ -42,11 +43,7 @@ def path_of(benchmark: str) -> str:
 
 
 def leaf_of(benchmark: str) -> str:
-    leaf = benchmark.rsplit(".", 1)[-1]
-    for prefix in ("track_", "time_", "peakmem_", "mem_"):
-        if leaf.startswith(prefix):
-            return leaf[len(prefix):]
-    return leaf
+    return strip_kind(benchmark.rsplit(".", 1)[-1])
 
 
 def split_params(params: Sequence[tuple[str, str]]) -> tuple[str, str]:

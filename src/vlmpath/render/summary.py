@@ -18,13 +18,13 @@ and in the state cell.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.render.fmt import fmt_with_unit
 
 SCHEMA_VERSION = 1
 
@@ -133,20 +133,6 @@ def summarize(results_dir: str | Path, commit: str, machine: str, *,
                    options=dict(options or {}), notes=tuple(notes))
 
 
-def _fmt(v: float | None, unit: str) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float) and math.isnan(v):
-        return "n/a"
-    if unit == "seconds":
-        for scale, suffix in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
-            if abs(v) >= scale or scale == 1e-6:
-                return f"{v / scale:.3g} {suffix}"
-    if unit == "bytes":
-        return f"{v / 2**20:.1f} MiB"
-    return f"{v:.4g} {unit}".strip()
-
-
 def render_terminal(s: Summary) -> str:
     from vlmpath.render.tables import text_table
 
@@ -156,7 +142,7 @@ def render_terminal(s: Summary) -> str:
     if s.duration_s is not None:
         head += f" in {s.duration_s:.0f} s"
     body = text_table(["benchmark", "params", "value", "n", "state"],
-                      [[r.benchmark, r.params_text, _fmt(r.value, r.unit), r.samples, r.state] for r in s.rows])
+                      [[r.benchmark, r.params_text, fmt_with_unit(r.value, r.unit), r.samples, r.state] for r in s.rows])
     why = "".join(f"failed: {r.benchmark}({r.params_text}): {_one_line(r.error, ERROR_CHARS)}\n"
                   for r in s.rows if r.state == "failed" and r.error)
     tail = "".join(f"note: {n}\n" for n in s.notes)
@@ -177,7 +163,7 @@ def render_markdown(s: Summary) -> str:
     lines = [f"### vlmpath run: `{s.machine}` @ `{s.commit[:8]}` ({s.status})", "",
              f"{c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped, {c['missing']} missing", "",
              "| benchmark | params | value | samples | state |", "|---|---|---:|---:|---|"]
-    from vlmpath.render.comment import (
+    from vlmpath.render.escape import (
         md_escape,  # messages come from benchmarks: make them inert
     )
 
@@ -185,7 +171,7 @@ def render_markdown(s: Summary) -> str:
         state = r.state if r.state == "ok" else f"**{r.state}**"
         if r.state == "failed" and r.error:
             state += f": {md_escape(_one_line(r.error, ERROR_CHARS))}"
-        lines.append(f"| `{r.benchmark}` | {r.params_text} | {_fmt(r.value, r.unit)} | {r.samples} | {state} |")
+        lines.append(f"| `{r.benchmark}` | {r.params_text} | {fmt_with_unit(r.value, r.unit)} | {r.samples} | {state} |")
     lines += [f"> {n}" for n in s.notes]
     return "\n".join(lines) + "\n"
 
@@ -202,10 +188,19 @@ def summary_paths(reports_dir: str | Path, s: Summary) -> tuple[Path, Path]:
     return stem.with_suffix(".json"), stem.with_suffix(".md")
 
 
+#: The latest run's summary, beside the per-run files: what the dashboard page shows
+#: (``vlmpath.render.dashboard``). Per-run names keep history; these names are stable.
+LATEST_MD, LATEST_JSON = "summary.md", "summary.json"
+
+
 def write_summary(s: Summary, reports_dir: str | Path) -> tuple[Path, Path]:
-    """JSON and markdown, each written atomically (readers never see half a file)."""
+    """JSON and markdown, each written atomically (readers never see half a file), as
+    ``run-<machine>-<sha8>.{json,md}`` and again as the latest ``summary.{json,md}``."""
     jpath, mpath = summary_paths(reports_dir, s)
-    write_atomic(jpath, json.dumps(s.to_dict(), indent=2, sort_keys=True, allow_nan=False,
-                                        default=str) + "\n")
-    write_atomic(mpath, render_markdown(s))
+    data = json.dumps(s.to_dict(), indent=2, sort_keys=True, allow_nan=False, default=str) + "\n"
+    md = render_markdown(s)
+    write_atomic(jpath, data)
+    write_atomic(mpath, md)
+    write_atomic(Path(reports_dir) / LATEST_JSON, data)
+    write_atomic(Path(reports_dir) / LATEST_MD, md)
     return jpath, mpath

@@ -8,21 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-
-def fmt(value: object, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        if value != value:
-            return "nan"
-        if abs(value) >= 1000:
-            return f"{value:,.0f}"
-        return f"{value:.{digits}g}" if abs(value) < 1 else f"{value:.{digits}f}".rstrip("0").rstrip(".")
-    return str(value)
+from vlmpath.render.fmt import fmt_cell
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[fmt(c) for c in row] for row in rows]
+    cells = [[fmt_cell(c) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
     out = [line, "  ".join("-" * w for w in widths)]

@@ -1,0 +1,82 @@
+"""Which benchmarks does the suite have, and which does ``--bench`` select?
+
+``--bench`` is checked against asv's own discovery of the suite (``asv_runner.discovery``,
+same names and parameter strings as ``asv run -b``), run in the benchmark interpreter, so
+that a regex matching nothing fails up front, naming some benchmarks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vlmpath.core.errors import VlmpathError
+
+
+@dataclass(frozen=True)
+class Discovered:
+    name: str
+    params: tuple[tuple[str, ...], ...]   # asv's repr strings per axis
+    unit: str
+
+    def combos(self) -> list[tuple[str, ...]]:
+        import itertools
+
+        return list(itertools.product(*self.params)) if self.params else [()]
+
+    def label(self, combo: tuple[str, ...]) -> str:
+        return f"{self.name}({', '.join(combo)})" if combo else self.name
+
+
+_DISCOVER_SCRIPT = r"""
+import json, sys
+from asv_runner.discovery import disc_benchmarks
+out = []
+for b in disc_benchmarks(sys.argv[1]):
+    out.append({"name": b.name, "params": [[str(p) for p in axis] for axis in b.params],
+                "unit": getattr(b, "unit", "")})
+json.dump(out, open(sys.argv[2], "w"))
+"""
+
+
+def discover(benchmark_dir: Path, python: str, env: Mapping[str, str]) -> list[Discovered]:
+    """asv's discovery, in the benchmark interpreter (a subprocess: the suite's package must
+    not land in this process's ``sys.modules``)."""
+    with tempfile.TemporaryDirectory(prefix="vlmpath-discover-") as tmp:
+        out = Path(tmp) / "benchmarks.json"
+        penv = dict(env)
+        penv["PYTHONPATH"] = os.pathsep.join(x for x in (str(benchmark_dir.parent), penv.get("ASV_PYTHONPATH", "")) if x)
+        proc = subprocess.run([python, "-c", _DISCOVER_SCRIPT, str(benchmark_dir), str(out)],
+                              capture_output=True, text=True, env=penv, cwd=tmp, check=False)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
+            raise VlmpathError(f"importing the benchmark suite in {benchmark_dir} failed with {python}:\n{tail}")
+        raw = json.loads(out.read_text(encoding="utf-8"))
+    return [Discovered(d["name"], tuple(tuple(a) for a in d["params"]), d["unit"]) for d in raw]
+
+
+def select(benchmarks: Sequence[Discovered], regex: str | None) -> list[tuple[Discovered, tuple[str, ...]]]:
+    """(benchmark, parameter combination) pairs that ``asv run -b regex`` runs."""
+    if regex is not None:
+        try:
+            pat = re.compile(regex)
+        except re.error as exc:
+            raise VlmpathError(f"--bench {regex!r} is not a valid regular expression: {exc}") from None
+    chosen = []
+    for b in benchmarks:
+        for combo in b.combos():
+            if regex is None or pat.search(b.label(combo)):
+                chosen.append((b, combo))
+    if not chosen:
+        names = sorted(b.name for b in benchmarks)
+        sample = ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
+        raise VlmpathError(f"--bench {regex!r} matches no benchmark; benchmarks are e.g. {sample}. "
+                           "The regex is searched in 'module.Class.method(param, ...)'")
+    return chosen
+

@@ -1,0 +1,83 @@
+"""How are the benchmark processes launched: environment, launch method, asv command line?
+
+Which ``vlmpath`` do the benchmarks import? asv's benchmark runner deletes ``PYTHONPATH``
+unless ``ASV_PYTHONPATH`` is set, which it puts first on ``sys.path`` instead; so
+``package_src`` and any ``PYTHONPATH`` of the caller are passed as ``ASV_PYTHONPATH`` (see
+``vlmpath.ci.run``). GPU runs use ``spawn`` (a forked child of a parent that touched
+CUDA/HIP cannot use the GPU); CPU runs default to ``forkserver`` (the suite is imported
+once) and pin ``OMP_NUM_THREADS=1`` unless set.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from vlmpath.ci.asv_config import abs_path
+from vlmpath.ci.run_options import RunOptions
+from vlmpath.core.errors import VlmpathError
+
+LAUNCH_METHODS = ("auto", "spawn", "forkserver")
+
+
+def benchmark_env(opts: RunOptions, repo: Path, machine: str, backend: str,
+                  base: Mapping[str, str] | None = None, *, commit_is_head: bool = True) -> dict[str, str]:
+    """Environment of asv and, through it, of every benchmark process."""
+    from vlmpath.suite.cases import QUICK_ENV, SCALE_ENV
+
+    env = dict(os.environ if base is None else base)
+    env.update(opts.extra_env)
+    src = opts.package_src
+    if src is None:
+        tree = commit_is_head and (repo / "src" / "vlmpath").is_dir()
+        src = str(repo / "src") if tree else ""
+    paths = [p for p in (src and str(abs_path(repo, src)), env.get("ASV_PYTHONPATH", ""), env.get("PYTHONPATH", "")) if p]
+    if paths:
+        env["ASV_PYTHONPATH"] = os.pathsep.join(paths)
+    env[SCALE_ENV] = opts.scale
+    env["VLMPATH_MACHINE"] = machine  # the benchmarks' own probe names the same machine
+    if opts.quick:
+        env[QUICK_ENV] = "1"
+    else:
+        env.pop(QUICK_ENV, None)
+    if backend == "cpu":
+        env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def launch_method(requested: str, backend: str) -> str:
+    if requested not in LAUNCH_METHODS:
+        raise VlmpathError(f"--launch-method {requested!r}: choose one of {', '.join(LAUNCH_METHODS)}")
+    if requested == "forkserver" and backend != "cpu":
+        raise VlmpathError("--launch-method forkserver cannot be used on a GPU: forked children of a "
+                           "process that initialised CUDA/HIP cannot use the device; use spawn")
+    if requested == "auto":
+        return "forkserver" if backend == "cpu" else "spawn"
+    return requested
+
+
+def asv_run_command(cfg: Path, python: str, commit: str, machine: str, method: str,
+                    quick: bool, bench: str | None) -> list[str]:
+    cmd = [sys.executable, "-m", "asv", "run", "--config", str(cfg), "-E", f"existing:{python}",
+           "--set-commit-hash", commit, "--machine", machine, "--launch-method", method,
+           "--record-samples", "--show-stderr"]
+    if quick:
+        cmd.append("--quick")
+    if bench is not None:
+        cmd += ["-b", bench]
+    return cmd
+
+def package_location(python: str, env: Mapping[str, str]) -> str:
+    """Where the benchmark interpreter imports ``vlmpath`` from (as asv will set its path)."""
+    penv = dict(env)
+    penv["PYTHONPATH"] = env.get("ASV_PYTHONPATH", "")
+    proc = subprocess.run([python, "-c", "import vlmpath, os; print(os.path.dirname(vlmpath.__file__))"],
+                          env=penv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise VlmpathError(f"the benchmark interpreter {python} cannot import vlmpath: install the commit under "
+                           "test, set PYTHONPATH to its src/, or pass --package-src")
+    return proc.stdout.strip()
+

@@ -1,0 +1,119 @@
+"""What does the PR flow leave in OUT, and how is it written?
+
+The file names of one machine's artifact (``comment.md``, ``comparison.json``,
+``summary.txt``, ``run.json``, ``error.txt``, ``results/``), shared by ``vlmpath ci pr``
+and ``vlmpath ci merge``; ``FlowResult`` (what was compared and decided); the writers
+(all atomic); ``drop_unselected`` (rows ``--bench`` never asked for) and ``draw_charts``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from vlmpath.core.errors import VlmpathError
+
+RUN_SCHEMA_VERSION = 1
+RESULTS_ENV = "VLMPATH_RESULTS_DIR"
+# Files written into OUT (and uploaded as one artifact per machine).
+COMMENT_FILE = "comment.md"
+COMPARISON_FILE = "comparison.json"
+SUMMARY_FILE = "summary.txt"
+RUN_FILE = "run.json"
+ERROR_FILE = "error.txt"
+PR_NUMBER_FILE = "pr-number"
+RESULTS_SUBDIR = "results"
+
+MACHINE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _selected(pattern: str, benchmark: str, params: Sequence[tuple[str, str]]) -> bool:
+    """Did ``asv run -b pattern`` select this case? asv matches ``name(p1, p2)`` with the
+    parameters as repr strings; we only have display values, so try both spellings."""
+    if not params:
+        return re.search(pattern, benchmark) is not None
+    names = (f"{benchmark}({', '.join(repr(v) for _, v in params)})",
+             f"{benchmark}({', '.join(v for _, v in params)})")
+    return any(re.search(pattern, n) for n in names)
+
+
+def drop_unselected(report, bench_by_machine: Mapping[str, str | None]):
+    """Remove rows for parameter combinations ``--bench`` did not select (asv records
+    them as skipped on both sides); a selected case skipped on both sides stays."""
+    from vlmpath.compare.verdict import Verdict
+
+    machines = []
+    for m in report.machines:
+        pattern = bench_by_machine.get(m.machine)
+        if pattern:
+            kept = tuple(c for c in m.comparisons
+                         if not (c.verdict is Verdict.NOT_COMPARABLE and c.reason == "skipped on base and head"
+                                 and not _selected(pattern, c.benchmark, c.params)))
+            m = replace(m, comparisons=kept)
+        machines.append(m)
+    return replace(report, machines=tuple(machines))
+
+
+# --- the PR flow -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """What ``run_pr`` / ``merge_artifacts`` compared and decided."""
+
+    base_sha: str  # the merge-base actually measured as the baseline
+    head_sha: str
+    machines: tuple[str, ...]
+    out_dir: Path
+    report: Any  # compare.ComparisonReport
+    exit_code: int
+    reused_base: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Sorted, indented JSON written atomically (run.json, merged benchmarks.json)."""
+    from vlmpath.compare.results import write_text_atomic
+
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
+                   thresholds_note: str | None = None) -> int:
+    """comment.md, comparison.json and summary.txt for ``report`` into OUT; returns the exit code."""
+    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.render import comment as render
+
+    write_text_atomic(out / COMMENT_FILE, render.render_markdown(report))
+    write_text_atomic(out / COMPARISON_FILE, render.render_json(report))
+    code = report.exit_code(fail_on_regression=fail)
+    verdict = (f"{len(report.regressions)} regression(s): exit {code}" if report.regressions
+               else f"no regressions: exit {code}")
+    text = "\n".join([*header, f"verdict: {verdict}", "", render.render_terminal(report)])
+    write_text_atomic(out / SUMMARY_FILE, text)
+    return code
+
+
+def draw_charts(out: Path, base_sha: str, head_sha: str) -> list[str]:
+    """PR charts into OUT/report/charts with ``vlmpath report``; a failure is a note, not fatal
+    (the comparison is what gates the PR)."""
+    try:
+        from vlmpath.render.report import write_report
+
+        rep = write_report(out / RESULTS_SUBDIR, out / "report", base=base_sha, head=head_sha,
+                           comparison=out / COMPARISON_FILE)
+    except (ImportError, VlmpathError) as exc:
+        return [f"charts not drawn: {exc}"]
+    return [f"chart warning: {w}" for w in rep.warnings]
+
+
+def write_error(out_dir: str | os.PathLike[str], message: str) -> None:
+    """Leave the failure in OUT so the comment workflow can report it (never silence)."""
+    from vlmpath.compare.results import write_text_atomic
+
+    write_text_atomic(Path(out_dir) / ERROR_FILE, message.rstrip() + "\n")

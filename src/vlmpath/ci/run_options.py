@@ -1,0 +1,55 @@
+"""What does ``vlmpath run`` take and what does it hand back?
+
+``RunOptions`` (every flag of ``vlmpath run``; paths may be relative to ``repo``),
+``RunOutcome`` (what ran and where the summary went) and ``RunInterrupted`` (Ctrl-C during
+``asv run``, carrying the interrupted run's outcome).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything ``vlmpath run`` takes; paths may be relative to ``repo``."""
+
+    repo: str = "."
+    quick: bool = False
+    bench: str | None = None
+    scale: str = "tiny"
+    machine: str | None = None
+    results_dir: str | None = None       # default: the config's (.asv/results)
+    html_dir: str | None = None          # default: the config's (.asv/html)
+    reports_dir: str | None = None       # default: <repo>/reports/out
+    set_commit_hash: str | None = None   # default: HEAD of repo
+    allow_dirty: bool = False
+    python: str | None = None            # benchmark interpreter (default: this one)
+    package_src: str | None = None       # None: <repo>/src if present; "": installed vlmpath
+    launch_method: str = "auto"
+    publish: bool = True
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    commit: str
+    machine: str
+    results_dir: Path
+    html_dir: Path | None
+    status: str                          # complete | partial | interrupted | failed
+    asv_returncode: int
+    duration_s: float
+    summary_paths: tuple[Path, ...]
+    selected: int                        # selected (benchmark, params) combinations
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``asv run``; ``outcome`` has the (interrupted) summary's paths."""
+
+    def __init__(self, outcome: RunOutcome):
+        super().__init__("interrupted")
+        self.outcome = outcome
+

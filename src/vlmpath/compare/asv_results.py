@@ -1,0 +1,242 @@
+"""How are asv result directories read back as typed records?
+
+asv files are parsed with asv's own loader (``asv.results.Results.load``), so the column
+layout stays asv's business; we only walk the directory ourselves because asv's iterators
+log and skip broken files, and a broken file must stop a CI comparison with a message
+that names it. A failed case gets the benchmark's own message from the failures file
+(``vlmpath.core.failures``); with none it keeps ``NO_RESULT_ERROR``, and an unreadable one
+is a note on the machine's run (the comparison goes on without the messages).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from vlmpath.compare.records import (
+    FINGERPRINT_PREFIX,
+    NO_RESULT_ERROR,
+    Fingerprint,
+    MachineRun,
+    Metric,
+    RunResults,
+)
+from vlmpath.core.asv_names import unit_from_name
+from vlmpath.core.errors import VlmpathError
+from vlmpath.core.failures import FAILURES_PREFIX, failures_path, read_failures
+
+# --- asv ---------------------------------------------------------------------------------
+
+_SHA_RE = re.compile(r"^[0-9a-fA-F]{7,40}$")
+_QUOTED = re.compile(r"""^(?:u?'(.*)'|"(.*)")$""", re.S)
+
+
+def param_display(raw: Any) -> str:
+    """asv stores parameter values as repr() strings ("'fused'"); show the value."""
+    s = str(raw)
+    m = _QUOTED.match(s)
+    if m:
+        return m.group(1) if m.group(1) is not None else m.group(2)
+    return s
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise VlmpathError(f"corrupted results file {path}: {exc}; delete it or re-run") from None
+
+
+def _read_benchmarks_json(results_dir: Path) -> dict[str, dict[str, Any]]:
+    path = results_dir / "benchmarks.json"
+    if not path.is_file():
+        return {}
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise VlmpathError(f"corrupted results file {path}: not a JSON object; delete it or re-run")
+    return {k: v for k, v in data.items() if isinstance(v, dict)}
+
+
+def _machine_dirs(results_dir: Path) -> list[Path]:
+    return sorted(p.parent for p in results_dir.glob("*/machine.json"))
+
+
+def _run_files(machine_dir: Path) -> list[Path]:
+    return sorted(
+        p for p in machine_dir.glob("*.json")
+        if p.name != "machine.json" and not p.name.startswith((FINGERPRINT_PREFIX, FAILURES_PREFIX))
+    )
+
+
+def read_fingerprint(machine_dir: Path, commit: str) -> Fingerprint | None:
+    """The fingerprint ``vlmpath run`` wrote for this commit, or None if there is none."""
+    path = Path(machine_dir) / f"{FINGERPRINT_PREFIX}{commit[:8]}.json"
+    if not path.is_file():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise VlmpathError(f"corrupted fingerprint file {path}: not a JSON object; delete it or re-run")
+    return Fingerprint.from_dict(data)
+
+def _attach_failures(metrics: tuple[Metric, ...], machine_dir: Path, commit: str) -> tuple[tuple[Metric, ...], str | None]:
+    """Metrics with each failed case's own message (see the module docstring), and a note
+    when the failures file is unreadable."""
+    if not any(m.error == NO_RESULT_ERROR for m in metrics):
+        return metrics, None  # nothing to explain: the file is not even read
+    try:
+        failures = read_failures(failures_path(machine_dir, commit))
+    except VlmpathError as exc:
+        return metrics, f"failure messages not shown: {exc}"
+    why = {f.key: f.error for f in failures}
+    return tuple(
+        replace(m, error=why.get((m.benchmark, tuple(v for _, v in m.params)), m.error))
+        if m.error == NO_RESULT_ERROR else m
+        for m in metrics
+    ), None
+
+
+def existing_commits(results_dir: str | os.PathLike[str]) -> dict[str, tuple[str, ...]]:
+    """sha8 -> machines that have results for it (from file names only, cheap)."""
+    found: dict[str, set[str]] = {}
+    for mdir in _machine_dirs(Path(results_dir)):
+        for f in _run_files(mdir):
+            found.setdefault(f.name.split("-", 1)[0], set()).add(mdir.name)
+    return {k: tuple(sorted(v)) for k, v in sorted(found.items())}
+
+
+def _load_asv_file(path: Path):
+    from asv import util as asv_util
+    from asv.results import Results
+
+    try:
+        return Results.load(str(path))
+    except asv_util.UserError as exc:
+        raise VlmpathError(f"corrupted results file {path}: {exc}; delete it or re-run") from None
+    except (TypeError, AttributeError, ValueError, KeyError) as exc:
+        raise VlmpathError(
+            f"corrupted results file {path}: unexpected layout ({type(exc).__name__}: {exc}); "
+            "delete it or re-run"
+        ) from None
+
+
+def _metrics_from_asv(res, machine: str, bench_meta: Mapping[str, Mapping[str, Any]]) -> list[Metric]:
+    out: list[Metric] = []
+    commit = res.commit_hash or ""
+    for name in sorted(res.get_all_result_keys()):
+        meta = bench_meta.get(name, {})
+        unit = str(meta.get("unit") or unit_from_name(name))
+        params = res.get_result_params(name) or []
+        names = list(meta.get("param_names") or [])
+        if len(names) != len(params):
+            # benchmarks.json describes the latest discovery; a base run may predate it.
+            names = [f"param{i + 1}" for i in range(len(params))]
+        values = res.get_result_value(name, params)
+        stats = res.get_result_stats(name, params)
+        samples = res.get_result_samples(name, params)
+        for j, combo in enumerate(itertools.product(*params)):
+            v = values[j]
+            st = stats[j] if stats else None
+            sm = samples[j] if samples else None
+            skipped = isinstance(v, float) and math.isnan(v)
+            error = NO_RESULT_ERROR if v is None else None
+            ci = None
+            if st and "ci_99_a" in st and "ci_99_b" in st:
+                a, b = float(st["ci_99_a"]), float(st["ci_99_b"])
+                if math.isfinite(a) and math.isfinite(b):
+                    ci = (a, b)
+            out.append(Metric(
+                machine=machine,
+                benchmark=name,
+                params=tuple((str(n), param_display(p)) for n, p in zip(names, combo)),
+                unit=unit,
+                value=None if (v is None or skipped) else float(v),
+                samples=tuple(float(x) for x in (sm or ()) if x is not None and not math.isnan(x)),
+                ci_99=ci,
+                error=error,
+                skipped=skipped,
+                commit=commit,
+                source="asv",
+            ))
+    return out
+
+
+def load_asv(results_dir: str | os.PathLike[str], commit: str) -> RunResults:
+    """Every machine's results for ``commit`` (full sha or unique prefix of >= 7 hex digits).
+
+    Machines without results for the commit are left out and named in ``notes``; a run
+    that lacks benchmarks listed in ``benchmarks.json`` is kept, with ``missing`` set.
+    """
+    root = Path(results_dir)
+    if not _SHA_RE.match(commit):
+        raise VlmpathError(f"commit {commit!r} is not a hex sha of at least 7 digits: pass a full sha or a 7+ digit prefix")
+    commit = commit.lower()
+    if not root.is_dir():
+        raise VlmpathError(f"results directory {root} does not exist: run `vlmpath run` first or pass --results DIR")
+    mdirs = _machine_dirs(root)
+    if not mdirs:
+        raise VlmpathError(f"results directory {root} has no <machine>/machine.json: is it an asv results dir?")
+    bench_meta = _read_benchmarks_json(root)
+
+    machines: list[MachineRun] = []
+    full_shas: set[str] = set()
+    notes: list[str] = []
+    for mdir in mdirs:
+        files = [f for f in _run_files(mdir) if _prefix_match(f.name.split("-", 1)[0], commit)]
+        loaded = []
+        for f in files:
+            res = _load_asv_file(f)
+            sha = (res.commit_hash or "").lower()
+            if sha.startswith(commit):
+                loaded.append((f, res))
+        if not loaded:
+            notes.append(f"machine {mdir.name} has no results for commit {commit[:8]}")
+            continue
+        full_shas.update((r.commit_hash or "").lower() for _, r in loaded)
+        # Several env files for one commit: later started runs win per benchmark.
+        merged: dict[tuple, Metric] = {}
+        for _, res in sorted(loaded, key=lambda fr: max((v for v in fr[1].started_at.values() if v), default=0)):
+            for m in _metrics_from_asv(res, mdir.name, bench_meta):
+                merged[(m.benchmark, m.params)] = m
+        run_sha = loaded[0][1].commit_hash or commit
+        metrics, failures_note = _attach_failures(tuple(merged[k] for k in sorted(merged)), mdir, run_sha)
+        present = {m.benchmark for m in metrics}
+        missing = tuple(sorted(set(bench_meta) - present))
+        mnotes = []
+        if len(loaded) > 1:
+            mnotes.append(f"{len(loaded)} environment files merged: {', '.join(f.name for f, _ in loaded)}")
+        if failures_note:
+            mnotes.append(failures_note)
+        machines.append(MachineRun(
+            machine=mdir.name,
+            commit=run_sha,
+            metrics=metrics,
+            fingerprint=read_fingerprint(mdir, run_sha),
+            missing=missing,
+            notes=tuple(mnotes),
+        ))
+    if len(full_shas) > 1:
+        raise VlmpathError(
+            f"commit prefix {commit!r} is ambiguous: matches {', '.join(sorted(full_shas))}; pass more digits"
+        )
+    if not machines:
+        have = existing_commits(root)
+        listing = ", ".join(f"{sha} ({', '.join(ms)})" for sha, ms in have.items()) or "none"
+        raise VlmpathError(
+            f"no results for commit {commit} in {root}; commits with results: {listing}. "
+            "Run the benchmarks for it or check the sha"
+        )
+    return RunResults(commit=next(iter(full_shas)) or commit, machines=tuple(machines), source="asv", notes=tuple(notes))
+
+
+def _prefix_match(sha8: str, commit: str) -> bool:
+    n = min(len(sha8), len(commit))
+    return sha8[:n].lower() == commit[:n]
+

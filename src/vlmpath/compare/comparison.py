@@ -1,0 +1,169 @@
+"""What did the comparison decide, as records: verdicts, rows, per-machine and whole reports?
+
+``Verdict`` names what happened to one case; ``Comparison`` is one case's row,
+``CrossVendorRow`` one ROCm/CUDA ratio, ``MachineComparison`` and ``ComparisonReport`` the
+groups, with the JSON round trip the PR flow and the comment workflow share.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from vlmpath.compare.results import SCHEMA_VERSION
+from vlmpath.core.errors import VlmpathError
+
+
+class Verdict(enum.Enum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    NEW = "new"
+    REMOVED = "removed"
+    NEWLY_FAILING = "newly failing"
+    FIXED = "fixed"
+    NOT_COMPARABLE = "not comparable"  # unit changed, skipped, failing on both, machine missing
+
+
+# Verdicts that fail CI: a benchmark that stops running is as bad as one that slows down.
+FAILING_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.NEWLY_FAILING})
+
+
+@dataclass(frozen=True)
+class Comparison:
+    machine: str
+    benchmark: str
+    params: tuple[tuple[str, str], ...]
+    unit: str
+    base: float | None
+    head: float | None
+    verdict: Verdict
+    direction: str = "lower"  # "lower" | "higher" | "unknown" (compared as lower)
+    method: str = ""  # "exact" | "mann-whitney" | "threshold" | ""
+    factor: float | None = None
+    significant: bool | None = None
+    reason: str = ""
+    error: str | None = None  # the failing side's own message (head; base for FIXED)
+
+    @property
+    def ratio(self) -> float | None:
+        """head / base (raw, not direction-adjusted); None if either is missing or base is 0."""
+        if self.base is None or self.head is None or self.base == 0:
+            return None
+        return self.head / self.base
+
+    @property
+    def change(self) -> float | None:
+        r = self.ratio
+        return None if r is None else r - 1.0
+
+
+@dataclass(frozen=True)
+class CrossVendorRow:
+    """ROCm/CUDA value ratio of one case at base and head, on one machine pair."""
+
+    benchmark: str
+    params: tuple[tuple[str, str], ...]
+    unit: str
+    cuda_machine: str
+    rocm_machine: str
+    base_ratio: float | None
+    head_ratio: float | None
+    cuda_change: float | None  # head/base - 1 on the CUDA machine
+    rocm_change: float | None
+    flagged: bool  # the ratio moved beyond the GPU factor (or at all, for exact units)
+
+
+@dataclass(frozen=True)
+class MachineComparison:
+    machine: str
+    status: str  # "both" | "base-only" | "head-only"
+    comparisons: tuple[Comparison, ...]
+    toolchain_changes: tuple[tuple[str, str | None, str | None], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        return self.status != "both" or bool(self.notes)
+
+
+@dataclass(frozen=True)
+class ComparisonReport:
+    base_commit: str
+    head_commit: str
+    machines: tuple[MachineComparison, ...]
+    cross_vendor: tuple[CrossVendorRow, ...] = ()
+    notes: tuple[str, ...] = ()
+    thresholds_source: str = "defaults"
+    schema_version: int = SCHEMA_VERSION
+
+    def all(self) -> list[Comparison]:
+        return [c for m in self.machines for c in m.comparisons]
+
+    def by_verdict(self, *verdicts: Verdict) -> list[Comparison]:
+        return [c for c in self.all() if c.verdict in verdicts]
+
+    @property
+    def regressions(self) -> list[Comparison]:
+        """Comparisons that fail CI: slower/worse beyond noise, or newly failing."""
+        return self.by_verdict(*FAILING_VERDICTS)
+
+    @property
+    def improvements(self) -> list[Comparison]:
+        return self.by_verdict(Verdict.IMPROVEMENT)
+
+    @property
+    def partial(self) -> bool:
+        return any(m.partial for m in self.machines)
+
+    def exit_code(self, fail_on_regression: bool = True) -> int:
+        return 1 if fail_on_regression and self.regressions else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ComparisonReport:
+        if d.get("schema_version") != SCHEMA_VERSION:
+            raise VlmpathError(
+                f"comparison schema_version {d.get('schema_version')!r} is not {SCHEMA_VERSION}: "
+                "re-run `vlmpath compare` with this version"
+            )
+
+        def params(p: Iterable) -> tuple[tuple[str, str], ...]:
+            return tuple((str(k), str(v)) for k, v in p)
+
+        machines = tuple(
+            MachineComparison(
+                machine=m["machine"], status=m["status"],
+                comparisons=tuple(
+                    Comparison(**{**c, "params": params(c["params"]), "verdict": Verdict(c["verdict"])})
+                    for c in m["comparisons"]
+                ),
+                toolchain_changes=tuple(tuple(t) for t in m.get("toolchain_changes", ())),
+                notes=tuple(m.get("notes", ())),
+            )
+            for m in d["machines"]
+        )
+        cross = tuple(CrossVendorRow(**{**r, "params": params(r["params"])}) for r in d.get("cross_vendor", ()))
+        return cls(
+            base_commit=d["base_commit"], head_commit=d["head_commit"], machines=machines,
+            cross_vendor=cross, notes=tuple(d.get("notes", ())),
+            thresholds_source=d.get("thresholds_source", "defaults"),
+        )
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, enum.Enum):
+        return x.value
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
+

@@ -1,0 +1,70 @@
+"""How is a ``pytest --benchmark-json`` file read back as typed records?
+
+A time metric per test, plus the ``extra_info`` numbers the mirror suite records
+(``EXTRA_INFO_UNITS``: the keys that carry a metric, and each one's unit).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from vlmpath.compare.records import Fingerprint, MachineRun, Metric, RunResults
+from vlmpath.core.errors import VlmpathError
+
+# pytest-benchmark ``extra_info`` keys that carry a metric, and the unit each has.
+EXTRA_INFO_UNITS: Mapping[str, str] = {
+    "tok_per_s": "tok/s",
+    "accuracy": "fraction",
+    "syncs": "syncs",
+    "encoder_calls": "calls",
+}
+
+
+def load_pytest_benchmark(path: str | os.PathLike[str]) -> RunResults:
+    """Read a ``pytest --benchmark-json`` file: a time metric per test plus known extra_info."""
+    p = Path(path)
+    if not p.is_file():
+        raise VlmpathError(f"pytest-benchmark JSON {p} does not exist: run pytest with --benchmark-json={p}")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise VlmpathError(f"corrupted pytest-benchmark JSON {p}: {exc}; delete it or re-run") from None
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        raise VlmpathError(f"{p} is not pytest-benchmark JSON (no 'benchmarks' list): pass a --benchmark-json file")
+    info = data.get("machine_info") or {}
+    machine = str(info.get("vlmpath_machine") or info.get("node") or "unknown")
+    commit = str((data.get("commit_info") or {}).get("id") or "")
+    fp = info.get("vlmpath_fingerprint")
+    metrics: list[Metric] = []
+    for b in data["benchmarks"]:
+        try:
+            name = str(b.get("fullname") or b["name"]).split("[", 1)[0]
+            raw_params = b.get("params") or {}
+            params = tuple((str(k), str(v)) for k, v in raw_params.items())
+            stats = b.get("stats") or {}
+            data_pts = stats.get("data") or ()
+            value = stats.get("median")
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise VlmpathError(f"malformed benchmark entry in {p}: {exc!r}; re-run pytest-benchmark") from None
+        common = dict(machine=machine, params=params, commit=commit, source="pytest-benchmark")
+        metrics.append(Metric(
+            benchmark=name, unit="seconds",
+            value=None if value is None else float(value),
+            samples=tuple(float(x) for x in data_pts),
+            error=None if value is not None else "no timing recorded",
+            **common,
+        ))
+        for key, val in sorted((b.get("extra_info") or {}).items()):
+            unit = EXTRA_INFO_UNITS.get(key)
+            if unit is None or isinstance(val, bool) or not isinstance(val, (int, float)):
+                continue
+            metrics.append(Metric(benchmark=f"{name}.{key}", unit=unit, value=float(val), **common))
+    run = MachineRun(
+        machine=machine, commit=commit,
+        metrics=tuple(sorted(metrics, key=lambda m: (m.benchmark, m.params))),
+        fingerprint=Fingerprint.from_dict(fp) if isinstance(fp, dict) else None,
+    )
+    return RunResults(commit=commit, machines=(run,), source="pytest-benchmark")

@@ -1,0 +1,143 @@
+"""How much may a number move before it counts, and which way is better?
+
+``Thresholds`` is read from the packaged ``thresholds.yaml`` (the noise band is
+documented there) plus an optional user file (``--config``): per unit a direction and a
+comparison method (exact for deterministic counters and accuracy, a factor band for
+timings), per benchmark pattern an override.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vlmpath.core.errors import VlmpathError
+
+
+@dataclass(frozen=True)
+class UnitRule:
+    direction: str  # "lower" | "higher"
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str
+    gpu: float
+    cpu: float
+    unit: str | None = None
+
+    def matches(self, benchmark: str, unit: str) -> bool:
+        return re.search(self.pattern, benchmark) is not None and self.unit in (None, unit)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    gpu_factor: float = 0.10
+    cpu_factor: float = 0.50
+    min_samples: int = 6
+    p_threshold: float = 0.002
+    units: tuple[tuple[str, UnitRule], ...] = ()
+    rules: tuple[Rule, ...] = ()
+    source: str = "defaults"
+
+    def unit_rule(self, unit: str) -> UnitRule | None:
+        return dict(self.units).get(unit)
+
+    def factor_for(self, benchmark: str, unit: str, kind: str) -> float:
+        """Relative noise band for one benchmark; ``kind`` is "gpu" or "cpu"."""
+        for rule in self.rules:
+            if rule.matches(benchmark, unit):
+                return rule.gpu if kind == "gpu" else rule.cpu
+        return self.gpu_factor if kind == "gpu" else self.cpu_factor
+
+    @classmethod
+    def default(cls) -> Thresholds:
+        return load_thresholds(None)
+
+
+def _packaged_config() -> dict[str, Any]:
+    text = resources.files("vlmpath.compare").joinpath("thresholds.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def _factor_pair(value: Any, where: str) -> tuple[float, float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value), float(value)
+    if isinstance(value, Mapping) and set(value) <= {"gpu", "cpu"} and value:
+        g, c = value.get("gpu", value.get("cpu")), value.get("cpu", value.get("gpu"))
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in (g, c)):
+            return float(g), float(c)
+    raise VlmpathError(f"{where}: factor must be a number >= 0 or {{gpu: N, cpu: N}}, got {value!r}")
+
+
+def _parse_config(d: Any, where: str) -> dict[str, Any]:
+    if not isinstance(d, Mapping):
+        raise VlmpathError(f"{where}: expected a YAML mapping with keys factor/units/rules, got {type(d).__name__}")
+    allowed = {"schema_version", "min_samples", "p_threshold", "factor", "units", "rules"}
+    extra = set(d) - allowed
+    if extra:
+        raise VlmpathError(f"{where}: unknown keys {sorted(extra)}; allowed: {sorted(allowed)}")
+    out: dict[str, Any] = {}
+    if "min_samples" in d:
+        if not isinstance(d["min_samples"], int) or d["min_samples"] < 2:
+            raise VlmpathError(f"{where}: min_samples must be an integer >= 2, got {d['min_samples']!r}")
+        out["min_samples"] = d["min_samples"]
+    if "p_threshold" in d:
+        p = d["p_threshold"]
+        if not isinstance(p, (int, float)) or not 0 < p < 1:
+            raise VlmpathError(f"{where}: p_threshold must be in (0, 1), got {p!r}")
+        out["p_threshold"] = float(p)
+    if "factor" in d:
+        out["factor"] = _factor_pair(d["factor"], f"{where}: factor")
+    units: dict[str, UnitRule] = {}
+    for unit, spec in (d.get("units") or {}).items():
+        if not isinstance(spec, Mapping) or spec.get("direction") not in ("lower", "higher"):
+            raise VlmpathError(f"{where}: units.{unit} needs direction: lower|higher, got {spec!r}")
+        units[str(unit)] = UnitRule(spec["direction"], bool(spec.get("exact", False)))
+    out["units"] = units
+    rules: list[Rule] = []
+    for i, r in enumerate(d.get("rules") or []):
+        if not isinstance(r, Mapping) or "pattern" not in r or "factor" not in r:
+            raise VlmpathError(f"{where}: rules[{i}] needs pattern and factor, got {r!r}")
+        try:
+            re.compile(str(r["pattern"]))
+        except re.error as exc:
+            raise VlmpathError(f"{where}: rules[{i}].pattern {r['pattern']!r} is not a regex: {exc}") from None
+        g, c = _factor_pair(r["factor"], f"{where}: rules[{i}]")
+        rules.append(Rule(str(r["pattern"]), g, c, None if r.get("unit") is None else str(r["unit"])))
+    out["rules"] = rules
+    return out
+
+
+def load_thresholds(path: str | Path | None = None) -> Thresholds:
+    """Packaged defaults, overridden by the YAML file at ``path`` when given."""
+    base = _parse_config(_packaged_config(), "packaged thresholds.yaml")
+    source = "defaults"
+    if path is not None:
+        p = Path(path)
+        try:
+            user_raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise VlmpathError(f"cannot read thresholds file {p}: {exc.strerror}; pass an existing --config FILE") from None
+        except yaml.YAMLError as exc:
+            raise VlmpathError(f"thresholds file {p} is not valid YAML: {exc}") from None
+        user = _parse_config(user_raw or {}, str(p))
+        units = {**base["units"], **user["units"]}
+        base.update({k: v for k, v in user.items() if k not in ("units", "rules")})
+        base["units"] = units
+        base["rules"] = user["rules"] + base["rules"]
+        source = f"defaults + {p}"
+    g, c = base.get("factor", (0.10, 0.25))
+    return Thresholds(
+        gpu_factor=g, cpu_factor=c,
+        min_samples=base.get("min_samples", 6), p_threshold=base.get("p_threshold", 0.002),
+        units=tuple(sorted(base["units"].items())), rules=tuple(base["rules"]), source=source,
+    )
+

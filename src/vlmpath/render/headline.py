@@ -1,0 +1,139 @@
+"""How is a comparison said in words: verdict names, case labels, the headline, warnings?
+
+The pieces every view of a ``ComparisonReport`` shares (terminal, PR comment, charts):
+what each verdict is called and in which order it is shown, how a case is labelled, the
+one-line headline that leads the PR comment, and the toolchain / partial-run warnings.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from vlmpath.compare.verdict import Comparison, ComparisonReport, Verdict
+from vlmpath.core.asv_names import strip_kind
+from vlmpath.render.escape import clip, md_escape
+from vlmpath.render.fmt import fmt_change, fmt_pair
+
+#: Longest failure message in the headline (shorter than a table cell's).
+HEADLINE_ERROR_CHARS = 80
+
+VERDICT_TEXT = {
+    Verdict.REGRESSION: "🔴 regression",
+    Verdict.NEWLY_FAILING: "💥 newly failing",
+    Verdict.IMPROVEMENT: "🟢 improvement",
+    Verdict.FIXED: "🩹 fixed",
+    Verdict.NEW: "🆕 new",
+    Verdict.REMOVED: "➖ removed",
+    Verdict.NOT_COMPARABLE: "⚠️ not comparable",
+    Verdict.UNCHANGED: "⚪ unchanged",
+}
+# Display order: what needs attention first.
+VERDICT_ORDER = {v: i for i, v in enumerate(VERDICT_TEXT)}
+
+
+def params_text(params: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params)
+
+
+def case_text(benchmark: str, params: Sequence[tuple[str, str]]) -> str:
+    return f"{benchmark} ({params_text(params)})" if params else benchmark
+
+
+def short_label(c: Comparison) -> str:
+    """``Embed.tok_per_s multi_region``: last two name parts, kind prefix dropped, values."""
+    parts = c.benchmark.split(".")
+    name = ".".join(parts[-2:-1] + [strip_kind(parts[-1])])
+    values = " ".join(v for _, v in c.params)
+    return f"{name} {values}".strip()
+
+
+def note_text(c: Comparison) -> str:
+    """The note of a row: why it failed when known (clipped), else the reason or method."""
+    if c.error:
+        return ("base: " if c.verdict is Verdict.FIXED else "") + clip(c.error)
+    return c.reason or c.method
+
+
+def _headline_item(c: Comparison) -> str:
+    label = md_escape(short_label(c))
+    if c.verdict is Verdict.NEWLY_FAILING:
+        return f"{label} newly failing"
+    if c.method == "exact":
+        b, h = fmt_pair(c.base, c.head, c.unit)
+        return f"{label} {md_escape(c.unit)} {b} -> {h}"
+    return f"{label} {md_escape(c.unit)} {fmt_change(c)}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _machines_text(names: Iterable[str]) -> str:
+    return ", ".join(md_escape(n) for n in names) or "no machines"
+
+
+def _headline_items(shown: Sequence[Comparison]) -> str:
+    """Items joined by "; "; failing cases with one message share it ("a, b failing: msg")."""
+    out: list[str] = []
+    i = 0
+    while i < len(shown):
+        c = shown[i]
+        if c.verdict is not Verdict.NEWLY_FAILING or not c.error:
+            out.append(_headline_item(c))
+            i += 1
+            continue
+        same = [c]
+        while i + len(same) < len(shown) and shown[i + len(same)].verdict is Verdict.NEWLY_FAILING \
+                and shown[i + len(same)].error == c.error:
+            same.append(shown[i + len(same)])
+        labels = ", ".join(md_escape(short_label(x)) for x in same)
+        out.append(f"{labels} failing: {md_escape(clip(c.error, HEADLINE_ERROR_CHARS))}")
+        i += len(same)
+    return "; ".join(out)
+
+
+def headline(report: ComparisonReport, max_items: int = 3) -> str:
+    """The first visible line: the verdict in words."""
+    regs = sorted(report.regressions, key=_sort_key)
+    counts = Counter(c.verdict for c in report.all())
+    if regs:
+        where = _machines_text(dict.fromkeys(c.machine for c in regs))
+        items = _headline_items(regs[:max_items])
+        more = f" (+{len(regs) - max_items} more)" if len(regs) > max_items else ""
+        n_reg, n_fail = counts[Verdict.REGRESSION], counts[Verdict.NEWLY_FAILING]
+        what = ", ".join(([_plural(n_reg, "regression")] if n_reg else [])
+                         + ([f"{n_fail} newly failing"] if n_fail else []))
+        line = f"**{what} on {where}**: {items}{more}"
+    else:
+        where = _machines_text(m.machine for m in report.machines)
+        bits = [_plural(counts[Verdict.IMPROVEMENT], "improvement"), f"{counts[Verdict.UNCHANGED]} unchanged"]
+        for v, word in ((Verdict.FIXED, "fixed"), (Verdict.NEW, "new"), (Verdict.REMOVED, "removed"),
+                        (Verdict.NOT_COMPARABLE, "not comparable")):
+            if counts[v]:
+                bits.append(f"{counts[v]} {word}")
+        line = f"**No regressions**: {', '.join(bits)} on {where}"
+    if report.partial:
+        line += " — ⚠️ partial comparison"
+    return line
+
+
+def _sort_key(c: Comparison):
+    return (VERDICT_ORDER[c.verdict], c.machine, c.benchmark, c.params)
+
+
+def warnings(report: ComparisonReport, esc=str) -> list[str]:
+    """Toolchain changes and partial-run notes, one line each; ``esc`` escapes names."""
+    out: list[str] = []
+    for m in report.machines:
+        if m.toolchain_changes:
+            diffs = "; ".join(f"{esc(k)} {esc(b)} -> {esc(h)}" for k, b, h in m.toolchain_changes)
+            out.append(f"**{esc(m.machine)}**: toolchain changed between base and head: {diffs};"
+                       " timings not comparable")
+    notes: list[str] = []
+    for m in report.machines:
+        notes.extend(m.notes)
+    notes.extend(report.notes)
+    out.extend(esc(n) for n in dict.fromkeys(notes))
+    return out
+

@@ -1,0 +1,210 @@
+"""How do one commit's results look per path and per vendor, as charts?
+
+``path_chart``: one path (encode / inject / hash / embed), strategies side by side per
+workload, throughput bars with the accuracy of the same case written on each bar, so a
+fast but wrong strategy cannot look good; a failed case is a red "FAILED" marker.
+``vendor_chart``: CUDA and ROCm machines side by side for the same cases. Also the
+verdict styles and axis wording the history and PR charts share.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from vlmpath.compare.results import MachineRun, RunResults
+from vlmpath.compare.verdict import (
+    Thresholds,
+    Verdict,
+)
+from vlmpath.render.report_data import (
+    accuracy_of,
+    headline_benchmarks,
+    leaf_of,
+    path_of,
+    primary_benchmarks,
+    split_params,
+)
+from vlmpath.render.report_figure import (
+    BASE_GREY,
+    FAIL,
+    HATCHES,
+    PALETTE,
+    add_note,
+    draw_empty,
+    draw_failed_marker,
+    draw_not_run,
+    fail_handle,
+    new_figure,
+    styled,
+)
+
+_CHANGED = (Verdict.REGRESSION, Verdict.NEWLY_FAILING, Verdict.IMPROVEMENT,
+            Verdict.FIXED, Verdict.NEW, Verdict.REMOVED)
+_VERDICT_STYLE = {  # colour, hatch
+    Verdict.REGRESSION: (FAIL, "xx"), Verdict.NEWLY_FAILING: (FAIL, "xx"),
+    Verdict.IMPROVEMENT: ("#009E73", ".."), Verdict.FIXED: ("#009E73", ".."),
+    Verdict.NEW: ("#0072B2", "//"), Verdict.REMOVED: (BASE_GREY, ""),
+}
+
+
+def _direction(unit: str) -> str:
+    rule = _thresholds().unit_rule(unit)
+    return f"{rule.direction} is better" if rule else "direction unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def _thresholds() -> Thresholds:
+    return Thresholds.default()
+
+
+# --- per-path chart -----------------------------------------------------------------------
+
+
+@styled
+def path_chart(run: RunResults | None, path: str) -> Figure:
+    """Throughput of every strategy per workload for one path, accuracy on each bar."""
+    panels = []
+    for machine in (run.machines if run else ()):
+        for bench in primary_benchmarks(m for m in machine.metrics if path_of(m.benchmark) == path):
+            panels.append((machine, bench))
+    fig = new_figure(9.0, 0.8 + 3.0 * max(1, len(panels)))
+    commit = f" @ {run.commit[:8]}" if run else ""
+    fig.suptitle(f"{path} path: strategies per workload{commit}", fontweight="bold")
+    if not panels:
+        draw_empty(fig.add_subplot(), f"no throughput results for the {path} path")
+        add_note(fig, f"no {path} results" + (f" for commit {run.commit[:8]}" if run else " yet")
+                 + ": nothing to compare")
+        return fig
+    missing_acc = False
+    for i, (machine, bench) in enumerate(panels):
+        ax = fig.add_subplot(len(panels), 1, i + 1)
+        missing_acc |= _draw_strategies(ax, machine, bench)
+    if missing_acc:
+        add_note(fig, "some benchmarks or cases have no accuracy record (e.g. timings of one "
+                      "stage): their bars carry no 'acc' label")
+    return fig
+
+
+def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
+    metrics = [m for m in machine.metrics if m.benchmark == bench]
+    acc = accuracy_of(machine, bench)
+    unit = metrics[0].unit
+    workloads = list(dict.fromkeys(split_params(m.params)[0] for m in metrics))
+    strategies = sorted({split_params(m.params)[1] for m in metrics})
+    width = 0.8 / len(strategies)
+    top = max((m.value for m in metrics if m.ok), default=1.0) or 1.0
+    missing_acc = False
+    for s_i, strategy in enumerate(strategies):
+        for w_i, workload in enumerate(workloads):
+            m = next((x for x in metrics if split_params(x.params) == (workload, strategy)), None)
+            x = w_i - 0.4 + width * (s_i + 0.5)
+            if m is None or m.skipped:  # not selected (asv -b) or not supported here
+                draw_not_run(ax, x)
+                continue
+            a = acc.get(m.params)
+            wrong = a is not None and a.ok and a.value < 1.0
+            acc_txt = ("acc ?" if a is None else "acc failed" if not a.ok
+                       else f"acc {a.value:.2f}" + (" WRONG" if wrong else ""))
+            missing_acc |= a is None
+            if not m.ok:
+                draw_failed_marker(ax, x, f"FAILED, {acc_txt}" if a is not None else "FAILED")
+                continue
+            ax.bar(x, m.value, width * 0.92, color=PALETTE[s_i % len(PALETTE)],
+                   hatch=HATCHES[s_i % len(HATCHES)],
+                   edgecolor=FAIL if wrong else "black", linewidth=2.0 if wrong else 0.6)
+            if a is not None:
+                ax.annotate(acc_txt, (x, m.value), xytext=(0, 2), textcoords="offset points",
+                            rotation=90, ha="center", va="bottom", fontsize=7,
+                            color=FAIL if wrong or not a.ok else "black",
+                            fontweight="bold" if wrong else "normal")
+    ax.set_ylim(0, top * 1.45)  # room for the accuracy labels above the bars
+    ax.set_xlim(-0.5, len(workloads) - 0.5)  # markers and labels do not autoscale
+    many = len(workloads) > 3  # long preset names would run into each other
+    ax.set_xticks(range(len(workloads)), workloads or [""], rotation=20 if many else 0,
+                  ha="right" if many else "center")
+    ax.set_xlabel("workload")
+    ax.set_ylabel(f"{leaf_of(bench)} ({unit})\n{_direction(unit)}")
+    ax.set_title(f"{bench} on {machine.machine} ({machine.backend})", loc="left")
+    handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=HATCHES[i % len(HATCHES)],
+                     edgecolor="black", label=s) for i, s in enumerate(strategies)]
+    handles += [fail_handle(), Patch(facecolor="white", edgecolor=FAIL, linewidth=2,
+                                      label="accuracy < 1 (wrong rows)")]
+    ax.legend(handles=handles, title="strategy", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return missing_acc
+
+
+# --- CUDA vs ROCm -------------------------------------------------------------------------
+
+
+@styled
+def vendor_chart(run: RunResults | None) -> Figure:
+    """Every GPU machine side by side for the same cases, one panel per headline benchmark."""
+    gpus = [m for m in (run.machines if run else ()) if m.backend in ("cuda", "rocm")]
+    gpus.sort(key=lambda m: (m.backend, m.machine))
+    benches = headline_benchmarks(x for m in gpus for x in m.metrics)
+    fig = new_figure(10.0, 0.8 + 3.2 * max(1, len(benches)))
+    fig.suptitle("CUDA vs ROCm" + (f" @ {run.commit[:8]}" if run else ""), fontweight="bold")
+    vendors = {m.backend for m in gpus}
+    if vendors != {"cuda", "rocm"}:
+        others = ", ".join(m.machine for m in (run.machines if run else ()) if m not in gpus)
+        if vendors:
+            have = next(iter(vendors))
+            lack = ({"cuda", "rocm"} - vendors).pop()
+            add_note(fig, f"only {have.upper()} results ({', '.join(m.machine for m in gpus)}); "
+                          f"no {lack.upper() if lack == 'rocm' else 'CUDA'} machine has results "
+                          "for this commit, so there is nothing to set beside them")
+        else:
+            add_note(fig, "no CUDA or ROCm results" + (f" for commit {run.commit[:8]}" if run else " yet")
+                     + (f" (CPU machines only: {others})" if others else ""))
+    if not benches:
+        draw_empty(fig.add_subplot(), "no GPU throughput results to compare")
+        return fig
+    for i, bench in enumerate(benches):
+        ax = fig.add_subplot(len(benches), 1, i + 1)
+        _draw_vendors(ax, gpus, bench)
+    return fig
+
+
+def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str) -> None:
+    per = {g.machine: {m.params: m for m in g.metrics if m.benchmark == bench} for g in gpus}
+    cases = sorted({p for d in per.values() for p in d})
+    labels = [" ".join(v for _, v in p) or "(no params)" for p in cases]
+    width = 0.8 / len(gpus)
+    unit = next(m.unit for d in per.values() for m in d.values())
+    top = max((m.value for d in per.values() for m in d.values() if m.ok), default=1.0) or 1.0
+    for g_i, g in enumerate(gpus):
+        for c_i, p in enumerate(cases):
+            m = per[g.machine].get(p)
+            x = c_i - 0.4 + width * (g_i + 0.5)
+            if m is None or m.skipped:
+                draw_not_run(ax, x)
+                continue
+            if not m.ok:
+                draw_failed_marker(ax, x)
+                continue
+            ax.bar(x, m.value, width * 0.92, color=PALETTE[g_i % len(PALETTE)],
+                   hatch="" if g.backend == "cuda" else "//", edgecolor="black", linewidth=0.6)
+    cuda = [g for g in gpus if g.backend == "cuda"]
+    rocm = [g for g in gpus if g.backend == "rocm"]
+    if len(cuda) == 1 and len(rocm) == 1:  # one pair: write the ratio over each group
+        for c_i, p in enumerate(cases):
+            c, r = per[cuda[0].machine].get(p), per[rocm[0].machine].get(p)
+            if c is not None and r is not None and c.ok and r.ok and c.value:
+                ax.annotate(f"ROCm/CUDA {r.value / c.value:.2f}", (c_i, max(c.value, r.value)),
+                            xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7)
+    ax.set_ylim(0, top * 1.2)
+    ax.set_xlim(-0.5, len(cases) - 0.5)
+    ax.set_xticks(range(len(cases)), labels, rotation=30, ha="right")
+    ax.set_xlabel("case (parameters)")
+    ax.set_ylabel(f"{leaf_of(bench)} ({unit})\n{_direction(unit)}")
+    ax.set_title(bench, loc="left")
+    handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch="" if g.backend == "cuda" else "//",
+                     edgecolor="black", label=f"{g.machine} ({g.backend.upper()})")
+               for i, g in enumerate(gpus)] + [fail_handle()]
+    ax.legend(handles=handles, title="machine", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
