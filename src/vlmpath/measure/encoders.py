@@ -101,12 +101,14 @@ def _seeded_init(module: torch.nn.Module, seed: int) -> None:
 
 
 def build_vision_tower(scale: str, device: torch.device | str = "cpu", seed: int = 0,
-                       weights_dir: str | Path | None = None) -> torch.nn.Module:
-    """transformers' Qwen2.5-VL vision transformer in eval mode on ``device``."""
+                       weights_dir: str | Path | None = None,
+                       config: TowerConfig | None = None) -> torch.nn.Module:
+    """transformers' Qwen2.5-VL vision transformer in eval mode on ``device``; ``config``
+    replaces the scale's shape (the self-tests run ``full`` widths with fewer blocks)."""
     if scale not in TOWERS:
         raise VlmpathError(f"unknown scale {scale!r}: choose one of {', '.join(TOWERS)}")
     tower_cls, config_cls = _vision_classes()
-    tc = TOWERS[scale]
+    tc = config or TOWERS[scale]
     cfg = config_cls(depth=tc.depth, hidden_size=tc.hidden_size, intermediate_size=tc.intermediate_size,
                      num_heads=tc.num_heads, out_hidden_size=tc.out_hidden_size,
                      fullatt_block_indexes=list(tc.fullatt_block_indexes), spatial_merge_size=MERGE,
