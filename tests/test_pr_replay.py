@@ -80,10 +80,10 @@ class Replay:
         # The committed tree only: what a PR's base really contains.
         source = os.environ.get("VLMPATH_REPLAY_SOURCE") or str(ROOT)
         subprocess.run(["git", "clone", "-q", "--no-local", source, str(self.repo)], check=True)
-        for needed in ("asv.conf.json", "benchmarks/bench_embed.py", "src/vlmpath/run.py"):
+        for needed in ("asv.conf.json", "benchmarks/bench_embed.py", "src/vlmpath/ci/run.py"):
             assert (self.repo / needed).is_file(), f"{source} has no committed {needed}: commit the suite first"
         self.good = git(self.repo, "rev-parse", "HEAD")
-        self.bad = edit_and_commit(self.repo, "src/vlmpath/embed.py", DEFAULT_ENCODE,
+        self.bad = edit_and_commit(self.repo, "src/vlmpath/engines/reference.py", DEFAULT_ENCODE,
                                    'encode: str = "batched_by_span"', "default encode: batched_by_span (#25910)")
         git(self.repo, "revert", "--no-edit", self.bad)
         self.revert = git(self.repo, "rev-parse", "HEAD")
