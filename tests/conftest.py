@@ -76,8 +76,9 @@ class CoreRunner:
             self._runs[key] = (routine, asm.rows)
         return routine, asm.rows
 
-    def score(self, wl: Workload, rows, failed=frozenset()):
-        return score(wl, rows, self.golden(wl), exact=True, failed=set(failed))
+    def score(self, wl: Workload, rows, failed=frozenset(), exact: bool = False):
+        """Placement as ``measure_case`` scores it (the dtype's tolerance), or bit for bit."""
+        return score(wl, rows, self.golden(wl), exact=exact, failed=set(failed), encoder=wl.model)
 
     def record(self, workload: str, pipeline: str | Pipeline, count: bool) -> CaseRecord:
         """``measure_case`` with ``repeat=1``; ``pipeline`` is a Pipeline or a key of

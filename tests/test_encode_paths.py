@@ -10,17 +10,24 @@ from vlmpath.core.errors import LengthMismatchError
 from vlmpath.engines.reference import Pipeline
 from vlmpath.measure.cache import EmbeddingCache
 from vlmpath.measure.encoders import EncodeOutput
+from vlmpath.measure.fidelity import TOLERANCES, relative_error
 from vlmpath.measure.workload import PRESETS, REGION_TOKENS
 from vlmpath.paths.encode import ENCODE_STRATEGIES, EncodeContext, RequestChunk
 
 QWEN_PRESETS = [p for p in PRESETS if p != "multi_region"]
 
 
-def _assert_same_rows(a: dict, b: dict) -> None:
+def _assert_same_rows(a: dict, b: dict, exact: bool = True) -> None:
+    """Equal rows per request: bit for bit, or within the fp32 placement tolerance where
+    the two runs batch different items into a tower call (matmuls tile differently; a
+    misplaced row is ~1.0 away)."""
     assert a.keys() == b.keys()
     for rid in a:
-        assert torch.equal(a[rid], b[rid]), f"request {rid} differs"
         assert not bool(torch.isnan(a[rid]).any()), f"request {rid} has unwritten rows"
+        if exact:
+            assert torch.equal(a[rid], b[rid]), f"request {rid} differs"
+        else:
+            assert relative_error(a[rid], b[rid]) <= TOLERANCES[torch.float32], f"request {rid} differs"
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -29,7 +36,7 @@ def test_batched_equals_per_request_bit_for_bit(runner, name):
     _, per_request = runner.run(wl, Pipeline(encode="per_request"))
     _, batched = runner.run(wl, Pipeline(encode="batched"))
     _assert_same_rows(batched, per_request)
-    assert runner.score(wl, batched).accuracy == 1.0
+    assert runner.score(wl, batched, exact=True).accuracy == 1.0  # bit for bit on the presets
 
 
 @pytest.mark.parametrize("encode", ENCODE_STRATEGIES.default_names())
@@ -44,7 +51,9 @@ def test_chunked_equals_unchunked(runner, encode):
                for r in wl.requests for it in r.items for a, b in it.offsets for c in cuts)
     _, chunked = runner.run(wl, Pipeline(encode=encode))
     _, whole = runner.run(flat, Pipeline(encode=encode))
-    _assert_same_rows(chunked, whole)
+    # The unchunked step encodes every item in one call, the chunked ones a few at a time.
+    _assert_same_rows(chunked, whole, exact=False)
+    assert runner.score(flat, whole).accuracy == runner.score(wl, chunked).accuracy == 1.0
 
 
 def test_batched_makes_fewer_encoder_calls(runner):

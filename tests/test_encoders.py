@@ -7,6 +7,7 @@ import torch
 
 from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.measure.encoders import ENCODERS, TOWERS, build_vision_tower
+from vlmpath.measure.fidelity import TOLERANCES, relative_error
 from vlmpath.measure.workload import (
     REGION_TOKENS,
     MediaSpec,
@@ -60,9 +61,13 @@ def test_qwen_rows_are_thw_over_four(session):
     assert tuple(it.span for it in items) == out.item_rows  # the processor counted the same
     assert out.embeddings.shape == (38, enc.out_dim)
     assert bool(torch.isfinite(out.embeddings).all())
-    # Attention never crosses items: each item's rows equal encoding it alone.
-    alone = torch.cat([enc.encode([it]).embeddings for it in items])
-    assert torch.equal(out.embeddings, alone)
+    assert bool((out.embeddings.abs().sum(dim=1) > 0).all())  # rows carry content (issue 10)
+    # Attention never crosses items: each item's rows match encoding it alone, within the
+    # fp32 tolerance (a batched call tiles its matmuls differently; a row attending to
+    # another item would be ~1.0 away).
+    alone = [enc.encode([it]).embeddings for it in items]
+    for got, want in zip(torch.split(out.embeddings, list(out.item_rows)), alone):
+        assert relative_error(got, want) <= TOLERANCES[torch.float32]
 
 
 def test_encode_needs_items(session):

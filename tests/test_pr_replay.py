@@ -80,7 +80,8 @@ class Replay:
         # The committed tree only: what a PR's base really contains.
         source = os.environ.get("VLMPATH_REPLAY_SOURCE") or str(ROOT)
         subprocess.run(["git", "clone", "-q", "--no-local", source, str(self.repo)], check=True)
-        # asv.conf.json names the branch "main": a clone of a feature branch must have one.
+        # asv.conf.json names the branch main: a clone of a feature worktree would otherwise
+        # check out that branch, and asv runs nothing ("Unknown branch main").
         git(self.repo, "checkout", "-q", "-B", "main")
         for needed in ("asv.conf.json", "benchmarks/bench_embed.py", "src/vlmpath/ci/run.py"):
             assert (self.repo / needed).is_file(), f"{source} has no committed {needed}: commit the suite first"

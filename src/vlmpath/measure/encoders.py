@@ -73,14 +73,27 @@ def _vision_classes():
     return modeling.Qwen2_5_VisionTransformerPretrainedModel, Qwen2_5_VLVisionConfig
 
 
+def is_norm(module: torch.nn.Module) -> bool:
+    """A normalisation module, found by its type and never by its attribute name: the
+    Qwen2.5-VL merger's RMSNorm is called ``ln_q``, the blocks' ``norm1``/``norm2``, and a
+    name test once left ``ln_q`` at weight 0, which zeroed every row the tower returned."""
+    norms = tuple(t for t in (torch.nn.LayerNorm, getattr(torch.nn, "RMSNorm", None),
+                              torch.nn.GroupNorm) if t is not None)
+    return isinstance(module, norms) or type(module).__name__.endswith(("RMSNorm", "LayerNorm"))
+
+
 def _seeded_init(module: torch.nn.Module, seed: int) -> None:
-    """Deterministic weights from an explicit generator (never the global RNG): norms at 1,
-    biases at 0, matrices N(0, 1/fan_in) so activations keep their scale through 32 blocks."""
+    """Deterministic weights from an explicit generator (never the global RNG): every
+    normalisation weight at 1 and bias at 0 (so rows carry the input's content), other
+    1-D parameters (biases) at 0, matrices N(0, 1/fan_in) so activations keep their scale
+    through 32 blocks."""
     gen = torch.Generator().manual_seed(seed)
+    norm_weights = {f"{prefix}.{pname}".lstrip(".") for prefix, m in module.named_modules() if is_norm(m)
+                    for pname, _ in m.named_parameters(recurse=False) if pname == "weight"}
     with torch.no_grad():
         for name, p in sorted(module.named_parameters(), key=lambda kv: kv[0]):
             if p.dim() == 1:
-                p.fill_(1.0 if "norm" in name and name.endswith("weight") else 0.0)
+                p.fill_(1.0 if name in norm_weights else 0.0)
             else:
                 fan_in = p[0].numel()
                 w = torch.randn(p.shape, generator=gen, dtype=torch.float32) / math.sqrt(fan_in)
@@ -88,12 +101,14 @@ def _seeded_init(module: torch.nn.Module, seed: int) -> None:
 
 
 def build_vision_tower(scale: str, device: torch.device | str = "cpu", seed: int = 0,
-                       weights_dir: str | Path | None = None) -> torch.nn.Module:
-    """transformers' Qwen2.5-VL vision transformer in eval mode on ``device``."""
+                       weights_dir: str | Path | None = None,
+                       config: TowerConfig | None = None) -> torch.nn.Module:
+    """transformers' Qwen2.5-VL vision transformer in eval mode on ``device``; ``config``
+    replaces the scale's shape (the self-tests run ``full`` widths with fewer blocks)."""
     if scale not in TOWERS:
         raise VlmpathError(f"unknown scale {scale!r}: choose one of {', '.join(TOWERS)}")
     tower_cls, config_cls = _vision_classes()
-    tc = TOWERS[scale]
+    tc = config or TOWERS[scale]
     cfg = config_cls(depth=tc.depth, hidden_size=tc.hidden_size, intermediate_size=tc.intermediate_size,
                      num_heads=tc.num_heads, out_hidden_size=tc.out_hidden_size,
                      fullatt_block_indexes=list(tc.fullatt_block_indexes), spatial_merge_size=MERGE,
@@ -177,17 +192,25 @@ class QwenEncoder:
 
 
 class Resampler(torch.nn.Module):
-    """MiniCPM-like perceiver: 64 learned queries attend over one region's rows."""
+    """MiniCPM-like perceiver: 64 learned queries attend over one region's rows.
+
+    Queries and keys are layer-normed (MiniCPM's ``ln_q`` / ``ln_kv``) so the scores have
+    unit scale whatever the tower's output scale: without that, seeded scores are near 0,
+    every query averages the region uniformly and the 64 rows are almost equal (a row
+    shifted by one was ~1% away, inside the bf16 placement tolerance)."""
 
     def __init__(self, dim: int, queries: int, seed: int):
         super().__init__()
         self.query = torch.nn.Parameter(torch.empty(queries, dim))
+        self.ln_q = torch.nn.LayerNorm(dim)
+        self.ln_kv = torch.nn.LayerNorm(dim)
         self.k = torch.nn.Linear(dim, dim, bias=False)
         self.v = torch.nn.Linear(dim, dim, bias=False)
         _seeded_init(self, seed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        scores = self.query @ self.k(x).transpose(0, 1) / math.sqrt(x.shape[-1])
+        x = self.ln_kv(x)
+        scores = self.ln_q(self.query) @ self.k(x).transpose(0, 1) / math.sqrt(x.shape[-1])
         return torch.softmax(scores.float(), dim=-1).to(x.dtype) @ self.v(x)
 
 
