@@ -128,3 +128,54 @@ def test_planted_slowdown_is_a_regression_whose_comment_names_the_operator(git_r
         assert data["traceEvents"]
     sort = next(d for d in p.deltas if d.name == "aten::sort")
     assert sort.head_calls > sort.base_calls and sort.delta_us > 0  # one more sort per injection
+
+
+def test_profile_command_rejects_bad_input_with_one_clear_error(capsys):
+    from vlmpath.cli import main
+
+    assert main(["profile", "many_small_images"]) == 2
+    assert "PATH:VARIANT/PRESET" in capsys.readouterr().err
+    assert main(["profile", CASE, "--engine", "vllm"]) == 2
+    assert "engine" in capsys.readouterr().err
+    assert main(["profile", "encode:nosuch/video"]) == 2
+
+
+@pytest.mark.e2e
+def test_pr_profiles_each_side_in_its_own_worktree_through_the_script(tmp_path):
+    """The real runner: a repository whose head adds a sort to the default injector; each
+    side's src/ is imported by suite/profile.py run as a script in a fresh interpreter."""
+    import os
+    import shutil
+
+    from vlmpath.ci.pr_profile import profile_regressions
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    repo = tmp_path / "repo"
+    shutil.copytree(src, repo / "src", ignore=shutil.ignore_patterns("__pycache__"))
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "base")
+    base_sha = git("rev-parse", "HEAD")
+    inject = repo / "src/vlmpath/paths/inject.py"
+    text = inject.read_text()
+    planted = text.replace("    dest.masked_scatter_(mask.expand_as(dest), rows.to(dest.dtype))",
+                           "    torch.sort(torch.rand(1_500_000))  # planted slowdown\n"
+                           "    dest.masked_scatter_(mask.expand_as(dest), rows.to(dest.dtype))")
+    assert planted != text
+    inject.write_text(planted)
+    git("commit", "-q", "-am", "head: sort in the injector")
+    head_sha = git("rev-parse", "HEAD")
+
+    rep = ComparisonReport(base_sha, head_sha, (MachineComparison("cpu-x", "both", (_row(TOK, "tok/s"),)),))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VLMPATH_", "PYTHONPATH"))}
+    env["OMP_NUM_THREADS"] = "1"
+    (p,) = profile_regressions(repo, base_sha, head_sha, rep, tmp_path / "out", cfg=Thresholds.default(), env=env)
+    assert p.note is None, p.note
+    assert "aten::sort" in [d.name for d in p.deltas[:3]]
+    for trace in (p.base_trace, p.head_trace):
+        assert json.loads((tmp_path / "out" / trace).read_text(encoding="utf-8"))["traceEvents"]
