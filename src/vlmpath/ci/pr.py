@@ -93,16 +93,17 @@ def _default_machine() -> str:
 
 def _profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler) -> list[str]:
     """Profiles of the regressed cases, appended to comment.md; returns notes."""
-    from vlmpath.ci.pr_profile import profile_regressions
+    from vlmpath.ci.pr_profile import PROFILES_FILE, profile_regressions
+    from vlmpath.compare.profile_diff import profiles_to_json
     from vlmpath.compare.results import write_text_atomic
-    from vlmpath.render.profile_section import render_profiles
+    from vlmpath.render.profile_section import append_to_comment
 
     profiles = profile_regressions(root, base_sha, head_sha, report, out, cfg=cfg, scale=scale,
                                    env=env, runner=profiler)
     if not profiles:
         return []
-    comment = out / COMMENT_FILE
-    write_text_atomic(comment, comment.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + render_profiles(profiles))
+    write_text_atomic(out / PROFILES_FILE, profiles_to_json(profiles))  # `ci merge` shows them too
+    append_to_comment(out / COMMENT_FILE, profiles)
     return [f"profiled {len(profiles)} regressed case(s) on base and head: {out / 'profiles'}"]
 
 

@@ -31,6 +31,8 @@ from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import worktree
 
 PROFILES_SUBDIR = "profiles"
+#: The CaseProfile records in OUT, read back by ``vlmpath ci merge`` for the merged comment.
+PROFILES_FILE = "profiles.json"
 #: Benchmark module -> (routine path, the parameter that names the variant).
 _ROUTINE_BENCHES = {"bench_embed": ("embed", "pipeline"), "bench_encode": ("encode", "strategy")}
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
@@ -79,3 +80,43 @@ def diff_ops(base: Mapping[str, OpTotals], head: Mapping[str, OpTotals], top: in
                             b.self_us if b else 0.0, h.self_us if h else 0.0))
     rows.sort(key=lambda d: (-d.delta_us, d.name))
     return tuple(rows[:top])
+
+
+# --- the artifact's profiles.json (read back by `vlmpath ci merge`: untrusted) ------------
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
+_MAX_PROFILES, _MAX_ROWS, _MAX_NAME = 10, 20, 160
+
+
+def profiles_to_json(profiles: Sequence[CaseProfile]) -> str:
+    return json.dumps([asdict(p) for p in profiles], indent=1, sort_keys=True) + "\n"
+
+
+def _clean(text: object, limit: int = _MAX_NAME) -> str:
+    # one line, no Markdown table/code delimiters: the text came from another job's artifact
+    return re.sub(r"[`|\r\n<>]", " ", str(text))[:limit]
+
+
+def _path(value: object, prefix: str) -> str | None:
+    if not isinstance(value, str) or not _SAFE_PATH.match(value) or ".." in value.split("/"):
+        return None
+    return f"{prefix}{value}"
+
+
+def profiles_from_json(text: str, prefix: str = "") -> list[CaseProfile]:
+    """``profiles.json`` as written by ``profiles_to_json``, validated and bounded (it is
+    untrusted in the merge job); trace paths get ``prefix`` (the artifact's name)."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, list):
+            raise TypeError("not a list")
+        out = []
+        for p in data[:_MAX_PROFILES]:
+            deltas = tuple(OpDelta(_clean(d["name"]), float(d["base_calls"]), float(d["head_calls"]),
+                                   float(d["base_us"]), float(d["head_us"])) for d in p["deltas"][:_MAX_ROWS])
+            out.append(CaseProfile(_clean(p["machine"], 64), _clean(p["case"]),
+                                   tuple(_clean(b) for b in p["benchmarks"][:_MAX_ROWS]), deltas,
+                                   _path(p.get("base_trace"), prefix), _path(p.get("head_trace"), prefix),
+                                   None if p.get("note") is None else _clean(p["note"], 500)))
+        return out
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise VlmpathError(f"profiles.json is malformed ({type(exc).__name__}: {exc}); profiles not shown") from None

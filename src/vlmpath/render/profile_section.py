@@ -9,6 +9,7 @@ links to both Chrome traces (open them in https://ui.perfetto.dev).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from vlmpath.compare.profile_diff import CaseProfile
 from vlmpath.render.escape import md_escape
@@ -46,3 +47,12 @@ def render_profiles(profiles: Sequence[CaseProfile], link_base: str = "") -> str
                     f"{_ms(d.base_us)} | {_ms(d.head_us)} | {d.delta_us / 1e3:+.3f} |" for d in p.deltas]
         out.append("")
     return "\n".join(out)
+
+
+def append_to_comment(comment: Path, profiles: Sequence[CaseProfile]) -> None:
+    """Add the section to an existing comment.md (atomically); nothing when there is none."""
+    from vlmpath.core.atomic import write_text
+
+    section = render_profiles(profiles)
+    if section:
+        write_text(comment, comment.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + section)
