@@ -31,7 +31,6 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
 
     def run(a: argparse.Namespace) -> int:
         import json
-
         from vlmpath.measure.platform import probe
 
         plat = probe()
@@ -269,15 +268,16 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--rerun-base", action="store_true", help="measure the base even if results exist")
     pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+    from vlmpath.ci import engine_pr  # --engine-src REPO: two commits of an engine (sglang) instead
+    from vlmpath.ci import pr as ci_flow
+    engine_pr.add_arguments(pr)  # its flags are declared beside the flow they feed
 
     def run_pr(a: argparse.Namespace) -> int:
-        from vlmpath.ci import pr as ci_flow
-
         try:
-            res = ci_flow.run_pr(a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine,
-                                 bench=a.bench, quick=a.quick, results_dir=a.results_dir,
-                                 rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
-                                 thresholds=a.config, scale=a.scale, charts=not a.no_charts)
+            res = engine_pr.run_from_args(a) if a.engine_src else ci_flow.run_pr(
+                a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
+                results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
+                thresholds=a.config, scale=a.scale, charts=not a.no_charts)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
