@@ -232,3 +232,35 @@ def test_cli_runs_the_engine_flow_draws_the_chart_and_exits_1(repo, tmp_path, mo
     assert json.loads((out / "comparison.json").read_text())["machines"]
     bad = main(["ci", "pr", "--engine-src", str(repo), "--base", "nope", "--head", head, "--out", str(out)])
     assert bad == 2 and "unknown commit 'nope'" in (out / "error.txt").read_text()
+
+
+def test_comment_workflow_merges_engine_artifacts_of_several_machines(repo, tmp_path):
+    from vlmpath.ci import merge as ci_merge
+
+    base = commit_knobs(repo, {}, "as released")
+    head = commit_knobs(repo, {"multi_region": {"accuracy": 0.5}}, "mistake")
+    for machine in ("cpu-ci", "cuda-ci"):
+        art = tmp_path / "artifacts" / f"bench-{machine}"
+        engine_pr.run_engine_pr(repo, base, head, out_dir=art, workloads=WORKLOADS, machine=machine,
+                                measure=FakeMeasure(), charts=False)
+        (art / "pr-number").write_text("7\n")
+        (art / "comment.md").write_text("tampered: never posted\n")
+    res = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=head,
+                                   fail_on_regression=True)
+    assert res.exit_code == 1 and set(res.machines) == {"cpu-ci", "cuda-ci"}
+    comment = (tmp_path / "merged" / "comment.md").read_text()
+    assert "tampered" not in comment
+    assert comment.splitlines()[1].replace("\\", "").startswith("**2 regressions on cpu-ci, cuda-ci**")
+    assert (tmp_path / "merged" / "pr-number").read_text() == "7\n"
+
+    (tmp_path / "artifacts" / "bench-cuda-ci" / "records" / "head.jsonl").write_text("{not json\n")
+    with pytest.raises(VlmpathError, match="bench-cuda-ci.*not JSON"):
+        ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged2")
+
+
+def test_same_commit_on_both_sides_leaves_both_record_files(repo, tmp_path):
+    sha = commit_knobs(repo, {}, "only")
+    res = engine_pr.run_engine_pr(repo, sha, sha, out_dir=tmp_path / "out", workloads=WORKLOADS,
+                                  machine="cpu-test", measure=FakeMeasure(), charts=False)
+    assert res.exit_code == 0 and "compared with itself" in res.notes[0]
+    assert (tmp_path / "out" / "records" / "base.jsonl").read_text() == (tmp_path / "out" / "records" / "head.jsonl").read_text()

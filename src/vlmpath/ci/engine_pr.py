@@ -179,6 +179,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
         if base_sha == head_sha:
             notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
             base_recs = head_recs
+            shutil.copyfile(rec_dir / "head.jsonl", rec_dir / "base.jsonl")  # the artifact has both sides
         else:
             with worktree(root, base_sha, tmp / "base") as base_wt:
                 base_recs = side(base_sha, base_wt, "base")
