@@ -222,7 +222,7 @@ def test_a_side_that_writes_no_records_is_an_error_naming_the_commit(repo, tmp_p
 def test_cli_runs_the_engine_flow_draws_the_chart_and_exits_1(repo, tmp_path, monkeypatch, capsys):
     base = commit_knobs(repo, {}, "as released")
     head = commit_knobs(repo, {"multi_region": {"accuracy": 0.5}}, "mistake")
-    monkeypatch.setattr(engine_pr, "measure_subprocess", FakeMeasure())
+    monkeypatch.setattr(engine_pr, "measure_engine", FakeMeasure())
     out = tmp_path / "out"
     code = main(["ci", "pr", "--engine-src", str(repo), "--base", base, "--head", head, "--out", str(out),
                  "--machine", "cpu-test", "--workload", "multi_region", "--repeat", "1"])

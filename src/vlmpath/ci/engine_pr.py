@@ -7,16 +7,17 @@
    the baseline (as ``run_pr`` does: the PR is not blamed for what landed on base since);
 2. check each side out into a temporary ``git worktree`` of the engine repository,
    removed again afterwards, also when anything fails;
-3. measure each side with **this** vlmpath (``vlmpath measure --engine-src
-   <worktree>/<subdir>``, in a subprocess: the engine's modules are imported fresh per
-   side, never twice in one interpreter), same workloads, scale, seed and repeat;
+3. measure each side with **this** vlmpath (``suite.engine_run.measure_cases`` with
+   ``<worktree>/<subdir>`` as the engine source: a fresh engine worker process per side,
+   so the engine's modules are never imported twice in one interpreter), same
+   workloads, scale, seed and repeat;
 4. turn each side's records into ``RunResults`` (``vlmpath.compare.from_records``),
    compare them with the usual thresholds and write the usual ``comment.md``,
    ``comparison.json``, ``summary.txt``, ``run.json`` and the PR chart, plus each side's
    records under ``records/``. Exit 1 on a regression.
 
 The measurer is injectable (``measure=``) so the flow is testable without an engine; the
-real one is ``measure_subprocess``.
+real one is ``measure_engine``.
 """
 
 from __future__ import annotations
@@ -24,10 +25,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +39,7 @@ from vlmpath.ci.pr_outputs import (
     write_json,
     write_outputs,
 )
-from vlmpath.ci.pr_side import _log, _own_package_root, _prepend
+from vlmpath.ci.pr_side import _log
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
 
@@ -58,25 +57,26 @@ class EngineSide:
     workloads: tuple[str, ...]
     scale: str
     repeat: int
-    engine_python: str | None
-    env: Mapping[str, str]
+    engine_python: str | None  # None: VLMPATH_ENGINE_PYTHON, else the newest engine environment
 
 
 Measure = Callable[[EngineSide], None]
 
 
-def measure_subprocess(side: EngineSide) -> None:
-    """The real measurer: ``vlmpath measure --engine-src`` of this vlmpath, one process per side."""
-    cmd = [sys.executable, "-m", "vlmpath.cli", "measure", "--engine-src", str(side.source),
-           "--scale", side.scale, "--repeat", str(side.repeat), "--json", str(side.json_path)]
-    if side.engine_python:
-        cmd += ["--engine-python", side.engine_python]
-    for w in side.workloads:
-        cmd += ["--workload", w]
-    _log(f"measuring engine commit {side.commit[:8]} (code from {side.source}): {' '.join(cmd[3:])}")
-    r = subprocess.run(cmd, env=dict(side.env), cwd=tempfile.gettempdir())
-    if r.returncode != 0:
-        _log(f"vlmpath measure for {side.commit[:8]} exited {r.returncode}")
+def measure_engine(side: EngineSide) -> None:
+    """The real measurer: ``suite.engine_run.measure_cases`` with the side's checkout as an
+    ``--engine-src``; the engine runs in a fresh worker process per side (its modules are
+    never imported twice in one interpreter), which imports this vlmpath after the engine."""
+    from vlmpath.engines.base import parse_engine
+    from vlmpath.suite.engine_run import measure_cases
+    from vlmpath.suite.measure import plan_cases
+
+    # One case per workload: the engine has its own strategies, the pipeline is not a choice.
+    cases = plan_cases(workloads=list(side.workloads), pipelines=["default"], scale=side.scale)
+    _log(f"measuring engine commit {side.commit[:8]} (code from {side.source}): "
+         f"{', '.join(side.workloads)}, scale {side.scale}, repeat {side.repeat}")
+    measure_cases(cases, parse_engine(None, src=str(side.source)), repeat=side.repeat,
+                  json_path=side.json_path, python=side.engine_python)
 
 
 def engine_subdir(root: Path, subdir: str | None) -> str:
@@ -132,8 +132,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
                   workloads: Sequence[str] | None = None, scale: str = "tiny", repeat: int = 3,
                   engine_python: str | None = None, machine: str | None = None,
                   thresholds: str | os.PathLike[str] | None = None, fail_on_regression: bool = True,
-                  charts: bool = True, measure: Measure | None = None,
-                  env: Mapping[str, str] | None = None) -> FlowResult:
+                  charts: bool = True, measure: Measure | None = None) -> FlowResult:
     """Measure merge-base(base, head) and head of the engine repository and compare them."""
     from vlmpath.compare import verdict as compare
     from vlmpath.compare.from_records import engines_of, run_from_records
@@ -155,10 +154,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     if rec_dir.exists():
         shutil.rmtree(rec_dir)  # a stale side would be compared as if new
     rec_dir.mkdir(parents=True)
-    runner = measure or measure_subprocess
-    base_env = dict(os.environ if env is None else env)
-    # The measuring process imports this vlmpath (the tool), whatever the engine commit.
-    base_env["PYTHONPATH"] = _prepend(str(_own_package_root()), base_env.get("PYTHONPATH"))
+    runner = measure or measure_engine
     notes: list[str] = []
     _log(f"engine {root}: base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); "
          f"head {head} -> {head_sha[:8]}; source dir {sub or '.'}; machine {machine}")
@@ -169,7 +165,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
             raise VlmpathError(f"engine commit {sha[:8]} has no {sub!r} directory: pass --engine-subdir "
                                "(the directory that holds the engine's Python package)")
         path = rec_dir / f"{name}.jsonl"
-        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python, base_env))
+        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python))
         return read_records(path, sha)
 
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-engine-pr-"))
