@@ -136,7 +136,7 @@ def sglang_repo(tmp_path_factory):
     path.write_text(original + "\n", encoding="utf-8")
     git(repo, "commit", "-q", "-am", "whitespace only")
     same = git(repo, "rev-parse", "HEAD")
-    assert git(repo, "diff", "-w", "--stat", release, same) == ""
+    assert git(repo, "diff", "-w", "--ignore-blank-lines", "--stat", release, same) == ""
     return repo, {"release": release, "mistake": mistake, "same": same}
 
 
