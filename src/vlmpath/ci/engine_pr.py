@@ -75,8 +75,12 @@ def measure_engine(side: EngineSide) -> None:
     cases = plan_cases(workloads=list(side.workloads), pipelines=["default"], scale=side.scale)
     _log(f"measuring engine commit {side.commit[:8]} (code from {side.source}): "
          f"{', '.join(side.workloads)}, scale {side.scale}, repeat {side.repeat}")
+    import torch
+
+    # The GPU when there is one (CUDA or ROCm: both are torch.cuda), as `vlmpath measure` does.
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"
     measure_cases(cases, parse_engine(None, src=str(side.source)), repeat=side.repeat,
-                  json_path=side.json_path, python=side.engine_python)
+                  json_path=side.json_path, python=side.engine_python, device=device)
 
 
 def engine_subdir(root: Path, subdir: str | None) -> str:
