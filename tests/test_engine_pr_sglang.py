@@ -17,8 +17,9 @@ released. Two commits on top of it:
 accuracy drop on ``multi_region``; between release and ``same`` it must exit 0. tok/s is
 given a band no timing can leave (``--config``): timings never decide a pass/fail test.
 
-Needs the released wheel and an engine environment (see ``_wheel`` / ``_engine_python``);
-skipped, with the reason, where either is missing.
+Needs an engine environment (``_engine_python``) and the released source: the wheel
+(``_wheel``) or, as in CI, sglang 0.5.23 installed in that environment; skipped, with the
+reason, where either is missing.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -61,6 +63,30 @@ def _wheel() -> Path | None:
     return None
 
 
+def _installed_release(python: str) -> Path | None:
+    """The ``sglang/`` package installed in the engine environment, when it is RELEASE: the
+    same files as the wheel's (CI has the environment, not the wheel). Found without
+    importing sglang (``find_spec`` of a top-level package runs none of its code)."""
+    code = ("import importlib.metadata as m, importlib.util as u; s = u.find_spec('sglang'); "
+            "print(m.version('sglang')); print(list(s.submodule_search_locations)[0])")
+    r = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    lines = r.stdout.split()
+    if r.returncode != 0 or len(lines) != 2 or lines[0] != RELEASE:
+        return None
+    return Path(lines[1])
+
+
+def _extract_release(dest: Path) -> None:
+    """``dest/sglang/`` = the released package: from the wheel, else from the engine env."""
+    wheel = _wheel()
+    if wheel is not None:
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(dest, [n for n in z.namelist() if n.startswith("sglang/")])
+        return
+    shutil.copytree(_installed_release(_engine_python()), dest / "sglang",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
 def _engine_python() -> str | None:
     """VLMPATH_ENGINE_PYTHON, else the newest installed engine environment, else a known one."""
     given = os.environ.get("VLMPATH_ENGINE_PYTHON")
@@ -85,11 +111,13 @@ def _skip_reason() -> str | None:
         import vlmpath.suite.engine_run  # noqa: F401  (the adapter's entry point)
     except ImportError:
         return "the engine layer (vlmpath.suite.engine_run) is not in this checkout"
-    if _wheel() is None:
-        return f"no sglang {RELEASE} wheel (set VLMPATH_SGLANG_WHEEL or put it in {WHEEL_DIRS[0]})"
-    if _engine_python() is None:
+    python = _engine_python()
+    if python is None:
         return (f"no engine environment: run `vlmpath engine install sglang=={RELEASE}` "
-                "or set VLMPATH_ENGINE_PYTHON")
+                "(or set VLMPATH_ENGINE_INSTALL for ci/setup.sh, or VLMPATH_ENGINE_PYTHON)")
+    if _wheel() is None and _installed_release(python) is None:
+        return (f"no released sglang {RELEASE} source: neither a wheel (VLMPATH_SGLANG_WHEEL, "
+                f"{WHEEL_DIRS[0]}) nor sglang {RELEASE} installed in {python}")
     return None
 
 
@@ -117,8 +145,7 @@ def sglang_repo(tmp_path_factory):
         pytest.skip(reason)
     repo = tmp_path_factory.mktemp("sglang") / "sglang"
     (repo / "python").mkdir(parents=True)
-    with zipfile.ZipFile(_wheel()) as z:
-        z.extractall(repo / "python", [n for n in z.namelist() if n.startswith("sglang/")])
+    _extract_release(repo / "python")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", f"sglang {RELEASE} as released")
@@ -156,6 +183,9 @@ def ci_pr(repo: Path, base: str, head: str, out: Path, tmp: Path) -> tuple[int, 
     return r.returncode, comment, took
 
 
+# Two engine processes per comparison, each importing sglang and building the tower: minutes
+# on a busy 2-core box, so more than the suite's per-test default.
+@pytest.mark.timeout(1500)
 def test_the_span_count_split_is_caught_as_an_accuracy_drop_on_multi_region(sglang_repo, tmp_path):
     repo, c = sglang_repo
     code, comment, took = ci_pr(repo, c["release"], c["mistake"], tmp_path / "out", tmp_path)
@@ -173,6 +203,7 @@ def test_the_span_count_split_is_caught_as_an_accuracy_drop_on_multi_region(sgla
     assert git(repo, "worktree", "list").count("\n") == 0  # the side worktrees are gone
 
 
+@pytest.mark.timeout(1500)
 def test_a_whitespace_only_commit_exits_0(sglang_repo, tmp_path):
     repo, c = sglang_repo
     code, comment, took = ci_pr(repo, c["release"], c["same"], tmp_path / "out", tmp_path)
