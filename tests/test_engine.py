@@ -142,7 +142,7 @@ def test_engine_function_that_raises_fails_its_case_and_the_run_goes_on(tmp_path
     assert [json.loads(x)["workload"] for x in out.read_text().splitlines()] == ["multi_region", "many_small_images"]
     bad, good = recs
     assert bad["error"] == "RuntimeError: fake engine: items with several offsets are not supported"
-    assert bad["tok_per_s"] is None and bad["accuracy"] == 0.0
+    assert bad["tok_per_s"] is None and bad["accuracy"] < 1.0  # its multi-offset requests failed
     assert good["error"] is None and good["accuracy"] == 1.0 and good["tok_per_s"] > 0
     assert good["engine"] == spec.label and good["engine_version"] == "0.0.0+fake"
     assert good["engine_seams"]["scatter"] == "unknown" and good["engine_seams"]["shm"] == "none"
@@ -177,3 +177,18 @@ def test_cli_measure_engine_src_writes_engine_fields(tmp_path):
     rec = json.loads(out.read_text())
     assert rec["engine"].startswith("sglang@src:") and rec["accuracy"] == 1.0 and rec["syncs"] is None
     assert "sglang@src:" in proc.stdout
+
+
+@pytest.mark.e2e
+def test_planted_misplacement_through_the_adapter_lowers_accuracy(monkeypatch):
+    """The accuracy the adapter reports is not blind: rows handed to the engine reversed
+    (``VLMPATH_ENGINE_FAULT=WORKLOAD:flip``) are misplaced; the unplanted case stays 1.0."""
+    from vlmpath.suite.engine_run import measure_cases
+    from vlmpath.suite.measure import plan_cases
+
+    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:flip")
+    cases = plan_cases(workloads=["many_small_images", "few_large_images"], pipelines=["default"])
+    flipped, plain = measure_cases(cases, parse_engine(None, src=str(FAKE)), repeat=1, count=False,
+                                   python=sys.executable)
+    assert flipped["error"] is None and flipped["accuracy"] < 1.0
+    assert plain["error"] is None and plain["accuracy"] == 1.0

@@ -32,8 +32,13 @@ def run_measure(a: argparse.Namespace) -> int:
     if a.repeat < 1:
         raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
     spec = parse_engine(a.engine, src=a.engine_src)
-    cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count,
-                       hash=a.hash, pipelines=a.pipeline, scale=a.scale, seed=a.seed)
+    chosen = [f"--{k}" for k in ("encode", "inject", "count", "hash", "pipeline") if getattr(a, k)]
+    if chosen and not spec.in_process:
+        raise VlmpathError(f"{', '.join(chosen)} choose the reference routine's strategies; with --engine "
+                           f"{spec.label} the engine's own code runs every stage: drop {', '.join(chosen)}")
+    # An engine has one path per stage (its seams are recorded): one case per workload.
+    cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count, hash=a.hash,
+                       pipelines=a.pipeline if spec.in_process else ["default"], scale=a.scale, seed=a.seed)
     device = a.device or ("cuda:0" if _cuda_available() else "cpu")
     kw = dict(repeat=a.repeat, count=not a.no_syncs, device=device, weights=a.weights,
               python=a.engine_python, home=a.engine_home)
