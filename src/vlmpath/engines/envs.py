@@ -165,7 +165,10 @@ def install(text: str, home=None, *, project_root: str | os.PathLike | None = No
     else:
         run("torch", pip + [os.environ.get("VLMPATH_CPU_TORCH", CPU_TORCH)], env=penv)
         run("torchvision", pip + ["--no-deps", CPU_TORCHVISION], env=penv)
-    run("sglang", pip + ["--no-deps", f"{spec.name}=={spec.version}"], env=penv)
+    # VLMPATH_ENGINE_WHEELS: a directory of cached engine wheels (an offline machine, a CI cache).
+    wheels = os.environ.get("VLMPATH_ENGINE_WHEELS")
+    links = ["--find-links", wheels] if wheels else []
+    run("sglang", pip + links + ["--no-deps", f"{spec.name}=={spec.version}"], env=penv)
     pins = _pins(env.python)
     chain = [f"{p}=={pins[p.lower()]}" if p.lower() in pins else p for p in import_chain()]
     run("import-chain", pip + chain, env=penv)

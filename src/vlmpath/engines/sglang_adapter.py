@@ -21,9 +21,11 @@ and builds ``SglangRoutine``s, which the suite drives exactly like the reference
   items only, as the engine filters them) and all the step's token ids (a copy: the
   engine clamps them in place).
 
-``VLMPATH_ENGINE_FAULT=WORKLOAD:MESSAGE`` (tests) makes the engine's ``embed_mm_inputs``
-raise ``RuntimeError(MESSAGE)`` in routines of that workload: a fault planted in the
-engine's function, seen through the suite's failed-case path.
+``VLMPATH_ENGINE_FAULT=WORKLOAD:raise:MESSAGE`` (tests) makes the engine's
+``embed_mm_inputs`` raise ``RuntimeError(MESSAGE)`` in routines of that workload: a fault
+planted in the engine's function, seen through the suite's failed-case path.
+``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order: a planted
+misplacement that the accuracy must see.
 """
 
 from __future__ import annotations
@@ -107,9 +109,11 @@ class SglangRoutine:
                 self._inputs[r.rid] = api.schedule_batch.MultimodalInputs(mm_items=items)
         self._funcs = {api.modality(m): self._embed for m in {it.modality for it in workload.items}}
         self._embed_mm_inputs = api.mm_utils.embed_mm_inputs
-        fault = os.environ.get(FAULT_ENV, "")
-        if fault.partition(":")[0] == workload.name:
-            self._embed_mm_inputs = _raising(fault.partition(":")[2] or "planted engine fault")
+        target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
+        kind, _, message = fault.partition(":")
+        self._flip = target == workload.name and kind == "flip"
+        if target == workload.name and kind == "raise":
+            self._embed_mm_inputs = _raising(message or "planted engine fault")
 
     def _embed(self, items) -> torch.Tensor:
         """The engine's data_embedding_func: our encoder over the engine's items."""
@@ -120,7 +124,8 @@ class SglangRoutine:
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(ours)
         with self.encoder_region():
-            return self.encoder.encode(ours).embeddings
+            rows = self.encoder.encode(ours).embeddings
+        return rows.flip(0) if self._flip else rows
 
     def run_step(self, step: Step) -> torch.Tensor:
         self._hits.stored.clear()
