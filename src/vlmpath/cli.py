@@ -31,7 +31,6 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
 
     def run(a: argparse.Namespace) -> int:
         import json
-
         from vlmpath.measure.platform import probe
         plat = probe().to_dict()
         print(json.dumps(plat, indent=2, sort_keys=True) if a.json
@@ -132,7 +131,32 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
     p.set_defaults(func=run)
 
-# --- measure ---------------------------------------------------------------------------
+# --- measure, engine ---------------------------------------------------------------------
+def _engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default=None, metavar="SPEC",
+                   help="reference (default) or sglang==X (after `vlmpath engine install sglang==X`)")
+    p.add_argument("--engine-src", default=None, metavar="DIR",
+                   help="an engine source tree put first on the path (an sglang checkout's python/)")
+    p.add_argument("--engine-python", default=None, metavar="PY",
+                   help="interpreter for --engine-src (default: newest engine env, else this python)")
+    p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs dir (VLMPATH_ENGINE_HOME)")
+
+
+@_command
+def _add_engine(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("engine", help="install or list cached engine environments (sglang releases)")
+    esub = p.add_subparsers(dest="engine_command", required=True)
+    inst = esub.add_parser("install", help="build (or reuse) the engine environment of a release")
+    inst.add_argument("spec", help="a release, e.g. sglang==0.5.23")
+    lst = esub.add_parser("list", help="installed engine environments")
+    for q in (inst, lst):
+        q.add_argument("--home", default=None, metavar="DIR", help="engine envs dir (default VLMPATH_ENGINE_HOME "
+                       "or ~/.cache/vlmpath/engines)")
+    from vlmpath.ci.engine_cmd import run_engine
+
+    p.set_defaults(func=run_engine)
+
+
 @_command
 def _add_measure(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("measure", help="run embedding-routine cases and print tok/s, accuracy, syncs")
@@ -151,35 +175,11 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", default=None, metavar="DIR", help="local Qwen2.5-VL safetensors directory")
     p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
+    _engine_options(p)
 
-    def run(a: argparse.Namespace) -> int:
-        from vlmpath.render.tables import text_table
-        from vlmpath.measure.platform import default_device
-        from vlmpath.suite.measure import Session, measure_case, plan_cases, write_records
+    from vlmpath.ci.engine_cmd import run_measure
 
-        if a.repeat < 1:
-            raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
-        cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count,
-                           hash=a.hash, pipelines=a.pipeline, scale=a.scale, seed=a.seed)
-        session = Session(a.device or default_device(), a.weights)
-        records = []
-        from tqdm import tqdm
-
-        bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
-        for case in bar:
-            bar.set_postfix_str(case.label)
-            records.append(measure_case(case, session, repeat=a.repeat, count=not a.no_syncs))
-        headers = ["workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
-                   "enc calls", "hits", "syncs", "enc syncs", "error"]
-        print(text_table(headers, [[r.workload, r.pipeline["encode"], r.pipeline["inject"],
-                                    r.pipeline["count"], r.pipeline["hash"], r.tok_per_s, r.accuracy,
-                                    r.encoder_calls, r.cache_hits, r.syncs, r.encoder_syncs,
-                                    (r.error or "")[:60]] for r in records]))
-        if a.json:
-            write_records(a.json, records)
-        return 0
-
-    p.set_defaults(func=run)
+    p.set_defaults(func=run_measure)
 
 
 # --- profile ---------------------------------------------------------------------------
@@ -270,15 +270,16 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--rerun-base", action="store_true", help="measure the base even if results exist")
     pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+    from vlmpath.ci import engine_pr  # --engine-src REPO: two commits of an engine (sglang) instead
+    from vlmpath.ci import pr as ci_flow
+    engine_pr.add_arguments(pr)  # its flags are declared beside the flow they feed
 
     def run_pr(a: argparse.Namespace) -> int:
-        from vlmpath.ci import pr as ci_flow
-
         try:
-            res = ci_flow.run_pr(a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine,
-                                 bench=a.bench, quick=a.quick, results_dir=a.results_dir,
-                                 rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
-                                 thresholds=a.config, scale=a.scale, charts=not a.no_charts)
+            res = engine_pr.run_from_args(a) if a.engine_src else ci_flow.run_pr(
+                a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
+                results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
+                thresholds=a.config, scale=a.scale, charts=not a.no_charts)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -339,6 +340,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="auto: forkserver on CPU, spawn on GPU")
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
+    _engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.ci.run import RunInterrupted, RunOptions, run as run_suite  # noqa: I001
@@ -349,8 +351,12 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             if not sep or not key:
                 raise VlmpathError(f"--env {kv!r} is not KEY=VALUE")
             extra[key] = value
+        if a.engine_home:
+            extra["VLMPATH_ENGINE_HOME"] = a.engine_home
+        engine = f"sglang@src:{a.engine_src}" if a.engine_src else a.engine
         opts = RunOptions(repo=a.repo, quick=a.quick, bench=a.bench, scale=a.scale, machine=a.machine,
-                          results_dir=a.results_dir, html_dir=a.html_dir, reports_dir=a.reports_dir,
+                          engine=engine, engine_python=a.engine_python, results_dir=a.results_dir,
+                          html_dir=a.html_dir, reports_dir=a.reports_dir,
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
                           publish=not a.no_publish, extra_env=extra)

@@ -142,6 +142,7 @@ def record_summary(record) -> dict:
         "accuracy": record.accuracy,
         "encoder_calls": record.encoder_calls,
         "syncs": record.syncs,
+        "encoder_syncs": record.encoder_syncs,
         "wall_s": record.wall_s,
         "samples": list(record.samples),
         "error": record.error,
