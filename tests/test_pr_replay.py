@@ -36,7 +36,9 @@ from vlmpath.cli import main
 from vlmpath.compare.verdict import Verdict
 from vlmpath.render.comment import md_escape
 
-pytestmark = pytest.mark.e2e
+# The module's fixture runs the real suite six times (several minutes on 2 shared cores):
+# the project-wide 600 s limit is for one test, not for this shared setup.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "cpu-replay"
