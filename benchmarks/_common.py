@@ -41,9 +41,10 @@ from . import _compat
 #: Wall clock, explicitly (older asv defaulted to process time, which misses GPU time);
 #: time_ benchmarks synchronise the device inside the timed call.
 TIMER = timeit.default_timer
-#: Samples per timed benchmark outside quick mode: asv's Mann-Whitney test needs >= 6 per
-#: side; (min, max, max seconds) per round, two rounds interleaved.
-ROUTINE_REPEAT = (3, 5, 20.0)
+#: Samples per timed benchmark outside quick mode: asv's Mann-Whitney test needs >= 7 per
+#: side to ever reach p < 0.002 (``thresholds.yaml``); (min, max, max seconds) per round,
+#: two rounds interleaved: 8 to 10.
+ROUTINE_REPEAT = (4, 5, 20.0)
 ROUNDS = 2
 
 
@@ -121,6 +122,31 @@ def case_summary(case: cases.RoutineCase, cache: dict) -> dict:
         json.dump(summary, f)
     os.replace(tmp, path)
     return summary
+
+
+# --- samples of the routine tracks ------------------------------------------------------------
+def tok_per_s_track(case: cases.RoutineCase, cache: dict) -> dict:
+    """tok/s of every timed pass, in asv's timing-result shape (``{"samples", "number"}``):
+    asv then stores the samples and their 99% interval for a ``track_`` benchmark too, so
+    tok/s gets the same Mann-Whitney test as a time (the test ranks, so tok/s per pass and
+    seconds per pass decide alike). Tokens come from median tok/s x median seconds, which
+    an older package's summary (no ``prefill_tokens``) also has."""
+    summary = case_summary(case, cache)
+    median = cases.require_ok(summary, "tok_per_s")
+    seconds = [float(s) for s in summary.get("samples") or () if s and s > 0]
+    if not seconds:
+        return {"samples": [median], "number": 1}
+    tokens = summary.get("prefill_tokens") or median * float(summary["wall_s"])
+    return {"samples": [tokens / s for s in seconds], "number": 1}
+
+
+def hash_s_track(case: cases.RoutineCase, cache: dict) -> float:
+    """The receiver's hash seconds of the case's arrival; skipped (asv: n/a) when the
+    package under test does not record it (older summaries)."""
+    summary = case_summary(case, cache)
+    if summary.get("hash_s") is None and not summary.get("error"):
+        raise NotImplementedError("this package's case summary has no hash_s")
+    return cases.require_ok(summary, "hash_s")
 
 
 # --- why a benchmark failed ------------------------------------------------------------------

@@ -149,7 +149,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
 
     copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha))
     report = compare.compare(results.load_asv(out / RESULTS_SUBDIR, base_sha),
-                             results.load_asv(out / RESULTS_SUBDIR, head_sha), cfg)
+                             results.load_asv(out / RESULTS_SUBDIR, head_sha), cfg, quick=quick)
     report = drop_unselected(report, {machine: bench})
     header = [f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",

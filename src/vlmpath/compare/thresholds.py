@@ -41,7 +41,7 @@ class Rule:
 class Thresholds:
     gpu_factor: float = 0.10
     cpu_factor: float = 0.50
-    min_samples: int = 6
+    min_samples: int = 7
     p_threshold: float = 0.002
     units: tuple[tuple[str, UnitRule], ...] = ()
     rules: tuple[Rule, ...] = ()
