@@ -49,8 +49,8 @@ class EmbedRoutine:
     track_encoder_calls.unit = "calls"
 
     def track_hash_s(self, cache, pipeline, preset):
-        # The receiver's hash time of the case's arrival (one measurement): its ratios (26x
-        # and more for a re-hash) are large enough to judge on a CPU, which runs only this file.
+        # The receiver's hash time of the case's arrival (samples): its ratios (50x and more
+        # for a planted re-hash) are large enough to judge on a CPU, which runs only this file.
         return _common.hash_s_track(self.case, cache)
 
     track_hash_s.unit = "seconds"

@@ -52,10 +52,41 @@ def test_older_summary_without_tokens_or_hash(embed):
         bench.track_hash_s(cache, "default", "video")
 
 
-def test_hash_s_track_reports_the_summary_value(embed):
+def _hash_metric(embed, preset_hash_s: float):
+    import statistics
+
+    from vlmpath.compare.results import Metric
+
     bench, cache = embed(tok_per_s=500.0, accuracy=1.0, encoder_calls=1, syncs=0, wall_s=0.2,
-                         samples=[0.2], prefill_tokens=100, hash_s=0.0042, error=None)
-    assert bench.track_hash_s(cache, "default", "video") == 0.0042
+                         samples=[0.2], prefill_tokens=100, hash_s=preset_hash_s, error=None)
+    out = bench.track_hash_s(cache, "default", "video")
+    assert out["samples"][0] == preset_hash_s and len(out["samples"]) >= 7
+    return Metric(machine="cpu-a", benchmark="bench_embed.EmbedRoutine.track_hash_s", params=(), unit="seconds",
+                  value=statistics.median(out["samples"]), samples=tuple(out["samples"]))
+
+
+def test_cpu_gate_turns_red_on_a_planted_rehash_in_the_forwarded_receiver(embed, monkeypatch):
+    """The CPU PR job runs bench_embed only: its hash_s track must see a receiver that
+    re-hashes with SHA-256 instead of using the forwarded hash (issue 12)."""
+    import dataclasses
+    from types import MappingProxyType
+
+    from vlmpath.compare.verdict import Thresholds, Verdict, judge
+    from vlmpath.measure.catalog import workload_by_name
+    from vlmpath.paths.hashing import HASH_PATHS
+    from vlmpath.suite.measure import arrive
+
+    cfg = Thresholds.default()
+    wl = workload_by_name("video", "tiny", 0)
+    base = _hash_metric(embed, arrive(wl, "forwarded")[1])
+    again = _hash_metric(embed, arrive(wl, "forwarded")[1])
+    assert judge(base, again, cfg, "cpu").verdict is Verdict.UNCHANGED  # A/A stays green
+    entries = dict(HASH_PATHS._entries)
+    entries["forwarded"] = dataclasses.replace(entries["forwarded"], forward=False)  # the receiver re-hashes
+    monkeypatch.setattr(HASH_PATHS, "_entries", MappingProxyType(entries))
+    planted = _hash_metric(embed, arrive(wl, "forwarded")[1])
+    c = judge(base, planted, cfg, "cpu")
+    assert c.verdict is Verdict.REGRESSION and c.method == "mann-whitney" and not c.indicative
 
 
 def test_record_summary_keeps_tokens_and_hash_seconds():
