@@ -160,36 +160,13 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
 
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch CPU threads (default: OMP_NUM_THREADS, else 1 on CPU, as `vlmpath run`)")
+
     def run(a: argparse.Namespace) -> int:
-        from vlmpath.render.tables import text_table
-        from vlmpath.suite.measure import (
-            Session,
-            measure_case,
-            plan_cases,
-            write_records,
-        )
+        from vlmpath.ci.measure_cmd import run_measure
 
-        if a.repeat < 1:
-            raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
-        cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count,
-                           hash=a.hash, pipelines=a.pipeline, scale=a.scale, seed=a.seed)
-        session = Session(a.device or ("cuda:0" if _cuda_available() else "cpu"), a.weights)
-        records = []
-        from tqdm import tqdm
-
-        bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
-        for case in bar:
-            bar.set_postfix_str(case.label)
-            records.append(measure_case(case, session, repeat=a.repeat, count=not a.no_syncs))
-        headers = ["workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
-                   "enc calls", "hits", "syncs", "enc syncs", "error"]
-        print(text_table(headers, [[r.workload, r.pipeline["encode"], r.pipeline["inject"],
-                                    r.pipeline["count"], r.pipeline["hash"], r.tok_per_s, r.accuracy,
-                                    r.encoder_calls, r.cache_hits, r.syncs, r.encoder_syncs,
-                                    (r.error or "")[:60]] for r in records]))
-        if a.json:
-            write_records(a.json, records)
-        return 0
+        return run_measure(a, a.device or ("cuda:0" if _cuda_available() else "cpu"))
 
     p.set_defaults(func=run)
 

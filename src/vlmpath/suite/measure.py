@@ -24,7 +24,7 @@ from __future__ import annotations
 import statistics
 import time
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
@@ -38,6 +38,7 @@ from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.encoders import ENCODERS, build_vision_tower
 from vlmpath.measure.fidelity import Assembler, GoldenRows, golden_rows, score
+from vlmpath.measure.pinning import load_average, pinned
 from vlmpath.measure.shm import ShmLedger
 from vlmpath.measure.timing import DeviceTimer
 from vlmpath.measure.workload import Step, Workload, with_item_hashes
@@ -84,6 +85,10 @@ class CaseRecord:
     encoder_syncs: int | None
     sync_events: dict = field(default_factory=dict)
     device: str = "cpu"
+    # CPU settings the case ran under (``vlmpath.measure.pinning``): torch's intra-op
+    # threads and the highest 1-minute load average seen while measuring.
+    threads: int | None = None
+    load_avg: float | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
@@ -189,7 +194,16 @@ def prepare(workload: str, hash_name: str, scale: str, session: Session, seed: i
 
 
 def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool = True,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> CaseRecord:
+                 cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None) -> CaseRecord:
+    """``threads``: torch's intra-op threads for this case (None: as set); recorded."""
+    with pinned(threads) as in_effect:
+        load0 = load_average()
+        rec = _measure(case, session, repeat, count, cache_bytes)
+        loads = [x for x in (load0, load_average()) if x is not None]
+    return replace(rec, threads=in_effect, load_avg=max(loads) if loads else None)
+
+
+def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes: int) -> CaseRecord:
     case.pipeline.validate()
     prep = prepare(case.workload, case.pipeline.hash, case.scale, session, case.seed)
     wl, encoder, table, hash_s, hstats = prep.workload, prep.encoder, prep.table, prep.hash_s, prep.hash_stats
