@@ -237,6 +237,8 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
     pr.add_argument("--bench", default=None, metavar="REGEX", help="only benchmarks matching REGEX")
     pr.add_argument("--quick", action="store_true", help="one pass per benchmark (smoke test)")
+    pr.add_argument("--interleave", type=int, default=0, metavar="N",
+                    help="run base and head alternately, N rounds (fresh process each), judge timings on pairs")
     pr.add_argument("--scale", default=None, choices=["tiny", "full"],
                     help="workload scale passed to `vlmpath run` (default: its default, tiny)")
     pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
@@ -254,7 +256,8 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
             res = ci_flow.run_pr(a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine,
                                  bench=a.bench, quick=a.quick, results_dir=a.results_dir,
                                  rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
-                                 thresholds=a.config, scale=a.scale, charts=not a.no_charts)
+                                 thresholds=a.config, scale=a.scale, charts=not a.no_charts,
+                                 interleave=a.interleave)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
