@@ -171,6 +171,26 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# --- trust -----------------------------------------------------------------------------
+@_command
+def _add_trust(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("trust", help="measure the measuring: A/A false regressions and planted slowdowns caught")
+    p.add_argument("--preset", default="video", help="workload preset of the routine case (default video)")
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--samples", type=int, default=8, help="timed passes per side and round (default 8)")
+    p.add_argument("--band", type=float, action="append", help="CPU band(s) to judge with (repeatable; default 0.5)")
+    p.add_argument("--threads", type=int, default=None, metavar="N")
+    p.add_argument("--instructions", action="store_true", help="also the callgrind instruction-count gate")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.ci.trust import main_cli
+
+        return main_cli(a)
+
+    p.set_defaults(func=run)
+
+
 # --- report ----------------------------------------------------------------------------
 @_command
 def _add_report(sub: argparse._SubParsersAction) -> None:
