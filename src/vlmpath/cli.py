@@ -180,7 +180,7 @@ def _add_trust(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=8, help="timed passes per side and round (default 8)")
     p.add_argument("--band", type=float, action="append", help="CPU band(s) to judge with (repeatable; default 0.5)")
     p.add_argument("--threads", type=int, default=None, metavar="N")
-    p.add_argument("--instructions", action="store_true", help="also the callgrind instruction-count gate")
+    p.add_argument("--instructions", type=int, default=0, metavar="ROUNDS", help="callgrind instruction-count rounds")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
 
     def run(a: argparse.Namespace) -> int:

@@ -116,13 +116,7 @@ def thresholds_with_band(base: Thresholds, band: float, gate: str) -> Thresholds
     """``base`` with the CPU band set to ``band`` for the gate's benchmark (as a rule)."""
     rule = Rule(pattern=rf"^trust\.Routine\.{gate.replace('/', '.')}$", gpu=band, cpu=band)
     return Thresholds(base.gpu_factor, base.cpu_factor, base.min_samples, base.p_threshold,
-                      base.units + (("instructions", _instructions_rule()),), (rule,) + base.rules, base.source)
-
-
-def _instructions_rule():
-    from vlmpath.compare.thresholds import UnitRule
-
-    return UnitRule("lower")
+                      base.units, (rule,) + base.rules, base.source)
 
 
 def tally(tallies: dict, gate: str, band: float, cfg: Thresholds, base: Sequence[float],
@@ -144,15 +138,16 @@ def tally(tallies: dict, gate: str, band: float, cfg: Thresholds, base: Sequence
 
 def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 8, sizes: Sequence[float] = SIZES,
               bands: Sequence[float] = (0.5,), threads: int | None = None, scale: str = "tiny",
-              instructions: bool = False, log: Callable[[str], None] = print) -> dict:
+              instructions: int = 0, log: Callable[[str], None] = print) -> dict:
     """The whole trust measurement (see the module docstring); returns the JSON report."""
     from vlmpath.core.errors import VlmpathError
     from vlmpath.engines.reference import DEFAULT_PIPELINE, EmbedRoutine
     from vlmpath.measure.pinning import cpu_threads, load_average, load_warning, pinned
     from vlmpath.suite.measure import Session, prepare
 
-    if rounds < 1 or samples < 2:
-        raise VlmpathError(f"vlmpath trust: --rounds must be >= 1 and --samples >= 2 (got {rounds}, {samples})")
+    if rounds < 0 or samples < 2 or instructions < 0 or rounds + instructions < 1:
+        raise VlmpathError(f"vlmpath trust: --rounds and --instructions must be >= 0 (one of them >= 1) and "
+                           f"--samples >= 2 (got {rounds}, {instructions}, {samples})")
     t_start = time.monotonic()
     session = Session("cpu")
     base_cfg = Thresholds.default()
@@ -169,7 +164,7 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 8, size
             return timed_pass(routine.run_step, steps, plant, a)
 
         one_pass(None)  # warm-up
-        plants = calibrate(one_pass, len(steps), sizes, a)
+        plants = calibrate(one_pass, len(steps), sizes, a) if rounds else {}
         log(f"trust: {preset} ({len(steps)} steps, {wl.prefill_tokens} tokens), "
             f"threads {in_effect}; planted units per step: "
             + ", ".join(f"{s:.0%}: {p.per_step}" for s, p in plants.items()))
@@ -197,17 +192,18 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 8, size
                             for s in sizes))
         ir = None
         if instructions:
-            from vlmpath.measure.instructions import count_trust
+            from vlmpath.ci.instructions import count_trust
 
-            ir = count_trust(preset, scale, rounds, sizes, in_effect, log=log)
+            ir = count_trust(preset, scale, instructions, sizes, in_effect, log=log)
             for band in bands:
                 cfg = thresholds_with_band(base_cfg, band, "instructions")
-                for r in range(rounds):
+                for r in range(instructions):
                     row = ir["rounds"][r]
                     tally(tallies, "instructions", band, cfg, [row["base"]], [row["aa"]],
                           {s: [row[f"{s}"]] for s in sizes})
     return {
         "schema_version": 1, "preset": preset, "scale": scale, "rounds": rounds, "samples": samples,
+        "instruction_rounds": instructions,
         "sizes": list(sizes), "threads": in_effect, "cores": _cores(),
         "load_avg": {"min": min(loads), "max": max(loads)} if loads else None,
         "seconds": round(time.monotonic() - t_start, 1),
@@ -234,7 +230,7 @@ def render(report: dict) -> str:
             for g in report["gates"]]
     load = report["load_avg"]
     head = (f"vlmpath trust: {report['preset']} ({report['scale']}), {report['rounds']} rounds x "
-            f"{report['samples']} samples per side, threads {report['threads']} of {report['cores']} cores"
+            f"{report['samples']} samples per side (instructions: {report['instruction_rounds']} rounds), threads {report['threads']} of {report['cores']} cores"
             + (f", load average {load['min']:.1f}-{load['max']:.1f}" if load else "")
             + f", {report['seconds']:.0f} s")
     return head + "\n" + text_table(["gate", "band", "false regressions", *(f"caught {s}" for s in sizes),

@@ -98,7 +98,8 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False)
     return Comparison(**common, verdict=verdict, direction=direction, method=method,
                       factor=factor, significant=significant,
                       base_ci=spread.interval(b.ci_99), head_ci=spread.interval(h.ci_99), mde=mde,
-                      indicative=spread.indicative(len(b.samples), len(h.samples), cfg.min_samples, quick),
+                      indicative=not (rule is not None and rule.deterministic)
+                      and spread.indicative(len(b.samples), len(h.samples), cfg.min_samples, quick),
                       too_noisy=too_noisy)
 
 
