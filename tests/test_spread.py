@@ -141,3 +141,14 @@ def test_paired_aa_is_not_significant(seed):
 def test_paired_rejects_unequal_rounds():
     with pytest.raises(ValueError, match="equal in number"):
         spread.paired_shift([1.0, 2.0], [1.0])
+
+
+def test_quick_run_summary_says_numbers_are_one_sample():
+    from vlmpath.render import summary as summod
+
+    s = summod.Summary(commit="a" * 40, machine="m", status="complete", rows=(), asv_returncode=0,
+                       duration_s=1.0, fingerprint=None, options={"quick": True}, notes=())
+    assert "ONE sample" in summod.render_terminal(s)
+    assert "ONE sample" not in summod.render_terminal(summod.Summary(
+        commit="a" * 40, machine="m", status="complete", rows=(), asv_returncode=0, duration_s=1.0,
+        fingerprint=None, options={"quick": False}, notes=()))
