@@ -80,7 +80,7 @@ def _newest_dump(prefix: str, seen: set[str]) -> Path:
 def _worker(spec_path: str) -> None:
     import torch
 
-    from vlmpath.ci.trust import UNIT_N, Plant, timed_pass
+    from vlmpath.ci.plant import UNIT_N, Plant, timed_pass
     from vlmpath.engines.reference import DEFAULT_PIPELINE, EmbedRoutine
     from vlmpath.suite.measure import Session, prepare
 

@@ -31,24 +31,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from vlmpath.ci.plant import UNIT_N, Plant, timed_pass
 from vlmpath.compare.results import Metric
 from vlmpath.compare.thresholds import Rule, Thresholds
 from vlmpath.compare.verdict import Verdict, judge
 
 SIZES = (0.05, 0.10, 0.25)
-UNIT_N = 96  # the planted work's matrix size (a small matmul, like the tower's own ops)
-
-
-@dataclass(frozen=True)
-class Plant:
-    """``units`` extra matrix products spread over a pass's steps (``per_step`` each)."""
-
-    size: float
-    per_step: int
-
-    def work(self, a: torch.Tensor) -> None:
-        for _ in range(self.per_step):
-            torch.mm(a, a)
 
 
 def _unit_seconds(a: torch.Tensor, n: int = 200) -> float:
@@ -73,16 +61,6 @@ def calibrate(one_pass: Callable[[Plant | None], float], steps: int, sizes: Sequ
     got = statistics.median(planted) / statistics.median(base) - 1  # what probe's units cost
     per_unit = max(got, 1e-6) / probe.per_step
     return {s: Plant(s, max(1, round(s / per_unit))) for s in sizes}
-
-
-def timed_pass(run_step: Callable, steps: Sequence, plant: Plant | None, a: torch.Tensor) -> float:
-    """Seconds of one pass of the schedule (CPU: wall clock; the routine syncs itself)."""
-    t0 = time.perf_counter()
-    for step in steps:
-        run_step(step)
-        if plant is not None:
-            plant.work(a)
-    return time.perf_counter() - t0
 
 
 @dataclass
