@@ -295,10 +295,10 @@ def test_no_cross_vendor_rows_with_one_vendor():
 
 
 def test_packaged_defaults_document_the_noise_band():
-    assert (CFG.gpu_factor, CFG.cpu_factor, CFG.min_samples) == (0.10, 0.50, 7)
+    assert (CFG.gpu_factor, CFG.cpu_factor, CFG.min_samples) == (0.10, 0.20, 7)
     assert CFG.unit_rule("tok/s").direction == "higher" and CFG.unit_rule("syncs").exact
     assert CFG.factor_for("bench_hash.Hash.peakmem_receive", "bytes", "gpu") == 0.05
-    assert CFG.factor_for("bench_hash.Hash.time_receive", "seconds", "cpu") == 0.50
+    assert CFG.factor_for("bench_hash.Hash.time_receive", "seconds", "cpu") == 0.20
 
 
 def test_user_config_overrides_and_its_rules_come_first(tmp_path):

@@ -43,7 +43,7 @@ class Rule:
 @dataclass(frozen=True)
 class Thresholds:
     gpu_factor: float = 0.10
-    cpu_factor: float = 0.50
+    cpu_factor: float = 0.20
     min_samples: int = 7
     p_threshold: float = 0.002
     units: tuple[tuple[str, UnitRule], ...] = ()
