@@ -4,7 +4,8 @@
 commit that changes the package's default changes what these rows measure. Every number
 comes from one ``measure_case`` per (pipeline, preset): tok/s over device-timed steps
 (median of the timed passes), placement accuracy against each item's golden rows, host-
-device syncs outside the vision tower, vision-tower calls and the receiver's hash seconds (``track_hash_s``). Tower build, workload
+device syncs outside the vision tower, vision-tower calls and the receiver's hash seconds
+(``track_hash_s``). Tower build, workload
 build, arrival and the warm-up pass are not timed.
 """
 

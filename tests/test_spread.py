@@ -95,7 +95,8 @@ def test_unchanged_beyond_the_runs_sight_is_too_noisy_to_judge():
 def test_encode_metrics_twin_of_embed_default_is_reported_once():
     def both(tok):
         return [
-            _m(tok, "tok/s", (), "bench_encode.EncodeMetrics.track_tok_per_s", (("strategy", "batched"), ("preset", "video"))),
+            _m(tok, "tok/s", (), "bench_encode.EncodeMetrics.track_tok_per_s",
+               (("strategy", "batched"), ("preset", "video"))),
             _m(tok, "tok/s", (), TOK, (("pipeline", "default"), ("preset", "video"))),
             # not a twin: another strategy with other values
             _m(tok * 2, "tok/s", (), "bench_encode.EncodeMetrics.track_tok_per_s",

@@ -208,7 +208,8 @@ def render(report: dict) -> str:
             for g in report["gates"]]
     load = report["load_avg"]
     head = (f"vlmpath trust: {report['preset']} ({report['scale']}), {report['rounds']} rounds x "
-            f"{report['samples']} samples per side (instructions: {report['instruction_rounds']} rounds), threads {report['threads']} of {report['cores']} cores"
+            f"{report['samples']} samples per side (instructions: {report['instruction_rounds']} rounds), "
+            f"threads {report['threads']} of {report['cores']} cores"
             + (f", load average {load['min']:.1f}-{load['max']:.1f}" if load else "")
             + f", {report['seconds']:.0f} s")
     return head + "\n" + text_table(["gate", "band", "false regressions", *(f"caught {s}" for s in sizes),
