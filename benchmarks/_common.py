@@ -41,9 +41,10 @@ from . import _compat
 #: Wall clock, explicitly (older asv defaulted to process time, which misses GPU time);
 #: time_ benchmarks synchronise the device inside the timed call.
 TIMER = timeit.default_timer
-#: Samples per timed benchmark outside quick mode: asv's Mann-Whitney test needs >= 6 per
-#: side; (min, max, max seconds) per round, two rounds interleaved.
-ROUTINE_REPEAT = (3, 5, 20.0)
+#: Samples per timed benchmark outside quick mode: asv's Mann-Whitney test needs >= 7 per
+#: side to ever reach p < 0.002 (``thresholds.yaml``); (min, max, max seconds) per round,
+#: two rounds interleaved: 8 to 10.
+ROUTINE_REPEAT = (4, 5, 20.0)
 ROUNDS = 2
 
 
@@ -121,6 +122,41 @@ def case_summary(case: cases.RoutineCase, cache: dict) -> dict:
         json.dump(summary, f)
     os.replace(tmp, path)
     return summary
+
+
+# --- samples of the routine tracks ------------------------------------------------------------
+def tok_per_s_track(case: cases.RoutineCase, cache: dict) -> dict:
+    """tok/s of every timed pass, in asv's timing-result shape (``{"samples", "number"}``):
+    asv then stores the samples and their 99% interval for a ``track_`` benchmark too, so
+    tok/s gets the same Mann-Whitney test as a time (the test ranks, so tok/s per pass and
+    seconds per pass decide alike). Tokens come from median tok/s x median seconds, which
+    an older package's summary (no ``prefill_tokens``) also has."""
+    summary = case_summary(case, cache)
+    median = cases.require_ok(summary, "tok_per_s")
+    seconds = [float(s) for s in summary.get("samples") or () if s and s > 0]
+    if not seconds:
+        return {"samples": [median], "number": 1}
+    tokens = summary.get("prefill_tokens") or median * float(summary["wall_s"])
+    return {"samples": [tokens / s for s in seconds], "number": 1}
+
+
+def hash_s_track(case: cases.RoutineCase, cache: dict) -> dict:
+    """The receiver's hash seconds of the case's arrival, as samples: the summary's one
+    (``hash_s``, measured with the case) plus fresh arrivals of the same workload up to
+    ``routine_repeat`` (cheap: microseconds when forwarded, ~0.1 s per re-hash), so the
+    Mann-Whitney test sees the microsecond noise. Skipped (asv: n/a) when the package
+    under test does not record it (older summaries)."""
+    from vlmpath.measure.catalog import workload_by_name
+    from vlmpath.suite.measure import arrive
+
+    summary = case_summary(case, cache)
+    if summary.get("hash_s") is None and not summary.get("error"):
+        raise NotImplementedError("this package's case summary has no hash_s")
+    first = cases.require_ok(summary, "hash_s")
+    wl = workload_by_name(case.preset, cache["scale"], 0)
+    hash_name = case.pipeline().hash
+    more = [arrive(wl, hash_name)[1] for _ in range(cases.routine_repeat(cache["quick"]) - 1)]
+    return {"samples": [first] + more, "number": 1}
 
 
 # --- why a benchmark failed ------------------------------------------------------------------

@@ -4,7 +4,8 @@
 commit that changes the package's default changes what these rows measure. Every number
 comes from one ``measure_case`` per (pipeline, preset): tok/s over device-timed steps
 (median of the timed passes), placement accuracy against each item's golden rows, host-
-device syncs outside the vision tower, and vision-tower calls. Tower build, workload
+device syncs outside the vision tower, vision-tower calls and the receiver's hash seconds
+(``track_hash_s``). Tower build, workload
 build, arrival and the warm-up pass are not timed.
 """
 
@@ -29,7 +30,7 @@ class EmbedRoutine:
         self.case = cases.RoutineCase("embed", pipeline, preset)
 
     def track_tok_per_s(self, cache, pipeline, preset):
-        return cases.require_ok(_common.case_summary(self.case, cache), "tok_per_s")
+        return _common.tok_per_s_track(self.case, cache)
 
     track_tok_per_s.unit = "tok/s"
 
@@ -59,3 +60,9 @@ class EmbedRoutine:
         return cases.require_measured(_common.case_summary(self.case, cache), "reserved_bytes")
 
     track_reserved_bytes.unit = "bytes"
+    def track_hash_s(self, cache, pipeline, preset):
+        # The receiver's hash time of the case's arrival (samples): its ratios (50x and more
+        # for a planted re-hash) are large enough to judge on a CPU, which runs only this file.
+        return _common.hash_s_track(self.case, cache)
+
+    track_hash_s.unit = "seconds"

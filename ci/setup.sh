@@ -5,6 +5,8 @@
 #     would pull a multi-GB CUDA build);
 #   - the package (editable) with its test extra, and the pinned validators;
 #   - Debian's chromium for the dashboard's browser test (root + apt only; else a warning);
+#   - Debian's valgrind for the instruction-count gate (`vlmpath trust --instructions`,
+#     callgrind; root + apt only; else a warning);
 #   - with VLMPATH_ENGINE_INSTALL=sglang==X, that release's engine environment.
 # Safe to run again: it only installs what is missing or changed.
 set -euo pipefail
@@ -32,6 +34,15 @@ fi
 PIP_CONSTRAINT=.venv/torch-constraint.txt "$VPY" -m pip install -q --disable-pip-version-check \
   -e ".[test]" -r ci/requirements-lint.txt
 
+if ! command -v valgrind >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Debian's valgrind for the instruction-count gate"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null) \
+      || echo "setup: warning: valgrind could not be installed; instruction counts are unavailable" >&2
+  else
+    echo "setup: warning: no valgrind and no root apt-get; install valgrind for instruction counts" >&2
+  fi
+fi
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing Debian's chromium for the dashboard browser test"

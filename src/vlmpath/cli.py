@@ -175,6 +175,8 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", default=None, metavar="DIR", help="local Qwen2.5-VL safetensors directory")
     p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch CPU threads (default: OMP_NUM_THREADS, else 1 on CPU, as `vlmpath run`)")
     _engine_options(p)
 
     from vlmpath.ci.engine_cmd import run_measure
@@ -197,6 +199,26 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
         from vlmpath.suite.profile import run_command
         print(run_command(a.case, engine=a.engine, scale=a.scale, passes=a.passes, out_dir=a.out, top=a.top))
         return 0
+
+    p.set_defaults(func=run)
+
+
+# --- trust -----------------------------------------------------------------------------
+@_command
+def _add_trust(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("trust", help="measure the measuring: A/A false regressions and planted slowdowns caught")
+    p.add_argument("--preset", default="video", help="workload preset of the routine case (default video)")
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--samples", type=int, default=8, help="timed passes per side and round (default 8)")
+    p.add_argument("--band", type=float, action="append", help="CPU band(s) to judge with (repeatable; default 0.5)")
+    p.add_argument("--threads", type=int, default=None, metavar="N")
+    p.add_argument("--instructions", type=int, default=0, metavar="ROUNDS", help="callgrind instruction-count rounds")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.ci.trust import main_cli
+
+        return main_cli(a)
 
     p.set_defaults(func=run)
 
@@ -261,6 +283,8 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
     pr.add_argument("--bench", default=None, metavar="REGEX", help="only benchmarks matching REGEX")
     pr.add_argument("--quick", action="store_true", help="one pass per benchmark (smoke test)")
+    pr.add_argument("--interleave", type=int, default=0, metavar="N",
+                    help="run base and head alternately, N rounds (fresh process each), judge timings on pairs")
     pr.add_argument("--scale", default=None, choices=["tiny", "full"],
                     help="workload scale passed to `vlmpath run` (default: its default, tiny)")
     pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
@@ -279,7 +303,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
             res = engine_pr.run_from_args(a) if a.engine_src else ci_flow.run_pr(
                 a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
-                thresholds=a.config, scale=a.scale, charts=not a.no_charts)
+                thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise

@@ -113,14 +113,17 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            fail_on_regression: bool = True, run_suite: RunSuite | None = None,
            thresholds: str | os.PathLike[str] | None = None, scale: str | None = None,
            charts: bool = True, env: Mapping[str, str] | None = None,
-           profile: bool | None = None, profiler=None) -> FlowResult:
+           profile: bool | None = None, profiler=None, interleave: int = 0) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them.
 
     ``profile``: re-run each regressed routine case on both sides under torch.profiler
     (``vlmpath.ci.pr_profile``); default: with the real suite runner only (a fake runner's
-    numbers belong to no code), or whenever a ``profiler`` runner is given."""
+    numbers belong to no code), or whenever a ``profiler`` runner is given.
+    ``interleave`` N >= 2: N alternating rounds, judged on pairs (``ci.pr_interleave``)."""
     from vlmpath.compare import results
+    from vlmpath.ci import pr_interleave
     from vlmpath.compare import verdict as compare
+    from vlmpath.compare.paired import paired_report
 
     if bench is not None:
         try:
@@ -140,6 +143,9 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     if (out / RESULTS_SUBDIR).exists():
         shutil.rmtree(out / RESULTS_SUBDIR)  # a stale copy would be compared as if new
     cfg = compare.load_thresholds(thresholds)
+    if interleave:
+        pr_interleave.check_rounds(interleave)
+        shutil.rmtree(out / pr_interleave.ROUNDS_SUBDIR, ignore_errors=True)  # no stale rounds
     runner = run_suite or run_suite_subprocess
     notes: list[str] = []
     _log(f"base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {head} -> {head_sha[:8]}; "
@@ -154,8 +160,17 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
     try:
         with worktree(root, head_sha, tmp / "head") as head_wt:
-            _run_side(runner, request(head_sha, head_wt, head_wt))
-            if base_sha == head_sha:
+            if interleave:  # ABAB...: never reuses base (see ci.pr_interleave)
+                with worktree(root, base_sha, tmp / "base") as base_wt:
+                    pr_interleave.run_rounds(
+                        interleave, out, rdir, machine, base_sha, head_sha,
+                        lambda: _run_side(runner, request(base_sha, base_wt, head_wt)),
+                        lambda: _run_side(runner, request(head_sha, head_wt, head_wt)), _log)
+            else:
+                _run_side(runner, request(head_sha, head_wt, head_wt))
+            if interleave:
+                notes.append(f"{interleave} interleaved rounds (base, head, base, ...); timings judged on pairs")
+            elif base_sha == head_sha:
                 reused = True
                 notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
             elif not rerun_base and base_reusable(rdir, machine, base_sha, head_sha):
@@ -170,7 +185,9 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
 
     copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha))
     report = compare.compare(results.load_asv(out / RESULTS_SUBDIR, base_sha),
-                             results.load_asv(out / RESULTS_SUBDIR, head_sha), cfg)
+                             results.load_asv(out / RESULTS_SUBDIR, head_sha), cfg, quick=quick)
+    if interleave:
+        report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
     report = drop_unselected(report, {machine: bench})
     header = [f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
@@ -185,6 +202,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         "schema_version": RUN_SCHEMA_VERSION, "base_ref": base, "head_ref": head,
         "base_sha": base_sha, "base_tip": base_tip, "head_sha": head_sha, "machine": machine,
         "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
+        "interleave": interleave,
         "chart_notes": chart_notes,
         "regressions": len(report.regressions), "exit_code": code,
     })

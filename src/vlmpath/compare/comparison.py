@@ -47,6 +47,14 @@ class Comparison:
     significant: bool | None = None
     reason: str = ""
     error: str | None = None  # the failing side's own message (head; base for FIXED)
+    # The run's spread (``vlmpath.compare.spread``): asv's 99% intervals, the minimum
+    # detectable relative effect, a verdict from too few samples (never fails alone) and
+    # "unchanged" that the run could not have seen (MDE beyond the band).
+    base_ci: tuple[float, float] | None = None
+    head_ci: tuple[float, float] | None = None
+    mde: float | None = None
+    indicative: bool = False
+    too_noisy: bool = False
 
     @property
     def ratio(self) -> float | None:
@@ -108,8 +116,14 @@ class ComparisonReport:
 
     @property
     def regressions(self) -> list[Comparison]:
-        """Comparisons that fail CI: slower/worse beyond noise, or newly failing."""
-        return self.by_verdict(*FAILING_VERDICTS)
+        """Comparisons that fail CI: slower/worse beyond noise, or newly failing. An
+        indicative verdict (fewer samples than the test needs) never fails CI by itself."""
+        return [c for c in self.by_verdict(*FAILING_VERDICTS) if not c.indicative]
+
+    @property
+    def indicative(self) -> list[Comparison]:
+        """Regressions from too few samples (e.g. quick mode): shown, not gating."""
+        return [c for c in self.by_verdict(Verdict.REGRESSION) if c.indicative]
 
     @property
     def improvements(self) -> list[Comparison]:
@@ -140,7 +154,8 @@ class ComparisonReport:
             MachineComparison(
                 machine=m["machine"], status=m["status"],
                 comparisons=tuple(
-                    Comparison(**{**c, "params": params(c["params"]), "verdict": Verdict(c["verdict"])})
+                    Comparison(**{**c, "params": params(c["params"]), "verdict": Verdict(c["verdict"]),
+                                  **_cis(c)})
                     for c in m["comparisons"]
                 ),
                 toolchain_changes=tuple(tuple(t) for t in m.get("toolchain_changes", ())),
@@ -154,6 +169,10 @@ class ComparisonReport:
             cross_vendor=cross, notes=tuple(d.get("notes", ())),
             thresholds_source=d.get("thresholds_source", "defaults"),
         )
+
+
+def _cis(c: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (float(c[k][0]), float(c[k][1])) if c.get(k) else None for k in ("base_ci", "head_ci")}
 
 
 def _jsonable(x: Any) -> Any:

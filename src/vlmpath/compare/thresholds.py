@@ -24,6 +24,9 @@ from vlmpath.core.errors import VlmpathError
 class UnitRule:
     direction: str  # "lower" | "higher"
     exact: bool = False
+    # A deterministic measurement judged by its band alone (instruction counts): one
+    # value per side is a full measurement, never "indicative" for lack of samples.
+    deterministic: bool = False
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,8 @@ class Rule:
 @dataclass(frozen=True)
 class Thresholds:
     gpu_factor: float = 0.10
-    cpu_factor: float = 0.50
-    min_samples: int = 6
+    cpu_factor: float = 0.20
+    min_samples: int = 7
     p_threshold: float = 0.002
     units: tuple[tuple[str, UnitRule], ...] = ()
     rules: tuple[Rule, ...] = ()
@@ -100,7 +103,8 @@ def _parse_config(d: Any, where: str) -> dict[str, Any]:
     for unit, spec in (d.get("units") or {}).items():
         if not isinstance(spec, Mapping) or spec.get("direction") not in ("lower", "higher"):
             raise VlmpathError(f"{where}: units.{unit} needs direction: lower|higher, got {spec!r}")
-        units[str(unit)] = UnitRule(spec["direction"], bool(spec.get("exact", False)))
+        units[str(unit)] = UnitRule(spec["direction"], bool(spec.get("exact", False)),
+                                    bool(spec.get("deterministic", False)))
     out["units"] = units
     rules: list[Rule] = []
     for i, r in enumerate(d.get("rules") or []):

@@ -23,6 +23,7 @@ from vlmpath.compare.comparison import (  # noqa: F401 (re-exported: the compari
     MachineComparison,
     Verdict,
 )
+from vlmpath.compare import dedupe, spread
 from vlmpath.compare.results import MachineRun, Metric, RunResults
 from vlmpath.compare.thresholds import Rule, Thresholds, UnitRule, load_thresholds  # noqa: F401 (re-exported)
 
@@ -46,8 +47,9 @@ def _is_different(b: Metric, h: Metric, p: float) -> bool:
     return bool(is_different(list(b.samples), list(h.samples), stats_b, stats_h, p))
 
 
-def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str) -> Comparison:
-    """Verdict for one case present on both sides (any state: ok, failed, skipped)."""
+def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False) -> Comparison:
+    """Verdict for one case present on both sides (any state: ok, failed, skipped).
+    ``quick``: the runs were quick (one sample): band verdicts are indicative only."""
     common = dict(machine=h.machine, benchmark=h.benchmark, params=h.params, unit=h.unit,
                   base=b.value, head=h.value)
     if b.unit != h.unit:
@@ -91,8 +93,14 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str) -> Comparison:
         method = "threshold"
         counts = beyond
     verdict = (Verdict.REGRESSION if worse else Verdict.IMPROVEMENT) if counts else Verdict.UNCHANGED
+    mde = spread.mde(b.samples, h.samples)
+    too_noisy = verdict is Verdict.UNCHANGED and mde is not None and mde > factor
     return Comparison(**common, verdict=verdict, direction=direction, method=method,
-                      factor=factor, significant=significant)
+                      factor=factor, significant=significant,
+                      base_ci=spread.interval(b.ci_99), head_ci=spread.interval(h.ci_99), mde=mde,
+                      indicative=not (rule is not None and rule.deterministic)
+                      and spread.indicative(len(b.samples), len(h.samples), cfg.min_samples, quick),
+                      too_noisy=too_noisy)
 
 
 def _one_side(m: Metric, verdict: Verdict, reason: str) -> Comparison:
@@ -104,7 +112,7 @@ def _one_side(m: Metric, verdict: Verdict, reason: str) -> Comparison:
 
 
 def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds,
-                     base_commit: str, head_commit: str) -> MachineComparison:
+                     base_commit: str, head_commit: str, quick: bool = False) -> MachineComparison:
     if b is None or h is None:
         present = h if b is None else b
         assert present is not None
@@ -135,7 +143,7 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
             why = "missing from head run" if bm.benchmark in h.missing else "not in head"
             rows.append(_one_side(bm, Verdict.REMOVED, why))
         else:
-            rows.append(judge(bm, hm, cfg, kind))
+            rows.append(judge(bm, hm, cfg, kind, quick))
 
     notes: list[str] = []
     for side, run in (("base", b), ("head", h)):
@@ -205,14 +213,19 @@ def _change(b: float | None, h: float | None) -> float | None:
     return None if b is None or h is None or b == 0 else h / b - 1.0
 
 
-def compare(base: RunResults, head: RunResults, config: Thresholds | None = None) -> ComparisonReport:
-    """Compare every case of every machine in ``head`` with ``base`` (pure)."""
+def compare(base: RunResults, head: RunResults, config: Thresholds | None = None, *,
+            quick: bool = False) -> ComparisonReport:
+    """Compare every case of every machine in ``head`` with ``base`` (pure). ``quick``: the
+    runs were quick mode (one sample each): their band verdicts are indicative only."""
     cfg = config if config is not None else Thresholds.default()
     names = sorted(set(base.machine_names) | set(head.machine_names))
-    machines = tuple(
-        _compare_machine(base.machine(n), head.machine(n), cfg, base.commit, head.commit) for n in names
-    )
+    folded = [dedupe.once(_compare_machine(base.machine(n), head.machine(n), cfg, base.commit, head.commit, quick))
+              for n in names]
+    machines = tuple(m for m, _ in folded)
     notes = list(dict.fromkeys(base.notes + head.notes))
+    notes += [n for _, n in folded if n]
+    if quick:
+        notes.append("quick run: every timing is one sample; its verdicts are indicative and never fail the check")
     if not names:
         notes.append("no machines with results on either side")
     return ComparisonReport(

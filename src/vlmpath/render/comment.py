@@ -39,6 +39,7 @@ from vlmpath.render.headline import (  # noqa: F401 (re-exported)
     short_label,
     warnings,
 )
+from vlmpath.render.spread_text import verdict_text
 
 MARKER = "<!-- vlmpath-bench -->"
 GITHUB_COMMENT_LIMIT = 65536
@@ -60,7 +61,7 @@ def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) ->
         if c.direction == "unknown":
             note = (note + "; " if note else "") + "direction unknown"
         rows.append((c.machine, case_text(c.benchmark, c.params), c.unit, b, h, fmt_change(c),
-                     c.verdict.value, note))
+                     verdict_text(c, c.verdict.value), note))
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
     lines = [f"vlmpath compare {report.base_commit[:8]}..{report.head_commit[:8]}"
              f" (thresholds: {report.thresholds_source})"]
@@ -121,7 +122,7 @@ def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
     unit = md_escape(c.unit) + (" (direction unknown)" if c.direction == "unknown" else "")
     cells = [md_escape(c.machine)] if with_machine else []
     # Numbers are formatted here, not taken from input: they need no escaping.
-    verdict = VERDICT_TEXT[c.verdict]
+    verdict = verdict_text(c, VERDICT_TEXT[c.verdict])
     if with_machine and c.verdict is Verdict.NEWLY_FAILING and c.error:
         verdict += f": {md_escape(clip(c.error))}"
     cells += [md_escape(case_text(c.benchmark, c.params)), unit, b, h, fmt_change(c), verdict]

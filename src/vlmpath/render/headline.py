@@ -15,6 +15,7 @@ from vlmpath.compare.verdict import Comparison, ComparisonReport, Verdict
 from vlmpath.core.asv_names import strip_kind
 from vlmpath.render.escape import clip, md_escape
 from vlmpath.render.fmt import fmt_change, fmt_pair
+from vlmpath.render.spread_text import spread_note
 
 #: Longest failure message in the headline (shorter than a table cell's).
 HEADLINE_ERROR_CHARS = 80
@@ -53,7 +54,8 @@ def note_text(c: Comparison) -> str:
     """The note of a row: why it failed when known (clipped), else the reason or method."""
     if c.error:
         return ("base: " if c.verdict is Verdict.FIXED else "") + clip(c.error)
-    return c.reason or c.method
+    extra = spread_note(c)
+    return "; ".join(x for x in (c.reason or c.method, extra) if x)
 
 
 def _headline_item(c: Comparison) -> str:

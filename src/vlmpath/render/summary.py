@@ -145,7 +145,10 @@ def render_terminal(s: Summary) -> str:
                       [[r.benchmark, r.params_text, fmt_with_unit(r.value, r.unit), r.samples, r.state] for r in s.rows])
     why = "".join(f"failed: {r.benchmark}({r.params_text}): {_one_line(r.error, ERROR_CHARS)}\n"
                   for r in s.rows if r.state == "failed" and r.error)
-    tail = "".join(f"note: {n}\n" for n in s.notes)
+    notes = list(s.notes)
+    if s.options.get("quick"):  # issue 12: a quick number is a hint, not a measurement
+        notes.append("quick run: every number is ONE sample (n = 1); indicative only, never a regression by itself")
+    tail = "".join(f"note: {n}\n" for n in notes)
     return f"{head}\n{body.rstrip()}\n{why}{tail}"
 
 

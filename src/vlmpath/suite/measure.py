@@ -27,7 +27,7 @@ from __future__ import annotations
 import statistics
 import time
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
@@ -42,6 +42,7 @@ from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.encoders import ENCODERS, build_vision_tower
 from vlmpath.measure.fidelity import Assembler, GoldenRows, golden_rows, score
 from vlmpath.measure.memory import NOT_MEASURED_NO_COUNT, PeakMemory, peak_memory
+from vlmpath.measure.pinning import load_average, pinned
 from vlmpath.measure.shm import ShmLedger
 from vlmpath.measure.timing import DeviceTimer
 from vlmpath.measure.workload import Step, Workload, with_item_hashes
@@ -92,6 +93,10 @@ class CaseRecord:
     peak_bytes: int | None = None
     reserved_bytes: int | None = None
     memory: dict = field(default_factory=dict)
+    # CPU settings the case ran under (``vlmpath.measure.pinning``): torch's intra-op
+    # threads and the highest 1-minute load average seen while measuring.
+    threads: int | None = None
+    load_avg: float | None = None
     schema_version: int = SCHEMA_VERSION
     # Which routine ran (``vlmpath.engines.base.EngineSpec.label``), its version and the
     # engine seams it used (empty for the reference).
@@ -204,9 +209,20 @@ def prepare(workload: str, hash_name: str, scale: str, session: Session, seed: i
 
 
 def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool = True,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES, engine=None) -> CaseRecord:
+                 cache_bytes: int = DEFAULT_CACHE_BYTES, engine=None,
+                 threads: int | None = None) -> CaseRecord:
     """``engine``: an engine adapter (``routine(...)``, ``arrive(...)``, ``label``,
-    ``version``, ``seams``, e.g. ``SglangEngine``); None runs the reference routine."""
+    ``version``, ``seams``, e.g. ``SglangEngine``); None runs the reference routine.
+    ``threads``: torch's intra-op threads for this case (None: as set); recorded."""
+    with pinned(threads) as in_effect:
+        load0 = load_average()
+        rec = _measure(case, session, repeat, count, cache_bytes, engine)
+        loads = [x for x in (load0, load_average()) if x is not None]
+    return replace(rec, threads=in_effect, load_avg=max(loads) if loads else None)
+
+
+def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes: int,
+             engine=None) -> CaseRecord:
     case.pipeline.validate()
     prep = prepare(case.workload, case.pipeline.hash, case.scale, session, case.seed, engine)
     wl, encoder, table, hash_s, hstats = prep.workload, prep.encoder, prep.table, prep.hash_s, prep.hash_stats

@@ -1,0 +1,66 @@
+"""Did head change a case when base and head were measured in alternating rounds?
+
+``vlmpath ci pr --interleave N`` runs base, head, base, head, ... (each round a fresh
+process) in one time window, so a neighbour's load that comes and goes hits both sides of
+a round alike. ``paired_report`` starts from the ordinary comparison of the last round
+(exact gates, failures, new/removed stay as they are) and re-judges every timing-like
+case (not exact, ok on both sides in every round) by pairing the rounds: each round's
+head/base ratio of the case's value (its median), then ``spread.paired_shift`` (a sign
+test over the rounds, and the band). Fewer than ``MIN_ROUNDS`` rounds cannot reach
+p < ``P_THRESHOLD`` (the smallest two-sided p of n rounds is 2/2^n): such verdicts are
+indicative, like quick mode's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from vlmpath.compare import spread
+from vlmpath.compare.comparison import ComparisonReport, Verdict
+from vlmpath.compare.results import RunResults
+from vlmpath.compare.thresholds import Thresholds
+
+#: The sign test's level for paired rounds (its p moves in steps of 2/2^n).
+P_THRESHOLD = 0.05
+MIN_ROUNDS = 6
+
+
+def _values(runs: Sequence[RunResults], machine: str) -> list[dict]:
+    out = []
+    for run in runs:
+        m = run.machine(machine)
+        out.append({} if m is None else {x.case: x for x in m.metrics if x.ok and x.value is not None})
+    return out
+
+
+def paired_report(base_rounds: Sequence[RunResults], head_rounds: Sequence[RunResults],
+                  report: ComparisonReport, cfg: Thresholds) -> ComparisonReport:
+    """``report`` (the last round's comparison) with timing-like verdicts re-judged by pairs."""
+    if len(base_rounds) != len(head_rounds) or not base_rounds:
+        raise ValueError("paired_report needs the same, non-zero number of base and head rounds")
+    n = len(base_rounds)
+    machines = []
+    for mc in report.machines:
+        bvals, hvals = _values(base_rounds, mc.machine), _values(head_rounds, mc.machine)
+        rows = []
+        for c in mc.comparisons:
+            if c.method not in ("mann-whitney", "threshold") or c.factor is None:
+                rows.append(c)
+                continue
+            key = (c.benchmark, c.params)
+            if any(key not in b or key not in h for b, h in zip(bvals, hvals)):
+                rows.append(c)
+                continue
+            base = [float(b[key].value) for b in bvals]
+            head = [float(h[key].value) for h in hvals]
+            r = spread.paired_shift(base, head, p_threshold=P_THRESHOLD, factor=c.factor)
+            worse = r.median_ratio < 1 if c.direction == "higher" else r.median_ratio > 1
+            verdict = (Verdict.REGRESSION if worse else Verdict.IMPROVEMENT) if r.significant else Verdict.UNCHANGED
+            rows.append(replace(c, verdict=verdict, method="paired", significant=r.p_value < P_THRESHOLD,
+                                indicative=c.indicative or n < MIN_ROUNDS,
+                                reason=f"{n} interleaved rounds: median head/base {r.median_ratio:.3f}, "
+                                       f"sign test p={r.p_value:.3g}"))
+        machines.append(replace(mc, comparisons=tuple(rows)))
+    note = f"base and head measured in {n} interleaved rounds (ABAB); timings judged on paired rounds"
+    return replace(report, machines=tuple(machines), notes=report.notes + (note,))

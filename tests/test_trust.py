@@ -1,0 +1,75 @@
+"""``vlmpath trust`` and the instruction-count gate (issue 12): the tallies count what a PR
+would fail on, a deterministic count is judged by its band from one value per side, and
+callgrind's totals are read from its dump."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from vlmpath.ci import instructions, trust
+from vlmpath.compare.results import Metric
+from vlmpath.compare.verdict import Thresholds, Verdict, judge
+from vlmpath.core.errors import VlmpathError
+
+CFG = Thresholds.default()
+
+
+def _ir(value: float) -> Metric:
+    return Metric(machine="cpu-a", benchmark="bench_embed.EmbedRoutine.track_instructions", params=(),
+                  unit="instructions", value=value, samples=(value,))
+
+
+def test_instruction_count_gate_plants_five_percent_and_sees_it_red():
+    band = Thresholds(CFG.gpu_factor, 0.02, CFG.min_samples, CFG.p_threshold, CFG.units, CFG.rules)
+    same = judge(_ir(1_000_000), _ir(1_000_000), band, "cpu")
+    assert same.verdict is Verdict.UNCHANGED and not same.indicative
+    planted = judge(_ir(1_000_000), _ir(1_050_000), band, "cpu")
+    assert planted.verdict is Verdict.REGRESSION and not planted.indicative  # one count is a full measurement
+    assert CFG.unit_rule("instructions").deterministic
+
+
+def test_tally_counts_false_regressions_and_detections_per_size():
+    tallies: dict = {}
+    cfg = trust.thresholds_with_band(CFG, 0.10, "time")
+    base = [1.0 + i / 1000 for i in range(8)]
+    aa = [1.0005 + i / 1000 for i in range(8)]
+    planted = {0.05: [x * 1.05 for x in base], 0.25: [x * 1.25 for x in base]}
+    trust.tally(tallies, "time", 0.10, cfg, base, aa, planted)
+    t = tallies[("time", 0.10)]
+    assert t.rounds == 1 and t.false_regressions == 0
+    assert t.detected == {"5%": 0, "25%": 1}  # 5% is inside the 10% band; 25% is beyond and significant
+    # A planted A/A "regression" beyond the band with clean samples is counted as false.
+    trust.tally(tallies, "time", 0.10, cfg, base, [x * 1.3 for x in base], {})
+    assert tallies[("time", 0.10)].false_regressions == 1
+    assert "time" in trust.render({"preset": "p", "scale": "tiny", "rounds": 2, "samples": 8, "instruction_rounds": 0,
+                                   "threads": 1, "cores": 2, "load_avg": None, "seconds": 1.0, "sizes": [0.05, 0.25],
+                                   "gates": [{"gate": "time", "band": 0.1, **t.to_dict([0.05, 0.25])}]})
+
+
+def test_parse_totals_and_missing_valgrind(monkeypatch):
+    assert instructions.parse_totals("events: Ir\nsummary: 12345\ntotals: 12345\n") == 12345
+    with pytest.raises(VlmpathError, match="no totals"):
+        instructions.parse_totals("events: Ir\n")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(VlmpathError, match="apt-get install -y valgrind"):
+        instructions.valgrind()
+
+
+def test_bad_rounds_are_one_clear_error():
+    with pytest.raises(VlmpathError, match="--rounds and --instructions"):
+        trust.run_trust(rounds=0, instructions=0)
+
+
+@pytest.mark.e2e
+def test_trust_runs_end_to_end_and_writes_json(tmp_path, capsys):
+    import json
+
+    from vlmpath.cli import main
+
+    out = tmp_path / "trust.json"
+    assert main(["trust", "--rounds", "1", "--samples", "2", "--band", "0.2", "--json", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    assert {g["gate"] for g in rep["gates"]} == {"time", "tok/s"} and rep["threads"] == 1
+    assert "false regressions" in capsys.readouterr().out
