@@ -75,7 +75,8 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
             except (OSError, UnicodeDecodeError) as exc:
                 raise VlmpathError(
                     f"cannot read --body-file {a.body_file!r} ({exc.__class__.__name__}): "
-                    "pass the markdown report written by `vlmpath report`"
+                    "pass the markdown written by `vlmpath compare --markdown FILE` "
+                    "(or comment.md in the --out folder of `vlmpath ci pr` / `vlmpath ci merge`)"
                 ) from None
         if a.dry_run:
             github.parse_repo(a.repo)
@@ -161,34 +162,32 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
 
     def run(a: argparse.Namespace) -> int:
-        from vlmpath.render.tables import text_table
-        from vlmpath.suite.measure import (
-            Session,
-            measure_case,
-            plan_cases,
-            write_records,
-        )
-
-        if a.repeat < 1:
-            raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
-        cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count,
-                           hash=a.hash, pipelines=a.pipeline, scale=a.scale, seed=a.seed)
-        session = Session(a.device or ("cuda:0" if _cuda_available() else "cpu"), a.weights)
-        records = []
         from tqdm import tqdm
 
+        from vlmpath.render.tables import measure_table
+        from vlmpath.suite.inputs import check_measure_inputs, resolve_device
+        from vlmpath.suite.measure import Session, measure_case, plan_cases, write_records
+
+        # Every input is checked (the --json file's directory included) before any work.
+        check_measure_inputs(json_path=a.json, repeat=a.repeat, seed=a.seed, pipelines=a.pipeline,
+                             weights=a.weights, stages={"encode": a.encode, "inject": a.inject,
+                                                        "count": a.count, "hash": a.hash})
+        device = resolve_device(a.device)
+        cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count,
+                           hash=a.hash, pipelines=a.pipeline, scale=a.scale, seed=a.seed)
+        session = Session(device, a.weights)
         bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
+        records = []
         for case in bar:
             bar.set_postfix_str(case.label)
             records.append(measure_case(case, session, repeat=a.repeat, count=not a.no_syncs))
-        headers = ["workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
-                   "enc calls", "hits", "syncs", "enc syncs", "error"]
-        print(text_table(headers, [[r.workload, r.pipeline["encode"], r.pipeline["inject"],
-                                    r.pipeline["count"], r.pipeline["hash"], r.tok_per_s, r.accuracy,
-                                    r.encoder_calls, r.cache_hits, r.syncs, r.encoder_syncs,
-                                    (r.error or "")[:60]] for r in records]))
+        print(measure_table(records))
         if a.json:
             write_records(a.json, records)
+        if all(r.error for r in records):
+            print(f"vlmpath measure: every case failed ({len(records)}); see the errors above",
+                  file=sys.stderr)
+            return 1
         return 0
 
     p.set_defaults(func=run)
@@ -233,12 +232,6 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         return 0
 
     p.set_defaults(func=run)
-
-
-def _cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 # --- ci --------------------------------------------------------------------------------
