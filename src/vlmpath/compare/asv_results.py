@@ -121,7 +121,11 @@ def _load_asv_file(path: Path):
     from asv.results import Results
 
     try:
-        return Results.load(str(path))
+        res = Results.load(str(path))
+        # asv trusts its own files; ours may come from an untrusted artifact.
+        if not isinstance(res.commit_hash, (str, type(None))) or not isinstance(res.started_at, dict):
+            raise TypeError("commit_hash or started_at has the wrong type")
+        return res
     except asv_util.UserError as exc:
         raise VlmpathError(f"corrupted results file {path}: {exc}; delete it or re-run") from None
     except (TypeError, AttributeError, ValueError, KeyError) as exc:
