@@ -126,3 +126,10 @@ def check_device(device: str, *, cuda_available: Callable[[], bool], device_coun
             raise VlmpathError(f"--device {device!r}: this machine has {n} GPU(s) (cuda:0 to "
                                f"cuda:{n - 1}); pick one of them")
     return str(device)
+
+
+def check_output_files(*flag_paths: tuple[str, str | None]) -> None:
+    """``check_output_file`` for each ``(flag, path)`` given (None: not asked for)."""
+    for flag, path in flag_paths:
+        if path:
+            check_output_file(path, flag)

@@ -51,3 +51,19 @@ def check_measure_inputs(*, json_path: str | None, repeat: int, seed: int,
                                "Qwen2.5-VL checkpoint directory holding *.safetensors")
     if json_path is not None:
         check_output_file(json_path, "--json")
+
+
+def names_for_help() -> str:
+    """The names ``vlmpath measure`` accepts, for ``--help`` (read from the registries)."""
+    from vlmpath.engines.reference import NAMED_PIPELINES
+    from vlmpath.measure.workload import PRESETS
+    from vlmpath.paths.count import COUNTERS
+    from vlmpath.paths.encode import ENCODE_STRATEGIES
+    from vlmpath.paths.hashing import HASH_PATHS
+    from vlmpath.paths.inject import INJECTORS
+
+    rows = [("workload presets", list(PRESETS) + ["trace:FILE.jsonl"]),
+            ("--encode", sorted(ENCODE_STRATEGIES)), ("--inject", sorted(INJECTORS)),
+            ("--count", sorted(COUNTERS)), ("--hash", sorted(HASH_PATHS)),
+            ("--pipeline", sorted(NAMED_PIPELINES))]
+    return "names:\n" + "\n".join(f"  {k}: {', '.join(v)}" for k, v in rows)
