@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Sets up everything vlmpath and its tests need, from scratch, in ./.venv:
 #   - torch: reused if the system Python already has one (a GPU box or image: pip must
-#     never replace it), else the CPU build torch==2.13.0 (never a bare "torch", which
-#     would pull a multi-GB CUDA build);
+#     never replace it), else the CPU build torch==2.13.0: from a local build when the
+#     configured find-links/index hold one (pip resolves it with --no-index), otherwise
+#     from the PyTorch CPU wheel index (a bare "torch" from PyPI is the multi-GB CUDA
+#     build). VLMPATH_TORCH_INDEX=URL forces an index, =local forces the configured one;
+#   - VLMPATH_SETUP_DRY_RUN=1 prints the torch install command it would run, and stops;
 #   - the package (editable) with its test extra, and the pinned validators;
 #   - Debian's chromium for the dashboard's browser test (root + apt only; else a warning);
 #   - Debian's valgrind for the instruction-count gate (`vlmpath trust --instructions`,
@@ -14,6 +17,34 @@ cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 CPU_TORCH=${VLMPATH_CPU_TORCH:-torch==2.13.0}
+CPU_INDEX=https://download.pytorch.org/whl/cpu
+
+# The pip arguments that install the CPU torch (see the header).
+torch_install_args() {
+  local pip_py=$1 index=${VLMPATH_TORCH_INDEX:-}
+  if [ -z "$index" ]; then
+    if "$pip_py" -m pip install -q --disable-pip-version-check --dry-run --no-deps --no-index \
+        "$CPU_TORCH" >/dev/null 2>&1; then
+      index=local
+    else
+      index=$CPU_INDEX
+    fi
+  fi
+  if [ "$index" = local ]; then
+    echo "$CPU_TORCH"
+  else
+    echo "--index-url $index $CPU_TORCH"
+  fi
+}
+
+if [ -n "${VLMPATH_SETUP_DRY_RUN:-}" ]; then
+  if "$PY" -c "import torch" 2>/dev/null; then
+    echo "setup: would reuse the system torch"
+  else
+    echo "setup: would run: pip install $(torch_install_args "$PY")"
+  fi
+  exit 0
+fi
 
 if [ ! -x .venv/bin/python ]; then
   if "$PY" -c "import torch" 2>/dev/null; then
@@ -26,8 +57,9 @@ fi
 VPY=.venv/bin/python
 "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
 if ! "$VPY" -c "import torch" 2>/dev/null; then
-  echo "setup: installing the CPU build $CPU_TORCH"
-  "$VPY" -m pip install -q --disable-pip-version-check "$CPU_TORCH"
+  read -r -a torch_args <<< "$(torch_install_args "$VPY")"
+  echo "setup: installing the CPU build: pip install ${torch_args[*]}"
+  "$VPY" -m pip install -q --disable-pip-version-check "${torch_args[@]}"
 fi
 # Pin whatever torch is there now so that no dependency can swap it for another build.
 "$VPY" -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" > .venv/torch-constraint.txt

@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1.7
 # vlmpath benchmark image for NVIDIA GPUs (CUDA).
 #
 # Build (from the repository root; compose does the same):
@@ -15,9 +16,11 @@
 # live checkout that asv reads git history from, not the build-time snapshot. Only when
 # the mounted pyproject.toml differs from the one built in does the entrypoint reinstall.
 
-# Full tag, never "latest". Pin a digest (@sha256:...) on a box with registry access:
-#   docker buildx imagetools inspect pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime
-ARG BASE_IMAGE=pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime
+# Full tag, never "latest". The same torch (2.6.0) as the ROCm image: a ROCm/CUDA ratio
+# compares vendors, not torch versions (tests/test_docker.py keeps them equal).
+# Pin a digest (@sha256:...) on a box with registry access:
+#   docker buildx imagetools inspect pytorch/pytorch:2.6.0-cuda12.4-cudnn9-runtime
+ARG BASE_IMAGE=pytorch/pytorch:2.6.0-cuda12.4-cudnn9-runtime
 FROM ${BASE_IMAGE}
 
 ARG BASE_IMAGE
@@ -30,7 +33,6 @@ USER 0
 ENV NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_CONSTRAINT=/opt/vlmpath/constraints.txt \
     VLMPATH_IMAGE_DIR=/opt/vlmpath \
@@ -53,12 +55,24 @@ RUN useradd --no-log-init -l -o -m -u "${BENCH_UID}" -N -g users -G video -s /bi
 COPY docker/torch_guard.py /opt/vlmpath/torch_guard.py
 RUN python3 /opt/vlmpath/torch_guard.py record /opt/vlmpath
 
-# Install vlmpath and its dependencies under the constraint, then prove torch is intact
-# and record the versions. PIP_BREAK_SYSTEM_PACKAGES only matters for bases whose python
-# is the distro's (PEP 668); the constraint is what protects torch.
+# Dependencies first, from pyproject.toml alone, in their own layer: a change to src/ or
+# the README rebuilds only the small layer below. pip's cache is a BuildKit cache mount
+# (kept between builds, never in the image). Everything installs under the torch
+# constraint, and each layer proves torch intact. PIP_BREAK_SYSTEM_PACKAGES only matters
+# for bases whose python is the distro's (PEP 668); the constraint is what protects torch.
+COPY pyproject.toml /tmp/vlmpath-deps/pyproject.toml
+RUN --mount=type=cache,target=/root/.cache/pip \
+    python3 -c "import tomllib; print('\n'.join(tomllib.load(open('/tmp/vlmpath-deps/pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /tmp/vlmpath-deps/requirements.txt \
+ && PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install \
+        --constraint /opt/vlmpath/constraints.txt -r /tmp/vlmpath-deps/requirements.txt \
+ && python3 /opt/vlmpath/torch_guard.py verify /opt/vlmpath \
+ && rm -rf /tmp/vlmpath-deps
+
+# Then the package alone (--no-deps), and the versions record.
 COPY pyproject.toml README.md /tmp/vlmpath-src/
 COPY src /tmp/vlmpath-src/src
-RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir \
+RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir --no-deps \
         --constraint /opt/vlmpath/constraints.txt /tmp/vlmpath-src \
  && python3 /opt/vlmpath/torch_guard.py verify /opt/vlmpath \
  && python3 /opt/vlmpath/torch_guard.py versions /opt/vlmpath --base-image "${BASE_IMAGE}" \

@@ -83,9 +83,15 @@ maybe_install() {
         say "$repo/pyproject.toml differs from the image's; reinstalling (torch held by $constraint)"
     fi
     [[ -f "$constraint" ]] || die "no torch constraint at $constraint; refusing to run pip (it could replace torch)"
-    local user_flag=()
-    # Non-root cannot write the image's site-packages; the user site is ahead of it.
-    if ! "$py" -c 'import os, sys, sysconfig; sys.exit(not os.access(sysconfig.get_paths()["purelib"], os.W_OK))'; then
+    local user_flag=() writable=1
+    "$py" -c 'import os, sys, sysconfig; sys.exit(not os.access(sysconfig.get_paths()["purelib"], os.W_OK))' \
+        || writable=0
+    if "$py" -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)'; then
+        # A virtual environment (recent rocm/pytorch images keep Python in one): pip
+        # refuses --user there ("user site-packages are not visible"); install into it.
+        [[ $writable == 1 ]] || die "the image's virtual environment ($("$py" -c 'import sys; print(sys.prefix)')) is not writable by uid $(id -u); rebuild the image (docker compose -f docker/compose.yaml --profile <nvidia|amd> build) or set VLMPATH_INSTALL=never"
+    elif [[ $writable == 0 ]]; then
+        # Non-root cannot write the image's site-packages; the user site is ahead of it.
         user_flag=(--user)
     fi
     PIP_CONSTRAINT="$constraint" "$py" -m pip install --no-cache-dir --quiet "${user_flag[@]}" \

@@ -144,10 +144,10 @@ def test_failing_benchmark_and_setup_append_one_line_each_then_raise(suite, tmp_
     with pytest.raises(ValueError, match="no room"):
         f.setup("b", 64)
     assert _lines(log) == [
-        {"benchmark": "Fake.time_x", "params": {"strategy": "a", "size": 1}, "error": "RuntimeError: boom"},
+        {"benchmark": "Fake.time_x", "params": {"strategy": "a", "size": 1}, "param_names": ["strategy", "size"], "error": "RuntimeError: boom"},
         # setup fails every benchmark of the class; a skip (NotImplementedError) is no failure
-        {"benchmark": "Fake.time_x", "params": {"strategy": "b", "size": 64}, "error": "ValueError: no room for 64"},
-        {"benchmark": "Fake.track_y", "params": {"strategy": "b", "size": 64}, "error": "ValueError: no room for 64"},
+        {"benchmark": "Fake.time_x", "params": {"strategy": "b", "size": 64}, "param_names": ["strategy", "size"], "error": "ValueError: no room for 64"},
+        {"benchmark": "Fake.track_y", "params": {"strategy": "b", "size": 64}, "param_names": ["strategy", "size"], "error": "ValueError: no room for 64"},
     ]
     assert Fake.track_y.unit == "calls" and Fake.time_x.__name__ == "time_x"  # asv reads these
     monkeypatch.delenv("VLMPATH_FAILURES_FILE")
@@ -177,7 +177,8 @@ def test_failed_case_reports_its_own_error_under_the_asv_name(suite, tmp_path, m
     with pytest.raises(RuntimeError, match="case failed, no tok_per_s: RuntimeError: split_with_sizes"):
         bench.track_tok_per_s(cache, "default", "multi_region")
     assert _lines(log) == [{"benchmark": "bench_embed.EmbedRoutine.track_tok_per_s",
-                            "params": {"pipeline": "default", "preset": "multi_region"}, "error": SPLIT_ERROR}]
+                            "params": {"pipeline": "default", "preset": "multi_region"},
+                            "param_names": ["pipeline", "preset"], "error": SPLIT_ERROR}]
     # The wrapper is invisible to asv's code hash: benchmark versions (history) are unchanged.
     code = get_source_code([bench.track_tok_per_s])
     assert "def track_tok_per_s" in code and "report_failures" not in code and "wrapper" not in code

@@ -230,6 +230,39 @@ def test_install_refuses_without_a_constraint(box):
     assert box.calls() == []
 
 
+# A python that answers the entrypoint's two questions as a test says: is this a virtual
+# environment (FAKE_VENV) and is its site-packages writable (FAKE_WRITABLE)?
+FAKE_VENV_PYTHON = """#!/bin/sh
+printf '%s\\n' "$*" >> "$FAKE_PY_LOG"
+case "$*" in
+  *"sys.prefix == sys.base_prefix"*) [ "$FAKE_VENV" = 1 ] && exit 0 || exit 1 ;;
+  *purelib*) [ "$FAKE_WRITABLE" = 1 ] && exit 0 || exit 1 ;;
+  *"print(sys.prefix)"*) echo /opt/venv ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("venv, writable, user, rc", [
+    ("1", "1", False, 0),   # rocm/pytorch: Python in a writable venv -> no --user
+    ("0", "0", True, 0),    # the image's system site-packages, non-root -> --user
+    ("0", "1", False, 0),
+    ("1", "0", False, 2),   # a venv we cannot write: one clear error, no pip
+])
+def test_install_inside_a_virtual_environment_never_uses_user(box, venv, writable, user, rc):
+    _image_dir(box, "0" * 64)
+    py = box.bin / "venv-python"
+    py.write_text(FAKE_VENV_PYTHON)
+    py.chmod(0o755)
+    r = box.run("info", VLMPATH_PYTHON=str(py), FAKE_VENV=venv, FAKE_WRITABLE=writable)
+    assert r.returncode == rc, r.stderr
+    pip = [c for c in box.py_log.read_text().splitlines() if c.startswith("-m pip install")]
+    if rc:
+        assert pip == [] and "virtual environment (/opt/venv) is not writable" in r.stderr
+    else:
+        assert len(pip) == 1 and ("--user" in pip[0]) == user
+
+
 def test_bad_install_mode_is_rejected(box):
     r = box.run("info", VLMPATH_INSTALL="sometimes")
     assert r.returncode == 2

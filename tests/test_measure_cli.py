@@ -64,7 +64,7 @@ def test_measure_stage_selection(tmp_path):
     (["--hash", "nope"], "unknown hash"),
     (["--workload", "nope"], "unknown workload preset 'nope': choose one of"),
     (["--workload", "trace:/nonexistent/t.jsonl"], "does not exist"),
-    (["--repeat", "0"], "--repeat must be at least 1"),
+    (["--repeat", "0"], "--repeat must be a positive integer at most 1000, got 0"),
 ])
 def test_measure_bad_names_exit_2(tmp_path, capsys, args, message):
     out = tmp_path / "never.jsonl"

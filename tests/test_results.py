@@ -125,8 +125,10 @@ def test_corrupted_benchmarks_json_and_fingerprint(tmp_path):
     write_asv_run(tmp_path, "cpu-test", BASE, _suite(), fingerprint("cpu"))
     fp = tmp_path / "cpu-test" / f"vlmpath-fingerprint-{BASE[:8]}.json"
     fp.write_text("{nope")
-    with pytest.raises(VlmpathError, match="fingerprint"):
-        load_asv(tmp_path, BASE)
+    # A corrupt fingerprint costs only the toolchain check: a warning names the file.
+    run = load_asv(tmp_path, BASE).machine("cpu-test")
+    assert run.fingerprint is None and run.metrics
+    assert any(n.startswith("fingerprint not shown: corrupted") and str(fp) in n for n in run.notes)
     fp.unlink()
     (tmp_path / "benchmarks.json").write_text("")
     with pytest.raises(VlmpathError, match="benchmarks.json"):

@@ -68,7 +68,8 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
             except (OSError, UnicodeDecodeError) as exc:
                 raise VlmpathError(
                     f"cannot read --body-file {a.body_file!r} ({exc.__class__.__name__}): "
-                    "pass the markdown report written by `vlmpath report`"
+                    "pass the markdown written by `vlmpath compare --markdown FILE` "
+                    "(or comment.md in the --out folder of `vlmpath ci pr` / `vlmpath ci merge`)"
                 ) from None
         if a.dry_run:
             github.parse_repo(a.repo)
@@ -95,8 +96,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         description="Reads asv results (and/or pytest-benchmark JSON) for two commits, prints "
         "a table, optionally writes the PR-comment markdown and a JSON report.",
     )
-    p.add_argument("base", help="base commit (full sha or unique 7+ digit prefix)")
-    p.add_argument("head", help="head commit (full sha or unique 7+ digit prefix)")
+    p.add_argument("base", help="base: a sha (7+ digit prefix) or any git revision (HEAD~1, main)")
+    p.add_argument("head", help="head: a sha (7+ digit prefix) or any git revision (HEAD)")
+    p.add_argument("--repo", default=".", help="git checkout that resolves revisions (default .)")
     p.add_argument("--results", default=None, help="asv results dir (default .asv/results)")
     p.add_argument("--pytest-json", nargs=2, metavar=("BASE_JSON", "HEAD_JSON"),
                    help="pytest-benchmark --benchmark-json files for base and head")
@@ -111,11 +113,16 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         from vlmpath.compare import verdict as compare
         from vlmpath.render import comment as render
 
+        from vlmpath.core.git import sha_or_revision
+        from vlmpath.core.validate import check_output_files
+
+        check_output_files(("--markdown", a.markdown), ("--json", a.json))  # before any reading
         cfg = compare.load_thresholds(a.config)
         # asv results are read unless only pytest-benchmark JSON was asked for.
         use_asv = a.pytest_json is None or a.results is not None
         runs = []
-        for i, commit in enumerate((a.base, a.head)):
+        revs = [sha_or_revision(a.repo, r) for r in (a.base, a.head)] if use_asv else [a.base, a.head]
+        for i, commit in enumerate(revs):
             run_ = results.load_asv(a.results or ".asv/results", commit) if use_asv else None
             if a.pytest_json is not None:
                 pb = results.load_pytest_benchmark(a.pytest_json[i])
@@ -423,11 +430,13 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="vlmpath",
-        description="Benchmarks for the multimodal embedding path of LLM inference engines.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+    from vlmpath import __version__
+    from vlmpath.render.help import HelpParser
+
+    parser = HelpParser(prog="vlmpath",
+                        description="Benchmarks for the multimodal embedding path of LLM inference engines.")
+    parser.add_argument("--version", action="version", version=f"vlmpath {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=HelpParser)
     for add in _COMMANDS:
         add(sub)
     return parser

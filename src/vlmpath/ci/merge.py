@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -150,20 +151,39 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
                     head_sha: str | None = None, fail_on_regression: bool = False,
                     thresholds: str | os.PathLike[str] | None = None) -> FlowResult:
     """One comparison and one comment from every machine's ``vlmpath ci pr`` artifact."""
-    from vlmpath.compare import results
     from vlmpath.compare import verdict as compare
-    from vlmpath.compare.results import write_text_atomic
 
     root = Path(artifacts)
     out = Path(out_dir)
     if head_sha is not None and not _SHA40.match(head_sha.lower()):
         raise VlmpathError(f"--head-sha {head_sha!r} is not a 40-digit sha")
-    out.mkdir(parents=True, exist_ok=True)
-    dest = out / RESULTS_SUBDIR
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir()
     cfg = compare.load_thresholds(thresholds)
+    # Everything is merged and compared in a staging directory first: a corrupt artifact
+    # fails the merge with --out left as it was (no half-merged results/, no pr-number).
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        return _merge(root, out, staging, cfg, head_sha=head_sha, fail_on_regression=fail_on_regression)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish(staging: Path, out: Path) -> None:
+    """Move the staged results into ``out`` (after the comparison succeeded)."""
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / RESULTS_SUBDIR).exists():
+        shutil.rmtree(out / RESULTS_SUBDIR)
+    os.replace(staging / RESULTS_SUBDIR, out / RESULTS_SUBDIR)
+
+
+def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
+           fail_on_regression: bool) -> FlowResult:
+    from vlmpath.compare import results
+    from vlmpath.compare import verdict as compare
+    from vlmpath.compare.results import write_text_atomic
+
+    dest = staging / RESULTS_SUBDIR
+    dest.mkdir()
     errors: list[str] = []
     runs: list[tuple[str, dict[str, Any]]] = []
     prs: dict[int, list[str]] = {}
@@ -192,12 +212,13 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
     if len(prs) > 1:
         raise VlmpathError(f"artifacts disagree on the pull request number: {dict(sorted(prs.items()))}")
     pr = next(iter(prs), None)
-    if pr is not None:
-        write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
     if not runs:
         if not errors:
             raise VlmpathError(f"no benchmark artifacts under {root}: expected one directory per machine "
                                f"with {RUN_FILE} and {RESULTS_SUBDIR}/")
+        _publish(staging, out)
+        if pr is not None:
+            write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
         write_text_atomic(out / COMMENT_FILE, _failure_comment(errors))
         write_text_atomic(out / SUMMARY_FILE, "\n".join(["no machine produced results:", *errors]) + "\n")
         return FlowResult("", "", (), out, None, 1 if fail_on_regression else 0, notes=tuple(errors))
@@ -230,6 +251,9 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
         report = replace(report, notes=tuple(dict.fromkeys(report.notes + tuple(n[:500] for n in notes))))
     header = [f"merged artifacts: {', '.join(n for n, _ in runs)}", f"base (merge-base): {base_sha}",
               f"head: {head}", f"pull request: {pr if pr is not None else 'unknown'}"]
+    _publish(staging, out)
+    if pr is not None:
+        write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
     _append_profiles(root, out, [name for name, _ in runs])
     machines = tuple(d["machine"] for _, d in runs)

@@ -102,11 +102,39 @@ def run_suite_subprocess(req: SuiteRequest) -> None:
     if req.bench:
         cmd += ["--bench", req.bench]
     _log(f"running the suite for {req.commit[:8]} (code from {req.source}): {' '.join(cmd[1:])}")
-    r = subprocess.run(cmd, cwd=req.bench_root, env=dict(req.env))
+    log = run_log_path(req)
+    if log is None:
+        r = subprocess.run(cmd, cwd=req.bench_root, env=dict(req.env))
+    else:
+        # The run's (and asv's) output goes to the job log and into the output folder, so
+        # that a side that wrote no results can be explained after the fact.
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("w", encoding="utf-8", errors="replace") as fh:
+            r = subprocess.Popen(cmd, cwd=req.bench_root, env=dict(req.env), stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, errors="replace")
+            for line in r.stdout:  # type: ignore[union-attr]
+                sys.stdout.write(line)
+                fh.write(line)
+            r.wait()
     if r.returncode != 0:
         # A run whose benchmarks failed still files results (the failures are data):
         # run_pr checks that a new results file was written and compares it.
         _log(f"vlmpath run for {req.commit[:8]} exited {r.returncode}")
+
+
+def run_log_path(req: SuiteRequest) -> Path | None:
+    """Where one side's run log is kept: ``<out>/runs/<sha8>/run.log``."""
+    return None if req.reports_dir is None else Path(req.reports_dir) / "run.log"
+
+
+def _log_tail(req: SuiteRequest) -> str:
+    log = run_log_path(req)
+    try:
+        lines = [ln.strip() for ln in log.read_text(encoding="utf-8").splitlines() if ln.strip()] if log else []
+    except OSError:
+        lines = []
+    where = f"the run's log is kept in {log}" if log and log.exists() else "see the run's log above"
+    return f"{where}; its last line: {lines[-1][:200]!r}" if lines else where
 
 
 def _run_files(results_dir: Path, machine: str, sha: str) -> list[Path]:
@@ -139,7 +167,7 @@ def _run_side(run_suite: RunSuite, req: SuiteRequest) -> None:
     if not fresh:
         raise VlmpathError(
             f"the benchmark run for commit {req.commit[:8]} on machine {req.machine} wrote no "
-            f"(new) results under {req.results_dir / req.machine}: see the run's log above; "
+            f"(new) results under {req.results_dir / req.machine}: {_log_tail(req)}; "
             "check --bench matches at least one benchmark"
         )
 

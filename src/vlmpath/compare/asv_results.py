@@ -95,12 +95,16 @@ def _attach_failures(metrics: tuple[Metric, ...], machine_dir: Path, commit: str
         failures = read_failures(failures_path(machine_dir, commit))
     except VlmpathError as exc:
         return metrics, f"failure messages not shown: {exc}"
-    why = {f.key: f.error for f in failures}
-    return tuple(
-        replace(m, error=why.get((m.benchmark, tuple(v for _, v in m.params)), m.error))
-        if m.error == NO_RESULT_ERROR else m
-        for m in metrics
-    ), None
+    # By parameter names where they agree (order-proof), else by values in asv's order
+    # (a base run's names may be asv's param1, param2).
+    named = {(f.benchmark, frozenset(f.params)): f.error for f in failures}
+    ordered = {f.key: f.error for f in failures}
+
+    def why(m: Metric) -> str:
+        return named.get((m.benchmark, frozenset(m.params)),
+                         ordered.get((m.benchmark, tuple(v for _, v in m.params)), m.error))
+
+    return tuple(replace(m, error=why(m)) if m.error == NO_RESULT_ERROR else m for m in metrics), None
 
 
 def existing_commits(results_dir: str | os.PathLike[str]) -> dict[str, tuple[str, ...]]:
@@ -117,7 +121,11 @@ def _load_asv_file(path: Path):
     from asv.results import Results
 
     try:
-        return Results.load(str(path))
+        res = Results.load(str(path))
+        # asv trusts its own files; ours may come from an untrusted artifact.
+        if not isinstance(res.commit_hash, (str, type(None))) or not isinstance(res.started_at, dict):
+            raise TypeError("commit_hash or started_at has the wrong type")
+        return res
     except asv_util.UserError as exc:
         raise VlmpathError(f"corrupted results file {path}: {exc}; delete it or re-run") from None
     except (TypeError, AttributeError, ValueError, KeyError) as exc:
@@ -202,14 +210,17 @@ def load_asv(results_dir: str | os.PathLike[str], commit: str) -> RunResults:
         full_shas.update((r.commit_hash or "").lower() for _, r in loaded)
         # Several env files for one commit: later started runs win per benchmark.
         merged: dict[tuple, Metric] = {}
-        for _, res in sorted(loaded, key=lambda fr: max((v for v in fr[1].started_at.values() if v), default=0)):
-            for m in _metrics_from_asv(res, mdir.name, bench_meta):
+        for f, res in sorted(loaded, key=lambda fr: _started(fr[1])):
+            for m in _checked_metrics(f, res, mdir.name, bench_meta):
                 merged[(m.benchmark, m.params)] = m
         run_sha = loaded[0][1].commit_hash or commit
         metrics, failures_note = _attach_failures(tuple(merged[k] for k in sorted(merged)), mdir, run_sha)
         present = {m.benchmark for m in metrics}
         missing = tuple(sorted(set(bench_meta) - present))
-        mnotes = []
+        mnotes = [n for n in (_machine_file_note(mdir),) if n]
+        fingerprint, fp_note = _fingerprint_or_note(mdir, run_sha)
+        if fp_note:
+            mnotes.append(fp_note)
         if len(loaded) > 1:
             mnotes.append(f"{len(loaded)} environment files merged: {', '.join(f.name for f, _ in loaded)}")
         if failures_note:
@@ -218,7 +229,7 @@ def load_asv(results_dir: str | os.PathLike[str], commit: str) -> RunResults:
             machine=mdir.name,
             commit=run_sha,
             metrics=metrics,
-            fingerprint=read_fingerprint(mdir, run_sha),
+            fingerprint=fingerprint,
             missing=missing,
             notes=tuple(mnotes),
         ))
@@ -234,6 +245,42 @@ def load_asv(results_dir: str | os.PathLike[str], commit: str) -> RunResults:
             "Run the benchmarks for it or check the sha"
         )
     return RunResults(commit=next(iter(full_shas)) or commit, machines=tuple(machines), source="asv", notes=tuple(notes))
+
+
+def _started(res) -> float:
+    """When a results file's run started (for "later runs win"); 0 when unreadable."""
+    try:
+        return max((float(v) for v in res.started_at.values() if v), default=0.0)
+    except (AttributeError, TypeError, ValueError):
+        return 0.0
+
+
+def _checked_metrics(path: Path, res, machine: str, bench_meta) -> list[Metric]:
+    """``_metrics_from_asv``, with a wrong-typed value (a string where asv writes a
+    number, a dict where it writes a list) reported as a corrupted file, by name."""
+    try:
+        return _metrics_from_asv(res, machine, bench_meta)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        raise VlmpathError(f"corrupted results file {path}: a wrong-typed value "
+                           f"({type(exc).__name__}: {str(exc)[:120]}); delete it or re-run") from None
+
+
+def _machine_file_note(machine_dir: Path) -> str | None:
+    """A warning naming ``machine.json`` when it is not a JSON object (asv publish needs it)."""
+    path = machine_dir / "machine.json"
+    try:
+        ok = isinstance(_read_json(path), dict)
+    except VlmpathError:
+        ok = False
+    return None if ok else f"machine file {path} is corrupted (not a JSON object); delete it or re-run"
+
+
+def _fingerprint_or_note(machine_dir: Path, commit: str) -> tuple[Fingerprint | None, str | None]:
+    """The fingerprint, or None and a warning naming the corrupted file (never silent)."""
+    try:
+        return read_fingerprint(machine_dir, commit), None
+    except (VlmpathError, TypeError, ValueError) as exc:
+        return None, f"fingerprint not shown: {exc}"
 
 
 def _prefix_match(sha8: str, commit: str) -> bool:

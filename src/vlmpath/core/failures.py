@@ -3,7 +3,7 @@
 asv records a raising benchmark as ``null`` and keeps its message only in the log. So:
 
 * the suite (``benchmarks/_common.report_failures``) appends one JSON line per failure,
-  ``{"benchmark", "params": {name: value}, "error"}``, to the file named by
+  ``{"benchmark", "params": {name: value}, "param_names": [asv's order], "error"}``, to the file named by
   ``$VLMPATH_FAILURES_FILE`` (``record_failure``: one ``O_APPEND`` write, so concurrent
   benchmark processes never interleave);
 * ``vlmpath run`` points that variable at a temp file and afterwards files the lines,
@@ -52,27 +52,37 @@ class Failure:
         return (self.benchmark, tuple(v for _, v in self.params))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"benchmark": self.benchmark, "params": dict(self.params), "error": self.error}
+        return {"benchmark": self.benchmark, "params": dict(self.params),
+                "param_names": [k for k, _ in self.params], "error": self.error}
 
     @classmethod
     def from_dict(cls, d: Any) -> Failure:
-        """From a failures-file entry (values as the benchmark saw them: 64, 'default')."""
+        """From a failures-file entry (values as the benchmark saw them: 64, 'default').
+        ``param_names`` gives asv's parameter order: JSON writers here sort object keys
+        (``sort_keys=True``), so the ``params`` object alone lost it and ``key`` matched
+        ``("preset", "strategy")`` values against asv's ``("strategy", "preset")``."""
         if not (isinstance(d, Mapping) and isinstance(d.get("benchmark"), str) and isinstance(d.get("error"), str)
                 and isinstance(d.get("params", {}), Mapping)):
             raise TypeError(f"expected {{benchmark: str, params: object, error: str}}, got {str(d)[:80]!r}")
-        params = tuple((str(k), str(v)) for k, v in d.get("params", {}).items())
+        raw = d.get("params", {})
+        order = d.get("param_names")
+        if isinstance(order, list) and sorted(map(str, order)) == sorted(map(str, raw)):
+            raw = {str(k): raw[str(k)] for k in order}
+        params = tuple((str(k), str(v)) for k, v in raw.items())
         return cls(d["benchmark"], params, d["error"])
 
 
 # --- the suite's side: one line per failure ------------------------------------------------
 def failure_line(benchmark: str, params: Mapping[str, object], error: str) -> bytes:
-    """One JSON line: ``{"benchmark", "params": {name: value}, "error"}`` (bounded size)."""
+    """One JSON line: ``{"benchmark", "params", "param_names", "error"}`` (bounded size)."""
     plain = {str(k): (v if v is None or isinstance(v, (str, int, float, bool)) else str(v))
              for k, v in params.items()}
     error = error[:MAX_ERROR_CHARS]
     while True:
-        data = json.dumps({"benchmark": benchmark, "params": plain, "error": error},
-                          ensure_ascii=True, sort_keys=True) + "\n"
+        # asv's parameter order travels as a list: an object's key order does not survive
+        # the sorted dumps of the filed list (see ``Failure.from_dict``).
+        data = json.dumps({"benchmark": benchmark, "params": plain, "param_names": list(plain),
+                           "error": error}, ensure_ascii=True, sort_keys=True) + "\n"
         if len(data) <= MAX_LINE_BYTES or not error:
             return data.encode("ascii")
         error = error[: len(error) // 2]

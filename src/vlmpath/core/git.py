@@ -89,3 +89,14 @@ def worktree(repo: Path, sha: str, path: Path) -> Iterator[Path]:
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
         git(repo, "worktree", "prune", check=False)
+
+
+def sha_or_revision(repo: str | os.PathLike[str], rev: str) -> str:
+    """A hex sha (7 to 40 digits) as given, lowered: results may be for commits this clone
+    lacks (downloaded artifacts); any other revision (``HEAD~1``, ``main``, a tag) resolved
+    to its full sha in ``repo``."""
+    import re
+
+    if re.fullmatch(r"[0-9a-fA-F]{7,40}", rev or ""):
+        return rev.lower()
+    return resolve_commit(repo_root(repo), rev)

@@ -215,7 +215,10 @@ class Resampler(torch.nn.Module):
 
 
 class MultiRegionEncoder:
-    """One item = N regions; every region becomes exactly 64 rows (N x 64 per item)."""
+    """One item = N regions; every region becomes exactly 64 rows (N x 64 per item).
+
+    Items that are not ``regions`` items (a trace's plain images and videos beside them)
+    keep the tower's rows per grid: the routing is per item, inside the one tower call."""
 
     name = "multi_region"
 
@@ -226,6 +229,8 @@ class MultiRegionEncoder:
         self.resampler = Resampler(self.out_dim, REGION_TOKENS, seed + 1).to(self.device, self.dtype).eval()
 
     def expected_rows(self, item: Item) -> int | None:
+        if not item.regions:
+            return sum(tokens_of_grid(g) for g in item.grid_thw)
         return REGION_TOKENS * len(item.grid_thw)
 
     def encode(self, items: Sequence[Item]) -> EncodeOutput:
@@ -235,8 +240,9 @@ class MultiRegionEncoder:
         with torch.no_grad():
             vit = _run_tower(self.tower, pixels, _grid_tensor(items, self.device))
             region_rows = [tokens_of_grid(g) for it in items for g in it.grid_thw]
+            resample = [it.regions for it in items for _ in it.grid_thw]
             regions = torch.split(vit, region_rows)
-            out = torch.cat([self.resampler(r) for r in regions])
+            out = torch.cat([self.resampler(r) if rs else r for r, rs in zip(regions, resample)])
         return EncodeOutput(out, tuple(self.expected_rows(it) for it in items))
 
 

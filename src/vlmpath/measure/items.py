@@ -43,6 +43,8 @@ class Item:
     # even split, or the encoder's counts once re-laid); frames with 0 tokens have no
     # offset. Empty for every other item.
     frame_tokens: tuple[int, ...] = ()
+    # MiniCPM-like item: one 64-row span per grid (``REGION_TOKENS``), not rows per patch.
+    regions: bool = False
 
     @property
     def span(self) -> int:
@@ -116,7 +118,7 @@ def tokens_of_grid(grid: Sequence[int]) -> int:
 def check_grid(grid: Sequence[int], where: str) -> tuple[int, int, int]:
     """``grid`` as ``(t, h, w)``; raises naming ``where`` unless it is three positive ints
     with h and w multiples of the merge size."""
-    if len(grid) != 3 or any((not isinstance(v, int)) or v <= 0 for v in grid):
+    if len(grid) != 3 or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in grid):
         raise VlmpathError(f"{where}: a grid is three positive integers [t, h, w], got {grid!r}")
     t, h, w = grid
     if h % MERGE or w % MERGE:

@@ -146,7 +146,8 @@ def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int) -> 
                 offsets.append((pos, pos + n - 1))
                 ids.append(torch.full((n,), pad, dtype=torch.int64))
                 pos += n
-            items.append(Item(seg.modality, feature, tuple(seg.grids), tuple(offsets), h, pad, frame_tokens))
+            items.append(Item(seg.modality, feature, tuple(seg.grids), tuple(offsets), h, pad, frame_tokens,
+                              regions=seg.regions))
         input_ids = torch.cat(ids) if ids else torch.zeros(0, dtype=torch.int64)
         requests.append(Request(rid, input_ids, tuple(items)))
     return tuple(requests)

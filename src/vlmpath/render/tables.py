@@ -18,3 +18,19 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     out = [line, "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
     return "\n".join(out)
+
+
+MEASURE_HEADERS = ["workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
+                   "enc calls", "hits", "syncs", "enc syncs", "error"]
+
+
+def measure_table(records: Sequence) -> str:
+    """``vlmpath measure``'s table; the error column says only which case failed ("yes",
+    see below), and every failed case's whole message follows the table (a message cut
+    to 60 characters once hid which item did not fit)."""
+    rows = [[r.workload, r.pipeline["encode"], r.pipeline["inject"], r.pipeline["count"],
+             r.pipeline["hash"], r.tok_per_s, r.accuracy, r.encoder_calls, r.cache_hits, r.syncs,
+             r.encoder_syncs, "yes" if r.error else ""] for r in records]
+    errors = [f"error: {r.workload}/{'+'.join(r.pipeline[k] for k in ('encode', 'inject', 'count', 'hash'))}: "
+              f"{r.error}" for r in records if r.error]
+    return "\n".join([text_table(MEASURE_HEADERS, rows), *errors])

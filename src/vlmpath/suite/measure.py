@@ -300,7 +300,7 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
     wls = workloads or list(PRESETS)
     for w in wls:
         if w.startswith("trace:"):
-            read_trace(w[len("trace:"):])  # a missing or malformed trace fails up front too
+            read_trace(w[len("trace:"):], scale)  # missing, malformed or too big: fails up front
         elif w not in PRESETS:
             workload_by_name(w, scale, seed)  # raises UnknownNameError naming the presets
     if pipelines:

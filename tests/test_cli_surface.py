@@ -1,0 +1,80 @@
+"""Does the CLI say what it is and what it accepts: ``--version``, the names in ``--help``,
+and ``compare`` on any git revision (``HEAD~1``, ``main``) resolved to its sha?"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from asv_fixtures import write_asv_run
+
+from vlmpath import __version__
+from vlmpath.cli import main
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"vlmpath {__version__}"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["measure", "--help"]])
+def test_help_lists_every_registered_name(capsys, argv):
+    from vlmpath.engines.reference import NAMED_PIPELINES
+    from vlmpath.measure.workload import PRESETS
+    from vlmpath.paths.count import COUNTERS
+    from vlmpath.paths.encode import ENCODE_STRATEGIES
+    from vlmpath.paths.hashing import HASH_PATHS
+    from vlmpath.paths.inject import INJECTORS
+
+    with pytest.raises(SystemExit):
+        main(argv)
+    out = capsys.readouterr().out
+    for reg in (PRESETS, ENCODE_STRATEGIES, INJECTORS, COUNTERS, HASH_PATHS, NAMED_PIPELINES):
+        for name in reg:
+            assert name in out, name
+
+
+def test_other_commands_help_has_no_names(capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    assert "batched_by_span" not in capsys.readouterr().out
+
+
+def test_compare_refuses_an_unwritable_output_before_reading(tmp_path, capsys):
+    rc = main(["compare", "a" * 40, "b" * 40, "--results", str(tmp_path / "none"), "--markdown", str(tmp_path)])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--markdown" in err and "is a directory" in err and "results directory" not in err
+
+
+SPEC = {"bench_x.A.track_tok_per_s": ("tok/s", ["preset"], [["a"]], [1.0], None)}
+
+
+@pytest.mark.e2e
+def test_compare_resolves_git_revisions(tmp_path, capsys):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    for n in (1, 2):
+        (repo / "f").write_text(str(n))
+        git("add", "f")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"c{n}")
+    base, head = git("rev-parse", "HEAD~1"), git("rev-parse", "HEAD")
+    res = tmp_path / "res"
+    write_asv_run(res, "m1", base, SPEC)
+    write_asv_run(res, "m1", head, SPEC)
+    js = tmp_path / "cmp.json"
+    rc = main(["compare", "HEAD~1", "main", "--repo", str(repo), "--results", str(res), "--json", str(js)])
+    assert rc == 0
+    text = js.read_text(encoding="utf-8")
+    assert base in text and head in text
+    capsys.readouterr()
+    assert main(["compare", "HEAD~5", "HEAD", "--repo", str(repo), "--results", str(res)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vlmpath compare: error: unknown commit 'HEAD~5'") and "Traceback" not in err
