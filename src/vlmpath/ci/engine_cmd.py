@@ -21,6 +21,14 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def _stages(r: dict) -> list:
+    """What ran per stage: the reference's strategies, or the engine's seams."""
+    seams = r.get("engine_seams") or {}
+    if r.get("engine", "reference") == "reference" or not seams:
+        return [r["pipeline"][k] for k in ("encode", "inject", "count", "hash")]
+    return [seams.get(k, "?") for k in ("chunk_encoding", "scatter", "count", "shm")]
+
+
 def run_measure(a: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -52,8 +60,7 @@ def run_measure(a: argparse.Namespace) -> int:
         records = measure_cases(cases, spec, **kw)
     headers = ["engine", "workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
                "enc calls", "hits", "syncs", "enc syncs", "error"]
-    print(text_table(headers, [[r["engine"], r["workload"], r["pipeline"]["encode"], r["pipeline"]["inject"],
-                                r["pipeline"]["count"], r["pipeline"]["hash"], r["tok_per_s"], r["accuracy"],
+    print(text_table(headers, [[r["engine"], r["workload"], *_stages(r), r["tok_per_s"], r["accuracy"],
                                 r["encoder_calls"], r["cache_hits"], r["syncs"], r["encoder_syncs"],
                                 (r["error"] or "")[:60]] for r in records]))
     if a.json:
