@@ -16,8 +16,8 @@ How, per device:
   ``TorchDispatchMode``) counts the storages the pass's aten ops create and frees them
   when their last Python tensor dies (``weakref.finalize``); the peak of that sum is the
   pass's peak tensor bytes. A storage is counted once however many views share it.
-  It runs under Python dispatch, so it rides along the sync-counting pass (which is
-  already under dispatch modes) rather than a timed one.
+  It runs under Python dispatch, so ``measure_case`` gives it its own untimed pass, done
+  only with the sync-counting pass (the diagnostic passes; ``--no-syncs`` skips both).
 
 ``torch_mod`` is injectable so that the GPU branch is tested on CPU with a fake module.
 """
@@ -35,7 +35,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-NOT_MEASURED_NO_COUNT = "not measured: CPU peak tensor bytes ride on the sync-counting pass, which was skipped"
+NOT_MEASURED_NO_COUNT = "not measured: CPU peak tensor bytes are read with the sync-counting pass, which was skipped"
 
 
 @dataclass(frozen=True)

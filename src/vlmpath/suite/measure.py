@@ -9,8 +9,9 @@
 2. a *counted pass* over the schedule counts host-device syncs outside the vision tower
    (``syncs``) and inside it (``encoder_syncs``); then one plain untimed warm-up pass;
    peak memory (``peak_bytes``, ``reserved_bytes``: ``vlmpath.measure.memory``) is read
-   over the warm-up pass on a GPU (allocator counters, free) and over the counted pass on
-   CPU (a dispatch mode, which must not sit on a timed or warm-up pass);
+   over the warm-up pass on a GPU (allocator counters, free) and, on CPU, over one more
+   untimed pass after the counted one (a dispatch mode: it must sit on neither a timed nor
+   the warm-up pass, and stacked on the counted pass it disturbed the sync marks);
 3. ``repeat`` *timed passes* (fresh embedding cache each) time every step on the device;
    ``tok_per_s`` is the schedule's prefill tokens over the median pass time;
 4. *fidelity*: the last pass's final embeddings are checked against each item's golden
@@ -246,11 +247,15 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
 
         routine = make(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes,
                        encoder_region=encoder_region)
-        with (peak_memory(session.device) if on_cpu else nullcontext()) as mem, count_syncs() as outer:
+        with count_syncs() as outer:
             _run_schedule(routine, wl, session.device, timed=False)
         syncs, events = outer.count, dict(outer.events)
-        memory = mem.result if on_cpu else memory
         encoder_syncs = sum(sc.count for sc in inner_counts)
+        if on_cpu:  # its own pass: stacked on the counted one it changed the sync marks
+            with peak_memory(session.device) as mem:
+                _run_schedule(make(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes),
+                              wl, session.device, timed=False)
+            memory = mem.result
 
     # One plain pass: the counted pass runs under Python dispatch modes, which do not warm
     # up the same kernels and allocator paths as a normal call.
