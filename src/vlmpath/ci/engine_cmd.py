@@ -15,41 +15,33 @@ import sys
 from vlmpath.core.errors import VlmpathError
 
 
-def _cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def _stages(r: dict) -> list:
-    """What ran per stage: the reference's strategies, or the engine's seams."""
-    seams = r.get("engine_seams") or {}
-    if r.get("engine", "reference") == "reference" or not seams:
-        return [r["pipeline"][k] for k in ("encode", "inject", "count", "hash")]
-    return [seams.get(k, "?") for k in ("chunk_encoding", "scatter", "count", "shm")]
-
-
 def run_measure(a: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from vlmpath.engines.base import parse_engine
-    from vlmpath.render.tables import text_table
+    from vlmpath.measure.pinning import cpu_threads, load_warning
+    from vlmpath.render.tables import measure_table
     from vlmpath.suite.engine_run import measure_cases
+    from vlmpath.suite.inputs import check_measure_inputs, resolve_device
     from vlmpath.suite.measure import plan_cases
 
-    if a.repeat < 1:
-        raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
+    # Every input is checked (the --json file's directory included) before any work.
+    check_measure_inputs(json_path=a.json, repeat=a.repeat, seed=a.seed, pipelines=a.pipeline,
+                         weights=a.weights, stages={"encode": a.encode, "inject": a.inject,
+                                                    "count": a.count, "hash": a.hash})
     spec = parse_engine(a.engine, src=a.engine_src)
     chosen = [f"--{k}" for k in ("encode", "inject", "count", "hash", "pipeline") if getattr(a, k)]
     if chosen and not spec.in_process:
         raise VlmpathError(f"{', '.join(chosen)} choose the reference routine's strategies; with --engine "
                            f"{spec.label} the engine's own code runs every stage: drop {', '.join(chosen)}")
+    device = resolve_device(a.device)
+    # Threads as ``vlmpath run`` sets them for its benchmark processes; recorded per case.
+    threads = cpu_threads(a.threads, device)
     # An engine has one path per stage (its seams are recorded): one case per workload.
     cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count, hash=a.hash,
                        pipelines=a.pipeline if spec.in_process else ["default"], scale=a.scale, seed=a.seed)
-    device = a.device or ("cuda:0" if _cuda_available() else "cpu")
     kw = dict(repeat=a.repeat, count=not a.no_syncs, device=device, weights=a.weights,
-              python=a.engine_python, home=a.engine_home)
+              python=a.engine_python, home=a.engine_home, threads=threads)
     if spec.in_process:  # one case at a time, with a progress bar
         records = []
         bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
@@ -58,17 +50,20 @@ def run_measure(a: argparse.Namespace) -> int:
             records += measure_cases([case], spec, **kw)
     else:  # one engine process for every case (importing the engine takes seconds)
         records = measure_cases(cases, spec, **kw)
-    headers = ["engine", "workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
-               "enc calls", "hits", "syncs", "enc syncs", "error"]
-    print(text_table(headers, [[r["engine"], r["workload"], *_stages(r), r["tok_per_s"], r["accuracy"],
-                                r["encoder_calls"], r["cache_hits"], r["syncs"], r["encoder_syncs"],
-                                (r["error"] or "")[:60]] for r in records]))
+    for r in records:
+        warning = load_warning(r.get("load_avg"))
+        if warning:
+            print(f"vlmpath measure: WARNING ({r['workload']}): {warning}", file=sys.stderr)
+    print(measure_table(records))
     if a.json:
         import json
 
         from vlmpath.core import atomic
 
         atomic.write_text(a.json, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    if records and all(r["error"] for r in records):
+        print(f"vlmpath measure: every case failed ({len(records)}); see the errors above", file=sys.stderr)
+        return 1
     return 0
 
 

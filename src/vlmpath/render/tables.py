@@ -20,17 +20,26 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(out)
 
 
-MEASURE_HEADERS = ["workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
-                   "enc calls", "hits", "syncs", "enc syncs", "error"]
+MEASURE_HEADERS = ["engine", "workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
+                   "enc calls", "hits", "syncs", "enc syncs", "threads", "error"]
 
 
-def measure_table(records: Sequence) -> str:
-    """``vlmpath measure``'s table; the error column says only which case failed ("yes",
-    see below), and every failed case's whole message follows the table (a message cut
-    to 60 characters once hid which item did not fit)."""
-    rows = [[r.workload, r.pipeline["encode"], r.pipeline["inject"], r.pipeline["count"],
-             r.pipeline["hash"], r.tok_per_s, r.accuracy, r.encoder_calls, r.cache_hits, r.syncs,
-             r.encoder_syncs, "yes" if r.error else ""] for r in records]
-    errors = [f"error: {r.workload}/{'+'.join(r.pipeline[k] for k in ('encode', 'inject', 'count', 'hash'))}: "
-              f"{r.error}" for r in records if r.error]
+def _stages(r: dict) -> list:
+    """What ran per stage: the reference's strategies, or the engine's seams."""
+    seams = r.get("engine_seams") or {}
+    if r.get("engine", "reference") == "reference" or not seams:
+        return [r["pipeline"][k] for k in ("encode", "inject", "count", "hash")]
+    return [seams.get(k, "?") for k in ("chunk_encoding", "scatter", "count", "shm")]
+
+
+def measure_table(records: Sequence[dict]) -> str:
+    """``vlmpath measure``'s table over record dicts (``CaseRecord.to_dict()``); the error
+    column says only which case failed ("yes", see below), and every failed case's whole
+    message follows the table (a message cut to 60 characters once hid which item did not
+    fit)."""
+    rows = [[r.get("engine", "reference"), r["workload"], *_stages(r), r["tok_per_s"], r["accuracy"],
+             r["encoder_calls"], r["cache_hits"], r["syncs"], r["encoder_syncs"], r.get("threads"),
+             "yes" if r["error"] else ""] for r in records]
+    errors = [f"error: {r.get('engine', 'reference')} {r['workload']}/{'+'.join(_stages(r))}: {r['error']}"
+              for r in records if r["error"]]
     return "\n".join([text_table(MEASURE_HEADERS, rows), *errors])

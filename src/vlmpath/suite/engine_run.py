@@ -54,14 +54,15 @@ def engine_python(spec: EngineSpec, python: str | None = None, home: str | None 
     return str(newest.python) if newest is not None else sys.executable
 
 
-def _run_reference(cases, repeat: int, count: bool, device: str | None, weights: str | None) -> list[dict]:
+def _run_reference(cases, repeat: int, count: bool, device: str | None, weights: str | None,
+                   threads: int | None = None) -> list[dict]:
     from vlmpath.suite.measure import Session, measure_case
 
     session = Session(device or "cpu", weights)
     out = []
     for case in cases:
         try:
-            out.append(measure_case(case, session, repeat=repeat, count=count).to_dict())
+            out.append(measure_case(case, session, repeat=repeat, count=count, threads=threads).to_dict())
         except VlmpathError:
             raise  # bad input (e.g. degenerate golden rows) stops the run, as before
         except Exception as exc:
@@ -70,9 +71,9 @@ def _run_reference(cases, repeat: int, count: bool, device: str | None, weights:
 
 
 def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, device: str | None,
-                weights: str | None) -> list[dict]:
+                weights: str | None, threads: int | None = None) -> list[dict]:
     job = {"cases": [case_to_dict(c) for c in cases], "engine": spec.label, "repeat": repeat,
-           "count": count, "device": device or "cpu", "weights": weights}
+           "count": count, "device": device or "cpu", "weights": weights, "threads": threads}
     path = [str(vlmpath_src())]
     if spec.kind == "src":
         path.insert(0, spec.src)
@@ -101,15 +102,18 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
 
 def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, *, repeat: int = 3,
                   json_path: str | os.PathLike | None = None, count: bool = True, device: str | None = None,
-                  weights: str | None = None, python: str | None = None, home: str | None = None) -> list[dict]:
-    """Measure ``cases`` with the engine; returns one record dict per case, in order."""
+                  weights: str | None = None, python: str | None = None, home: str | None = None,
+                  threads: int | None = None) -> list[dict]:
+    """Measure ``cases`` with the engine; returns one record dict per case, in order.
+    ``threads``: torch's CPU threads while measuring (``vlmpath.measure.pinning``), recorded."""
     spec = engine_spec if isinstance(engine_spec, EngineSpec) else parse_engine(engine_spec)
     if repeat < 1:
         raise VlmpathError(f"repeat must be at least 1, got {repeat}")
     if spec.in_process:
-        records = _run_reference(cases, repeat, count, device, weights)
+        records = _run_reference(cases, repeat, count, device, weights, threads)
     else:
-        records = _run_worker(cases, spec, engine_python(spec, python, home), repeat, count, device, weights)
+        records = _run_worker(cases, spec, engine_python(spec, python, home), repeat, count, device, weights,
+                              threads)
     if json_path is not None:
         from vlmpath.core import atomic
 

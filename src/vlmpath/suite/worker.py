@@ -72,7 +72,8 @@ def run_job(job: dict, out) -> int:
         print(f"worker: {label} {case.label}", file=sys.stderr, flush=True)
         try:
             rec = measure_case(case, session, repeat=int(job.get("repeat", 3)),
-                               count=bool(job.get("count", True)), engine=engine).to_dict()
+                               count=bool(job.get("count", True)), engine=engine,
+                               threads=job.get("threads")).to_dict()
         except Exception as exc:  # one case's failure is a result; the run goes on
             rec = failed_record(case, error_text(exc), label, engine.version, engine.seams, device)
         failures += rec["error"] is not None
