@@ -53,10 +53,13 @@ class _HitCounter:
     def __init__(self, cache, stats: EncodeStats):
         self.stats, self.stored = stats, set()
         get, get_single, put = cache.get, getattr(cache, "get_single", None), cache.set
+        # ``get`` takes a list of item hashes and looks up their combined hash (``set`` stores
+        # under the combined one): compare like with like.
+        combine = getattr(cache, "combine_hashes", None) or (lambda hs: tuple(hs))
 
         def counted_get(hashes, *a, **kw):
             out = get(hashes, *a, **kw)
-            key = tuple(hashes) if isinstance(hashes, (list, tuple)) else hashes
+            key = combine(list(hashes)) if isinstance(hashes, (list, tuple)) else hashes
             if out is not None and key not in self.stored:
                 self.stats.cache_hits += 1
             return out
@@ -68,7 +71,7 @@ class _HitCounter:
             return out
 
         def counted_set(h, *a, **kw):
-            self.stored.add(tuple(h) if isinstance(h, (list, tuple)) else h)
+            self.stored.add(combine(list(h)) if isinstance(h, (list, tuple)) else h)
             return put(h, *a, **kw)
 
         cache.get, cache.set = counted_get, counted_set

@@ -80,13 +80,19 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
                PYTHONWARNINGS="ignore")
     with tempfile.TemporaryDirectory(prefix="vlmpath-worker-") as tmp:
         out = Path(tmp) / "records.jsonl"
-        proc = subprocess.run([python, "-m", "vlmpath.suite.worker", "--out", str(out)],
-                              input=json.dumps(job), text=True, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+        proc = subprocess.Popen([python, "-m", "vlmpath.suite.worker", "--out", str(out)], text=True, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc.stdin.write(json.dumps(job))
+        proc.stdin.close()
+        tail: list[str] = []
+        for line in proc.stderr:  # the worker's progress, passed on; its last lines kept
+            sys.stderr.write(line)
+            if line.strip():
+                tail = (tail + [line.rstrip()])[-20:]
+        proc.wait()
         lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
     records = [json.loads(x) for x in lines if x.strip()]
     if len(records) < len(cases):
-        tail = [x for x in proc.stderr.strip().splitlines() if x.strip()]
         why = (f"engine worker ({python}) exited with {proc.returncode} before this case: "
                f"{tail[-1] if tail else 'no message'}")
         records += [failed_record(c, why, spec.label, device=device or "cpu") for c in cases[len(records):]]
