@@ -32,13 +32,9 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
     def run(a: argparse.Namespace) -> int:
         import json
         from vlmpath.measure.platform import probe
-
-        plat = probe()
-        if a.json:
-            print(json.dumps(plat.to_dict(), indent=2, sort_keys=True))
-        else:
-            for k, v in sorted(plat.to_dict().items()):
-                print(f"{k:>20}: {v}")
+        plat = probe().to_dict()
+        print(json.dumps(plat, indent=2, sort_keys=True) if a.json
+              else "\n".join(f"{k:>20}: {v}" for k, v in sorted(plat.items())))
         return 0
 
     p.set_defaults(func=run)
@@ -57,9 +53,7 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pr", required=True, type=int, help="pull request number")
     p.add_argument("--body-file", required=True, help="markdown file to post ('-' = stdin)")
     p.add_argument("--marker", default=None, help="hidden marker that identifies our comment")
-    p.add_argument(
-        "--dry-run", action="store_true", help="validate and print; no token, no request"
-    )
+    p.add_argument("--dry-run", action="store_true", help="validate and print; no token, no request")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.ci import github
@@ -81,10 +75,8 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
             if a.pr <= 0:
                 raise VlmpathError(f"--pr {a.pr} is not a positive pull request number")
             body = github.prepare_body(text, marker)
-            print(
-                f"dry run: would create or update the comment marked {marker} on "
-                f"{a.repo}#{a.pr} via {github.resolve_api_url()} ({len(body)} characters):"
-            )
+            print(f"dry run: would create or update the comment marked {marker} on "
+                  f"{a.repo}#{a.pr} via {github.resolve_api_url()} ({len(body)} characters):")
             print(body)
             return 0
         res = github.upsert_comment(a.repo, a.pr, text, marker=marker)
@@ -188,6 +180,25 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     from vlmpath.ci.engine_cmd import run_measure
 
     p.set_defaults(func=run_measure)
+
+
+# --- profile ---------------------------------------------------------------------------
+@_command
+def _add_profile(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="re-run one routine case under torch.profiler: Chrome trace + top operators")
+    p.add_argument("case", help="PATH:VARIANT/PRESET, e.g. embed:default/many_small_images, encode:batched/video")
+    p.add_argument("--engine", default="reference", help="routine to profile (default: reference)")
+    p.add_argument("--scale", default="tiny", choices=["tiny", "full"])
+    p.add_argument("--passes", type=int, default=2, help="profiled passes after one warm-up (default 2)")
+    p.add_argument("--top", type=int, default=15, help="operators to print (default 15)")
+    p.add_argument("--out", default="profile-out", help="directory for the trace and ops JSON")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.suite.profile import run_command
+        print(run_command(a.case, engine=a.engine, scale=a.scale, passes=a.passes, out_dir=a.out, top=a.top))
+        return 0
+
+    p.set_defaults(func=run)
 
 
 # --- report ----------------------------------------------------------------------------
@@ -332,8 +343,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     _engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
-        from vlmpath.ci.run import RunInterrupted, RunOptions
-        from vlmpath.ci.run import run as run_suite
+        from vlmpath.ci.run import RunInterrupted, RunOptions, run as run_suite  # noqa: I001
 
         extra = {}
         for kv in a.env:
@@ -359,9 +369,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         print(f"summary: {', '.join(str(x) for x in outcome.summary_paths)}")
         if outcome.html_dir is not None:
             print(f"dashboard: {outcome.html_dir}/index.html (vlmpath serve --html-dir {outcome.html_dir})")
-        if outcome.status in ("failed", "interrupted"):
-            return 1
-        return 1 if a.strict and outcome.status != "complete" else 0
+        failed = outcome.status in ("failed", "interrupted")
+        return 1 if failed or (a.strict and outcome.status != "complete") else 0
 
     p.set_defaults(func=run)
 

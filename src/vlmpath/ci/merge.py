@@ -128,6 +128,24 @@ def _failure_comment(errors: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _append_profiles(root: Path, out: Path, names: Sequence[str]) -> None:
+    """Each artifact's profiles of regressed cases (``vlmpath.ci.pr_profile``) under the
+    merged comment; trace links point into that artifact. Malformed: left out, said so."""
+    from vlmpath.ci.pr_profile import PROFILES_FILE
+    from vlmpath.compare.profile_diff import CaseProfile, profiles_from_json
+    from vlmpath.render.profile_section import append_to_comment
+
+    profiles: list[CaseProfile] = []
+    for name in names:
+        path = root / name / PROFILES_FILE
+        if path.is_file() and not path.is_symlink():
+            try:
+                profiles.extend(profiles_from_json(_read_small(path), prefix=f"{name}/"))
+            except VlmpathError as exc:
+                profiles.append(CaseProfile(name, "(profiles)", (), (), None, None, f"{name}: {exc}"))
+    append_to_comment(out / COMMENT_FILE, profiles)
+
+
 def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                     head_sha: str | None = None, fail_on_regression: bool = False,
                     thresholds: str | os.PathLike[str] | None = None) -> FlowResult:
@@ -213,5 +231,6 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
     header = [f"merged artifacts: {', '.join(n for n, _ in runs)}", f"base (merge-base): {base_sha}",
               f"head: {head}", f"pull request: {pr if pr is not None else 'unknown'}"]
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
+    _append_profiles(root, out, [name for name, _ in runs])
     machines = tuple(d["machine"] for _, d in runs)
     return FlowResult(base_sha, head, machines, out, report, code, notes=tuple(notes))
