@@ -33,6 +33,7 @@ def run_measure(a: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from vlmpath.engines.base import parse_engine
+    from vlmpath.measure.pinning import cpu_threads, load_average, load_warning, pinned
     from vlmpath.render.tables import text_table
     from vlmpath.suite.engine_run import measure_cases
     from vlmpath.suite.measure import plan_cases
@@ -50,19 +51,29 @@ def run_measure(a: argparse.Namespace) -> int:
     device = a.device or ("cuda:0" if _cuda_available() else "cpu")
     kw = dict(repeat=a.repeat, count=not a.no_syncs, device=device, weights=a.weights,
               python=a.engine_python, home=a.engine_home)
-    if spec.in_process:  # one case at a time, with a progress bar
-        records = []
-        bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
-        for case in bar:
-            bar.set_postfix_str(case.label)
-            records += measure_cases([case], spec, **kw)
-    else:  # one engine process for every case (importing the engine takes seconds)
-        records = measure_cases(cases, spec, **kw)
+    # Threads as `vlmpath run` sets them (--threads, else OMP_NUM_THREADS, else 1 on CPU;
+    # issue 12), recorded per record with the load average, and a warning when it is busy.
+    threads = cpu_threads(getattr(a, "threads", None), device)
+    with pinned(threads) as in_effect:
+        if spec.in_process:  # one case at a time, with a progress bar
+            records = []
+            bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
+            for case in bar:
+                bar.set_postfix_str(case.label)
+                records += measure_cases([case], spec, **kw)
+        else:  # one engine process for every case (importing the engine takes seconds)
+            records = measure_cases(cases, spec, **kw)
+    for r in records:
+        r["threads"] = r.get("threads") or in_effect
+        if r.get("load_avg") is None:
+            r["load_avg"] = load_average()
+        if warning := load_warning(r["load_avg"]):
+            print(f"vlmpath measure: WARNING ({r['workload']}): {warning}", file=sys.stderr)
     headers = ["engine", "workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
-               "enc calls", "hits", "syncs", "enc syncs", "error"]
+               "enc calls", "hits", "syncs", "enc syncs", "threads", "error"]
     print(text_table(headers, [[r["engine"], r["workload"], *_stages(r), r["tok_per_s"], r["accuracy"],
                                 r["encoder_calls"], r["cache_hits"], r["syncs"], r["encoder_syncs"],
-                                (r["error"] or "")[:60]] for r in records]))
+                                r["threads"], (r["error"] or "")[:60]] for r in records]))
     if a.json:
         import json
 
