@@ -94,8 +94,14 @@ def test_record_summary_keeps_tokens_and_hash_seconds():
 
     from vlmpath.suite import cases
 
-    rec = SimpleNamespace(tok_per_s=1.0, accuracy=1.0, encoder_calls=1, syncs=0, wall_s=1.0, samples=(1.0,),
-                          prefill_tokens=7, hash_s=0.5, error=None)
+    from dataclasses import fields
+
+    from vlmpath.suite.measure import CaseRecord
+
+    values = {f.name: None for f in fields(CaseRecord)}
+    values.update(tok_per_s=1.0, accuracy=1.0, encoder_calls=1, syncs=0, wall_s=1.0, samples=(1.0,),
+                  prefill_tokens=7, hash_s=0.5, error=None)
+    rec = SimpleNamespace(**values)
     s = cases.record_summary(rec)
     assert s["prefill_tokens"] == 7 and s["hash_s"] == 0.5
     assert cases.routine_repeat(False) >= 6 and cases.routine_repeat(True) == 1
