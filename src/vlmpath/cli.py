@@ -12,10 +12,12 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from vlmpath.ci.commands import add_bisect, add_ci_commands
 from vlmpath.core.errors import VlmpathError
 
-# Each entry adds one subcommand to the parser (see the _add_* functions below).
-_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+# Each entry adds one subcommand to the parser (see the _add_* functions below; bisect and
+# ci alert are declared in vlmpath.ci.commands, this module being at its size limit).
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_bisect]
 
 
 def _command(add: Callable[[argparse._SubParsersAction], None]):
@@ -58,9 +60,7 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pr", required=True, type=int, help="pull request number")
     p.add_argument("--body-file", required=True, help="markdown file to post ('-' = stdin)")
     p.add_argument("--marker", default=None, help="hidden marker that identifies our comment")
-    p.add_argument(
-        "--dry-run", action="store_true", help="validate and print; no token, no request"
-    )
+    p.add_argument("--dry-run", action="store_true", help="validate and print; no token, no request")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.ci import github
@@ -162,12 +162,7 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.render.tables import text_table
-        from vlmpath.suite.measure import (
-            Session,
-            measure_case,
-            plan_cases,
-            write_records,
-        )
+        from vlmpath.suite.measure import Session, measure_case, plan_cases, write_records
 
         if a.repeat < 1:
             raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
@@ -252,7 +247,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
         description="Checks both commits out into temporary git worktrees, runs the suite for "
         "each (head's benchmark files, each side's src/ via ASV_PYTHONPATH), and writes "
         "comment.md, comparison.json, summary.txt, run.json and results/ into --out. "
-        "Exit 1 on a regression (unless --no-fail), 2 on bad input.",
+        "Exit 1 on a regression (unless --no-fail), 2 on bad input, 3 when most cases were not judged.",
     )
     pr.add_argument("--base", required=True, help="base ref or sha (its merge-base with HEAD is measured)")
     pr.add_argument("--head", required=True, help="head ref or sha")
@@ -267,6 +262,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--results-dir", default=None,
                     help="asv results directory kept across runs (default VLMPATH_RESULTS_DIR or .asv/results)")
     pr.add_argument("--rerun-base", action="store_true", help="measure the base even if results exist")
+    pr.add_argument("--trusted-results", default=None, help="trusted results store (read-only) to reuse a base from")
     pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
 
@@ -277,7 +273,8 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
             res = ci_flow.run_pr(a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine,
                                  bench=a.bench, quick=a.quick, results_dir=a.results_dir,
                                  rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
-                                 thresholds=a.config, scale=a.scale, charts=not a.no_charts)
+                                 thresholds=a.config, scale=a.scale, charts=not a.no_charts,
+                                 trusted_results=a.trusted_results)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -308,6 +305,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
         return res.exit_code
 
     merge.set_defaults(func=run_merge)
+    add_ci_commands(ci)  # ci alert (vlmpath.ci.commands: this module is at its size limit)
 
 
 # --- run -------------------------------------------------------------------------------
@@ -338,6 +336,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="auto: forkserver on CPU, spawn on GPU")
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
+    p.add_argument("--trusted", action="store_true", help="mark the results a trusted baseline (main workflow only)")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.ci.run import RunInterrupted, RunOptions
@@ -353,7 +352,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                           results_dir=a.results_dir, html_dir=a.html_dir, reports_dir=a.reports_dir,
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
-                          publish=not a.no_publish, extra_env=extra)
+                          publish=not a.no_publish, extra_env=extra, trusted=a.trusted)
         try:
             outcome = run_suite(opts)
         except RunInterrupted as exc:
@@ -363,9 +362,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         print(f"summary: {', '.join(str(x) for x in outcome.summary_paths)}")
         if outcome.html_dir is not None:
             print(f"dashboard: {outcome.html_dir}/index.html (vlmpath serve --html-dir {outcome.html_dir})")
-        if outcome.status in ("failed", "interrupted"):
-            return 1
-        return 1 if a.strict and outcome.status != "complete" else 0
+        failed = outcome.status in ("failed", "interrupted")
+        return 1 if failed or (a.strict and outcome.status != "complete") else 0
 
     p.set_defaults(func=run)
 
@@ -395,9 +393,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="vlmpath",
-        description="Benchmarks for the multimodal embedding path of LLM inference engines.",
-    )
+        prog="vlmpath", description="Benchmarks for the multimodal embedding path of LLM inference engines.")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in _COMMANDS:
         add(sub)

@@ -30,6 +30,7 @@ class RunOptions:
     package_src: str | None = None       # None: <repo>/src if present; "": installed vlmpath
     launch_method: str = "auto"
     publish: bool = True
+    trusted: bool = False                # stamp the results a trusted baseline (main workflow only)
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
 
