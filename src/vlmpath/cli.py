@@ -61,6 +61,7 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--body-file", required=True, help="markdown file to post ('-' = stdin)")
     p.add_argument("--marker", default=None, help="hidden marker that identifies our comment")
     p.add_argument("--dry-run", action="store_true", help="validate and print; no token, no request")
+    p.add_argument("--author", default=None, help="login whose comment is ours (default: the token's user)")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.ci import github
@@ -88,7 +89,7 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
             )
             print(body)
             return 0
-        res = github.upsert_comment(a.repo, a.pr, text, marker=marker)
+        res = github.upsert_comment(a.repo, a.pr, text, marker=marker, author=a.author)
         print(f"{res.action} comment {res.html_url}")
         return 0
 
