@@ -12,7 +12,33 @@ import argparse
 
 
 def add_bisect(sub: argparse._SubParsersAction) -> None:
-    """``vlmpath bisect`` (added with the bisect flow)."""
+    """``vlmpath bisect``: the first commit in GOOD..BAD that regressed the selected cases."""
+    p = sub.add_parser(
+        "bisect", help="find the first commit between --good and --bad that regressed a benchmark",
+        description="Binary search along the first-parent line. Each commit is measured like a side "
+        "of `vlmpath ci pr` (a temporary worktree, the existing environment, --bad's suite), "
+        "unless the results directory already has its selected cases. Prints the commit and the "
+        "numbers on both sides. Exit 0 when found, 2 on bad input or when --bad did not regress.")
+    p.add_argument("--good", required=True, help="a commit without the regression")
+    p.add_argument("--bad", required=True, help="a later commit with it (first-parent descendant of --good)")
+    p.add_argument("--bench", required=True, metavar="REGEX", help="the benchmark(s) that regressed")
+    p.add_argument("--repo", default=".", help="git checkout (default: current directory)")
+    p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
+    p.add_argument("--results-dir", default=None, help="asv results directory (reused; default .asv/results)")
+    p.add_argument("--quick", action="store_true", help="one pass per benchmark")
+    p.add_argument("--scale", default=None, choices=["tiny", "full"], help="workload scale (default tiny)")
+    p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.ci import bisect
+        from vlmpath.compare.verdict import load_thresholds
+
+        res = bisect.bisect(a.good, a.bad, a.bench, repo=a.repo, machine=a.machine, results_dir=a.results_dir,
+                            quick=a.quick, scale=a.scale, thresholds=load_thresholds(a.config))
+        print(bisect.render(res), end="")
+        return 0
+
+    p.set_defaults(func=run)
 
 
 def add_ci_commands(ci: argparse._SubParsersAction) -> None:
