@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from vlmpath.compare.asv_results import param_display, read_fingerprint
+from vlmpath.compare.records import RUN_INFO_PREFIX
 from vlmpath.core.atomic import write_text
 from vlmpath.core.errors import VlmpathError
 
-RUN_INFO_PREFIX = "vlmpath-run-"
 DEFAULT_SCALE = "tiny"  # what `vlmpath run` measures when --scale is not given
 
 

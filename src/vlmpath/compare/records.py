@@ -21,6 +21,8 @@ TOOLCHAIN_KEYS = ("backend", "device_name", "arch", "torch", "cuda", "hip", "dri
 FINGERPRINT_KEYS = TOOLCHAIN_KEYS + ("transformers", "python", "cpu", "machine", "vlmpath")
 #: ``<machine dir>/vlmpath-fingerprint-<sha8>.json``, written by ``vlmpath run``.
 FINGERPRINT_PREFIX = "vlmpath-fingerprint-"
+#: ``<machine dir>/vlmpath-run-<sha8>.json``: how the results were measured (``vlmpath.ci.base_reuse``).
+RUN_INFO_PREFIX = "vlmpath-run-"
 #: ``Metric.error`` of a failed asv case whose own message is unknown.
 NO_RESULT_ERROR = "failed (asv recorded no result)"
 
