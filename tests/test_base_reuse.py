@@ -154,3 +154,23 @@ def test_not_judged_cases_are_counted_in_the_headline_and_exit_status(verdicts, 
     rep = ComparisonReport("a" * 40, "b" * 40, (MachineComparison("m", "both", _rows(verdicts)),))
     assert headline(rep).startswith(lead)
     assert rep.exit_code() == code and rep.exit_code(fail_on_regression=False) == 0
+
+
+def test_only_run_trusted_stamps_results_trusted(monkeypatch):
+    from vlmpath.ci import run as run_mod
+    from vlmpath.cli import main
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(opts):
+        seen.append(opts.trusted)
+        raise Stop
+
+    monkeypatch.setattr(run_mod, "run", fake_run)
+    for argv, want in ((["run", "--quick"], False), (["run", "--quick", "--trusted"], True)):
+        with pytest.raises(Stop):
+            main(argv)
+        assert seen.pop() is want
