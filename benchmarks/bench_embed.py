@@ -47,3 +47,15 @@ class EmbedRoutine:
         return cases.require_ok(_common.case_summary(self.case, cache), "encoder_calls")
 
     track_encoder_calls.unit = "calls"
+
+    # Peak memory of one pass (vlmpath.measure.memory): lower is better, banded
+    # (thresholds.yaml); not measured -> skipped, never 0.
+    def track_peak_bytes(self, cache, pipeline, preset):
+        return cases.require_measured(_common.case_summary(self.case, cache), "peak_bytes")
+
+    track_peak_bytes.unit = "bytes"
+
+    def track_reserved_bytes(self, cache, pipeline, preset):
+        return cases.require_measured(_common.case_summary(self.case, cache), "reserved_bytes")
+
+    track_reserved_bytes.unit = "bytes"

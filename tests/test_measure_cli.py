@@ -59,7 +59,7 @@ def test_measure_stage_selection(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--encode", "nope"], "unknown encode strategy 'nope': choose one of batched, batched_by_span, per_request"),
-    (["--inject", "nope"], "unknown inject strategy 'nope': choose one of masked_scatter, where_index"),
+    (["--inject", "nope"], "unknown inject strategy 'nope': choose one of cumsum_index_copy, masked_scatter, where_index"),
     (["--count", "nope"], "unknown count strategy 'nope': choose one of mask_sum, offsets"),
     (["--hash", "nope"], "unknown hash"),
     (["--workload", "nope"], "unknown workload preset 'nope': choose one of"),

@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 from vlmpath.ci.commands import add_bisect, add_ci_commands
 from vlmpath.core.errors import VlmpathError
 
-# Each entry adds one subcommand to the parser (see the _add_* functions below; bisect and
-# ci alert are declared in vlmpath.ci.commands, this module being at its size limit).
-_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_bisect]
+# Each entry adds one subcommand to the parser (see the _add_* functions below).
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_bisect]  # and ci alert: ci/commands.py
 
 
 def _command(add: Callable[[argparse._SubParsersAction], None]):
@@ -33,15 +32,10 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
 
     def run(a: argparse.Namespace) -> int:
         import json
-
         from vlmpath.measure.platform import probe
-
-        plat = probe()
-        if a.json:
-            print(json.dumps(plat.to_dict(), indent=2, sort_keys=True))
-        else:
-            for k, v in sorted(plat.to_dict().items()):
-                print(f"{k:>20}: {v}")
+        plat = probe().to_dict()
+        print(json.dumps(plat, indent=2, sort_keys=True) if a.json
+              else "\n".join(f"{k:>20}: {v}" for k, v in sorted(plat.items())))
         return 0
 
     p.set_defaults(func=run)
@@ -50,12 +44,9 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
 # --- comment ---------------------------------------------------------------------------
 @_command
 def _add_comment(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "comment",
-        help="create or update the one sticky benchmark comment on a pull request",
-        description="Token from GITHUB_TOKEN (never a flag: flags show in process lists); "
-        "API root from GITHUB_API_URL (default https://api.github.com).",
-    )
+    p = sub.add_parser("comment", help="create or update the one sticky benchmark comment on a pull request",
+                       description="Token from GITHUB_TOKEN (never a flag: flags show in process lists); "
+                       "API root from GITHUB_API_URL (default https://api.github.com).")
     p.add_argument("--repo", required=True, help="owner/name, e.g. sgl-project/sglang")
     p.add_argument("--pr", required=True, type=int, help="pull request number")
     p.add_argument("--body-file", required=True, help="markdown file to post ('-' = stdin)")
@@ -74,19 +65,15 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
                 with open(a.body_file, encoding="utf-8") as f:
                     text = f.read()
             except (OSError, UnicodeDecodeError) as exc:
-                raise VlmpathError(
-                    f"cannot read --body-file {a.body_file!r} ({exc.__class__.__name__}): "
-                    "pass the markdown report written by `vlmpath report`"
-                ) from None
+                raise VlmpathError(f"cannot read --body-file {a.body_file!r} ({exc.__class__.__name__}): "
+                                   "pass the markdown report written by `vlmpath report`") from None
         if a.dry_run:
             github.parse_repo(a.repo)
             if a.pr <= 0:
                 raise VlmpathError(f"--pr {a.pr} is not a positive pull request number")
             body = github.prepare_body(text, marker)
-            print(
-                f"dry run: would create or update the comment marked {marker} on "
-                f"{a.repo}#{a.pr} via {github.resolve_api_url()} ({len(body)} characters):"
-            )
+            print(f"dry run: would create or update the comment marked {marker} on "
+                  f"{a.repo}#{a.pr} via {github.resolve_api_url()} ({len(body)} characters):")
             print(body)
             return 0
         res = github.upsert_comment(a.repo, a.pr, text, marker=marker, author=a.author)
@@ -99,12 +86,9 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
 # --- compare ---------------------------------------------------------------------------
 @_command
 def _add_compare(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "compare",
-        help="compare base and head results; exit 1 on a regression",
-        description="Reads asv results (and/or pytest-benchmark JSON) for two commits, prints "
-        "a table, optionally writes the PR-comment markdown and a JSON report.",
-    )
+    p = sub.add_parser("compare", help="compare base and head results; exit 1 on a regression, 3 if incomplete",
+                       description="Reads asv results (and/or pytest-benchmark JSON) for two commits, prints "
+                       "a table, optionally writes the PR-comment markdown and a JSON report.")
     p.add_argument("base", help="base commit (full sha or unique 7+ digit prefix)")
     p.add_argument("head", help="head commit (full sha or unique 7+ digit prefix)")
     p.add_argument("--results", default=None, help="asv results dir (default .asv/results)")
@@ -141,7 +125,32 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
     p.set_defaults(func=run)
 
-# --- measure ---------------------------------------------------------------------------
+# --- measure, engine ---------------------------------------------------------------------
+def _engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default=None, metavar="SPEC",
+                   help="reference (default) or sglang==X (after `vlmpath engine install sglang==X`)")
+    p.add_argument("--engine-src", default=None, metavar="DIR",
+                   help="an engine source tree put first on the path (an sglang checkout's python/)")
+    p.add_argument("--engine-python", default=None, metavar="PY",
+                   help="interpreter for --engine-src (default: newest engine env, else this python)")
+    p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs dir (VLMPATH_ENGINE_HOME)")
+
+
+@_command
+def _add_engine(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("engine", help="install or list cached engine environments (sglang releases)")
+    esub = p.add_subparsers(dest="engine_command", required=True)
+    inst = esub.add_parser("install", help="build (or reuse) the engine environment of a release")
+    inst.add_argument("spec", help="a release, e.g. sglang==0.5.23")
+    lst = esub.add_parser("list", help="installed engine environments")
+    for q in (inst, lst):
+        q.add_argument("--home", default=None, metavar="DIR", help="engine envs dir (default VLMPATH_ENGINE_HOME "
+                       "or ~/.cache/vlmpath/engines)")
+    from vlmpath.ci.engine_cmd import run_engine
+
+    p.set_defaults(func=run_engine)
+
+
 @_command
 def _add_measure(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("measure", help="run embedding-routine cases and print tok/s, accuracy, syncs")
@@ -160,31 +169,27 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", default=None, metavar="DIR", help="local Qwen2.5-VL safetensors directory")
     p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
+    _engine_options(p)
+
+    from vlmpath.ci.engine_cmd import run_measure
+
+    p.set_defaults(func=run_measure)
+
+
+# --- profile ---------------------------------------------------------------------------
+@_command
+def _add_profile(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="re-run one routine case under torch.profiler: Chrome trace + top operators")
+    p.add_argument("case", help="PATH:VARIANT/PRESET, e.g. embed:default/many_small_images, encode:batched/video")
+    p.add_argument("--engine", default="reference", help="routine to profile (default: reference)")
+    p.add_argument("--scale", default="tiny", choices=["tiny", "full"])
+    p.add_argument("--passes", type=int, default=2, help="profiled passes after one warm-up (default 2)")
+    p.add_argument("--top", type=int, default=15, help="operators to print (default 15)")
+    p.add_argument("--out", default="profile-out", help="directory for the trace and ops JSON")
 
     def run(a: argparse.Namespace) -> int:
-        from vlmpath.render.tables import text_table
-        from vlmpath.suite.measure import Session, measure_case, plan_cases, write_records
-
-        if a.repeat < 1:
-            raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
-        cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count,
-                           hash=a.hash, pipelines=a.pipeline, scale=a.scale, seed=a.seed)
-        session = Session(a.device or ("cuda:0" if _cuda_available() else "cpu"), a.weights)
-        records = []
-        from tqdm import tqdm
-
-        bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
-        for case in bar:
-            bar.set_postfix_str(case.label)
-            records.append(measure_case(case, session, repeat=a.repeat, count=not a.no_syncs))
-        headers = ["workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
-                   "enc calls", "hits", "syncs", "enc syncs", "error"]
-        print(text_table(headers, [[r.workload, r.pipeline["encode"], r.pipeline["inject"],
-                                    r.pipeline["count"], r.pipeline["hash"], r.tok_per_s, r.accuracy,
-                                    r.encoder_calls, r.cache_hits, r.syncs, r.encoder_syncs,
-                                    (r.error or "")[:60]] for r in records]))
-        if a.json:
-            write_records(a.json, records)
+        from vlmpath.suite.profile import run_command
+        print(run_command(a.case, engine=a.engine, scale=a.scale, passes=a.passes, out_dir=a.out, top=a.top))
         return 0
 
     p.set_defaults(func=run)
@@ -193,13 +198,10 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
 # --- report ----------------------------------------------------------------------------
 @_command
 def _add_report(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report",
-        help="draw the charts (per path, CUDA vs ROCm, history, PR) from recorded results",
-        description="Reads asv results only (never measures). Charts go to OUT/charts/ as PNG "
-        "(history and PR also as SVG) with a charts.json manifest; anything a reader must know "
-        "is written in the chart and printed here as a warning.",
-    )
+    p = sub.add_parser("report", help="draw the charts (per path, CUDA vs ROCm, history, PR) from recorded results",
+                       description="Reads asv results only (never measures). Charts go to OUT/charts/ as PNG "
+                       "(history and PR also as SVG) with a charts.json manifest; anything a reader must know "
+                       "is written in the chart and printed here as a warning.")
     p.add_argument("--results", default=".asv/results", help="asv results dir (default .asv/results)")
     p.add_argument("--out", default="reports", help="output dir (default reports/)")
     p.add_argument("--base", default=None, help="base commit for the PR chart (with --head)")
@@ -231,12 +233,6 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 # --- ci --------------------------------------------------------------------------------
 @_command
 def _add_ci(sub: argparse._SubParsersAction) -> None:
@@ -248,7 +244,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
         description="Checks both commits out into temporary git worktrees, runs the suite for "
         "each (head's benchmark files, each side's src/ via ASV_PYTHONPATH), and writes "
         "comment.md, comparison.json, summary.txt, run.json and results/ into --out. "
-        "Exit 1 on a regression (unless --no-fail), 2 on bad input, 3 when most cases were not judged.",
+        "Exit 1 on a regression (unless --no-fail), 2 on bad input, 3 if most cases were not judged.",
     )
     pr.add_argument("--base", required=True, help="base ref or sha (its merge-base with HEAD is measured)")
     pr.add_argument("--head", required=True, help="head ref or sha")
@@ -266,16 +262,16 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--trusted-results", default=None, help="trusted results store (read-only) to reuse a base from")
     pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+    from vlmpath.ci import engine_pr  # --engine-src REPO: two commits of an engine (sglang) instead
+    from vlmpath.ci import pr as ci_flow
+    engine_pr.add_arguments(pr)  # its flags are declared beside the flow they feed
 
     def run_pr(a: argparse.Namespace) -> int:
-        from vlmpath.ci import pr as ci_flow
-
         try:
-            res = ci_flow.run_pr(a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine,
-                                 bench=a.bench, quick=a.quick, results_dir=a.results_dir,
-                                 rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
-                                 thresholds=a.config, scale=a.scale, charts=not a.no_charts,
-                                 trusted_results=a.trusted_results)
+            res = engine_pr.run_from_args(a) if a.engine_src else ci_flow.run_pr(
+                a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
+                results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
+                thresholds=a.config, scale=a.scale, charts=not a.no_charts, trusted_results=a.trusted_results)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -338,10 +334,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
     p.add_argument("--trusted", action="store_true", help="mark the results a trusted baseline (main workflow only)")
+    _engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
-        from vlmpath.ci.run import RunInterrupted, RunOptions
-        from vlmpath.ci.run import run as run_suite
+        from vlmpath.ci.run import RunInterrupted, RunOptions, run as run_suite  # noqa: I001
 
         extra = {}
         for kv in a.env:
@@ -349,8 +345,12 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             if not sep or not key:
                 raise VlmpathError(f"--env {kv!r} is not KEY=VALUE")
             extra[key] = value
+        if a.engine_home:
+            extra["VLMPATH_ENGINE_HOME"] = a.engine_home
+        engine = f"sglang@src:{a.engine_src}" if a.engine_src else a.engine
         opts = RunOptions(repo=a.repo, quick=a.quick, bench=a.bench, scale=a.scale, machine=a.machine,
-                          results_dir=a.results_dir, html_dir=a.html_dir, reports_dir=a.reports_dir,
+                          engine=engine, engine_python=a.engine_python, results_dir=a.results_dir,
+                          html_dir=a.html_dir, reports_dir=a.reports_dir,
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
                           publish=not a.no_publish, extra_env=extra, trusted=a.trusted)
@@ -394,7 +394,9 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="vlmpath", description="Benchmarks for the multimodal embedding path of LLM inference engines.")
+        prog="vlmpath",
+        description="Benchmarks for the multimodal embedding path of LLM inference engines.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for add in _COMMANDS:
         add(sub)

@@ -50,6 +50,9 @@ def test_routine(benchmark, case, bench_scale, bench_session, routine_records):
                                  "syncs": record.syncs, "case": case.label, "error": record.error})
     if record.tok_per_s is not None:
         benchmark.extra_info["tok_per_s"] = record.tok_per_s
+    for key in ("peak_bytes", "reserved_bytes"):  # None = not measured: left out, never 0
+        if getattr(record, key) is not None:
+            benchmark.extra_info[key] = getattr(record, key)
     assert record.error is None, f"{case.label} failed: {record.error}"
     pipe, wl, enc, table = _prepared(case, bench_scale, bench_session)
 

@@ -32,6 +32,8 @@ class RunOptions:
     publish: bool = True
     trusted: bool = False                # stamp the results a trusted baseline (main workflow only)
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    engine: str | None = None            # an engine spec (vlmpath.engines.base); None: reference
+    engine_python: str | None = None     # interpreter for an --engine-src tree
 
 
 @dataclass(frozen=True)

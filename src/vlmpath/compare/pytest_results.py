@@ -20,6 +20,8 @@ EXTRA_INFO_UNITS: Mapping[str, str] = {
     "accuracy": "fraction",
     "syncs": "syncs",
     "encoder_calls": "calls",
+    "peak_bytes": "bytes",       # peak memory of one pass (vlmpath.measure.memory)
+    "reserved_bytes": "bytes",
 }
 
 
