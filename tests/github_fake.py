@@ -6,6 +6,12 @@ thread and answers, with GitHub's request and response shapes:
 * ``GET   /repos/{owner}/{repo}/issues/{n}/comments?per_page=&page=`` (with ``Link``)
 * ``POST  /repos/{owner}/{repo}/issues/{n}/comments``   -> 201
 * ``PATCH /repos/{owner}/{repo}/issues/comments/{id}``  -> 200
+* ``GET   /user``: the token's user (``token_user``), or 403 for an Actions
+  (installation) token, as GitHub answers it
+* issues: ``GET /repos/{o}/{r}/issues?state=&labels=&per_page=&page=`` (pull requests are
+  not in this store), ``POST /repos/{o}/{r}/issues`` -> 201, ``GET``/``PATCH
+  /repos/{o}/{r}/issues/{n}`` (title, body, state, labels); comments on an issue use the
+  comment endpoints above
 
 It checks ``Authorization: Bearer <token>`` (401 otherwise), the ``Accept`` and
 ``X-GitHub-Api-Version`` headers, records every request for assertions, and can be
@@ -62,10 +68,12 @@ class FakeGitHub:
     prs: tuple[int, ...] = (7,)
     token: str = TOKEN
     read_only: bool = False
+    token_user: dict | None = None  # None: an Actions token (GET /user is 403)
     # Override the origin used in Link headers (to test that foreign links are refused).
     link_base: str | None = None
     requests: list[Recorded] = field(default_factory=list)
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     _failures: list[_Failure] = field(default_factory=list)
     _next_id: int = 1_000_000
     _tick: int = 0
@@ -195,6 +203,13 @@ class FakeGitHub:
         if headers.get("x-github-api-version", "2022-11-28") != "2022-11-28":
             return self._error(400, "Unsupported API version")
         seg = path.strip("/").split("/")
+        if seg == ["user"] and method == "GET":
+            if self.token_user is None:
+                return self._error(403, "Resource not accessible by integration")
+            return 200, {}, dict(self.token_user)
+        if len(seg) >= 4 and seg[0] == "repos" and seg[1:3] == [self.owner, self.repo] and seg[3] == "issues" \
+                and (len(seg) == 4 or (len(seg) == 5 and seg[4].isdigit())):
+            return self._issues(method, seg, query, body)
         if len(seg) < 5 or seg[0] != "repos" or seg[1:3] != [self.owner, self.repo]:
             return self._error(404, "Not Found")
         if seg[3] == "issues" and len(seg) == 6 and seg[5] == "comments" and seg[4].isdigit():
@@ -210,16 +225,54 @@ class FakeGitHub:
                 return self._write(None, int(seg[5]), body)
         return self._error(404, "Not Found")
 
-    def _list(self, pr: int, path: str, query: dict[str, str]):
+    def _issues(self, method, seg, query, body):
+        if len(seg) == 4 and method == "GET":
+            state, labels = query.get("state", "open"), [x for x in query.get("labels", "").split(",") if x]
+            items = [dict(i) for _, i in sorted(self.issues.items(), reverse=True)  # newest first
+                     if state in ("all", i["state"]) and all(lb in [x["name"] for x in i["labels"]] for lb in labels)]
+            return self._list(None, "/" + "/".join(seg), query, items)
+        if self.read_only and method in ("POST", "PATCH"):
+            return self._error(403, "Resource not accessible by integration")
+        if len(seg) == 4 and method == "POST":
+            if not isinstance(body, dict) or not isinstance(body.get("title"), str) or not body["title"]:
+                return self._error(422, "Validation Failed")
+            number = max([*self.issues, *self.comments, 0]) + 1
+            self.comments[number] = []
+            now = self._stamp()
+            self.issues[number] = {
+                "number": number, "id": 5_000_000 + number, "title": body["title"], "body": body.get("body") or "",
+                "state": "open", "labels": [{"name": x} for x in body.get("labels", [])], "user": dict(BOT),
+                "html_url": f"https://github.com/{self.owner}/{self.repo}/issues/{number}",
+                "created_at": now, "updated_at": now, "closed_at": None, "state_reason": None,
+            }
+            return 201, {}, dict(self.issues[number])
+        issue = self.issues.get(int(seg[4])) if len(seg) == 5 else None
+        if issue is None:
+            return self._error(404, "Not Found")
+        if method == "GET":
+            return 200, {}, dict(issue)
+        if method == "PATCH" and isinstance(body, dict):
+            for k in ("title", "body", "state", "state_reason"):
+                if k in body:
+                    issue[k] = body[k]
+            if "labels" in body:
+                issue["labels"] = [{"name": x} for x in body["labels"]]
+            issue["updated_at"] = self._stamp()
+            issue["closed_at"] = issue["updated_at"] if issue["state"] == "closed" else None
+            return 200, {}, dict(issue)
+        return self._error(404, "Not Found")
+
+    def _list(self, pr: int | None, path: str, query: dict[str, str], items: list | None = None):
         per_page = max(1, min(100, int(query.get("per_page", 30))))
         page = max(1, int(query.get("page", 1)))
-        items = self.comments[pr]
+        items = self.comments[pr] if items is None else items
         last = max(1, -(-len(items) // per_page))
         chunk = items[(page - 1) * per_page : page * per_page]
         base = f"{self.link_base or self.url}{path}"
 
         def link(p: int, rel: str) -> str:
-            q = urllib.parse.urlencode({"per_page": per_page, "page": p})
+            q = urllib.parse.urlencode({**{k: v for k, v in query.items() if k != "page"},
+                                        "per_page": per_page, "page": p})
             return f'<{base}?{q}>; rel="{rel}"'
 
         rels = []

@@ -20,6 +20,7 @@ import pytest
 from asv_fixtures import fingerprint, write_asv_run
 
 from vlmpath.ci import merge as ci_merge
+from vlmpath.ci.base_reuse import write_run_info
 from vlmpath.ci import pr as ci_flow
 from vlmpath.cli import main
 from vlmpath.compare.verdict import Verdict
@@ -179,10 +180,16 @@ def test_no_fail_reports_the_regression_but_exits_zero(repo, tmp_path):
     assert res.exit_code == 0 and len(res.report.regressions) == 1
 
 
+def trust(store: Path, sha: str) -> None:
+    """Stamp stored results as the main workflow's `vlmpath run --trusted` would."""
+    write_run_info(store, MACHINE, sha, quick=False, scale=None, bench=None, trusted=True)
+
+
 def test_base_results_are_reused_only_when_they_cover_head(repo, tmp_path):
     good = commit_value(repo, 1.0, "good")
     h1 = commit_value(repo, 1.0, "h1")
     run(repo, tmp_path, good, h1, FakeSuite())
+    trust(tmp_path / "store", good)
     h2 = commit_value(repo, 0.6, "h2")
     suite = FakeSuite()
     res = run(repo, tmp_path, good, h2, suite)
@@ -199,6 +206,7 @@ def test_base_results_missing_a_head_benchmark_are_measured_again(repo, tmp_path
     good = commit_value(repo, 1.0, "good")
     h1 = commit_value(repo, 1.0, "h1")
     run(repo, tmp_path, good, h1, FakeSuite(benches=(BENCH,)))
+    trust(tmp_path / "store", good)
     suite = FakeSuite()  # head now also has SPEED: the stored base lacks it
     run(repo, tmp_path, good, h1, suite)
     assert suite.commits() == [h1, good]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from github_fake import TOKEN, FakeGitHub, github_fake  # noqa: F401  (fixture)
+from github_fake import BOT, HUMAN, TOKEN, FakeGitHub, github_fake  # noqa: F401  (fixture)
 
 from vlmpath import cli
 from vlmpath.ci.github import (
@@ -85,12 +85,11 @@ def test_body_already_carrying_marker_is_kept_and_custom_marker_used(github_fake
 
 def test_marker_on_page_two_is_found_without_duplicate(github_fake):
     github_fake.seed(PR, 150)
-    bot = {"login": "b", "id": 1, "type": "Bot"}
-    github_fake.seed(PR, 1, body=f"{DEFAULT_MARKER}\nold", user=bot)
+    github_fake.seed(PR, 1, body=f"{DEFAULT_MARKER}\nold", user=BOT)
     github_fake.seed(PR, 20)
     res = post(github_fake, "new")
     assert res.action == "updated"
-    gets = github_fake.calls("GET")
+    gets = [g for g in github_fake.calls("GET") if g.path != "/user"]
     assert [g.query.get("page") for g in gets] == [None, "2"]
     assert all(g.query["per_page"] == "100" for g in gets)
     assert github_fake.calls("POST") == []
@@ -106,7 +105,7 @@ def test_no_marker_in_any_page_creates_after_reading_all_pages(github_fake):
 
 
 def test_several_marked_comments_update_the_first_only(github_fake):
-    github_fake.seed(PR, 2, body=f"{DEFAULT_MARKER} dup")
+    github_fake.seed(PR, 2, body=f"{DEFAULT_MARKER} dup", user=BOT)
     first_id = github_fake.comments[PR][0]["id"]
     res = post(github_fake, "fresh")
     assert res.comment_id == first_id and res.action == "updated"
@@ -168,7 +167,8 @@ def test_failed_create_that_was_stored_is_not_duplicated(github_fake):
     assert res.action == "updated"
     [ours] = github_fake.marked(PR, DEFAULT_MARKER)
     assert ours["id"] == res.comment_id and ours["body"].endswith("only once")
-    assert [r.method for r in github_fake.calls()] == ["GET", "POST", "GET", "PATCH"]
+    assert [(r.method, r.path.rsplit("/", 1)[-1]) for r in github_fake.calls()] == [
+        ("GET", "comments"), ("POST", "comments"), ("GET", "comments"), ("GET", "user"), ("PATCH", str(res.comment_id))]
     assert sleep.delays == [1.0]
 
 
@@ -344,3 +344,44 @@ def test_cli_missing_token_and_missing_file(github_fake, body_file, monkeypatch,
 
 def test_github_error_is_a_vlmpath_error():
     assert issubclass(GitHubError, VlmpathError)
+
+
+# --- whose comment is ours -------------------------------------------------------------
+def test_a_person_quoting_the_marker_is_never_overwritten(github_fake):
+    github_fake.seed(PR, 1, body=f"why does {DEFAULT_MARKER} say this?", user=HUMAN)
+    res = post(github_fake, "numbers")
+    assert res.action == "created"
+    assert github_fake.comments[PR][0]["body"] == f"why does {DEFAULT_MARKER} say this?"
+    assert post(github_fake, "newer").comment_id == res.comment_id  # then our own is updated
+    # An Actions token cannot read /user (403): its comments are github-actions[bot]'s.
+    assert [r.path for r in github_fake.calls("GET")].count("/user") == 2
+
+
+def test_the_tokens_user_or_author_decides_whose_comment_is_ours(github_fake):
+    me = {"login": "bench-bot", "id": 9, "type": "User"}
+    github_fake.token_user = me
+    github_fake.seed(PR, 1, body=f"{DEFAULT_MARKER}\nby the Actions bot", user=BOT)
+    github_fake.seed(PR, 1, body=f"{DEFAULT_MARKER}\nmine", user=me)
+    assert post(github_fake, "x").comment_id == github_fake.comments[PR][1]["id"]
+    assert post(github_fake, "y", author=BOT["login"]).comment_id == github_fake.comments[PR][0]["id"]
+
+
+def test_secondary_rate_limit_403_with_retry_after_waits_and_retries(github_fake):
+    github_fake.fail_next(1, 403, headers={"Retry-After": "7"},
+                          message="You have exceeded a secondary rate limit. Please wait a few minutes")
+    sleep = FakeSleep()
+    assert post(github_fake, sleep=sleep, backoff_s=1.0).action == "created"
+    assert sleep.delays == [7.0]
+
+
+def test_secondary_rate_limit_without_headers_waits_a_minute_bounded(github_fake):
+    github_fake.fail_next(3, 403, message="You have exceeded a secondary rate limit")
+    sleep = FakeSleep()
+    with pytest.raises(GitHubError, match=r"HTTP 403 rate limited.*after 2 retries"):
+        post(github_fake, sleep=sleep, max_retries=2, max_delay_s=45.0)
+    assert sleep.delays == [45.0, 45.0]
+    # A plain permission 403 is still not retried.
+    github_fake.read_only = True
+    with pytest.raises(GitHubError, match=r"403.*pull-requests: write"):
+        post(github_fake, sleep=(s := FakeSleep()))
+    assert s.delays == []

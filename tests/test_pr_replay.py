@@ -10,7 +10,9 @@ A temporary git repository is cloned from this project's committed tree; on top 
 
 Each is benchmarked with the real ``vlmpath ci pr`` flow (worktrees, ``vlmpath run``, asv,
 compare) at tiny scale on CPU, narrowed to the ``default`` pipeline on ``multi_region``.
-Runs share one results directory, so the ``good`` base is measured once and reused.
+Runs share one results directory; after the first run, ``good`` and ``bad`` are stamped
+trusted as main's history would have them (bench-main.yml's ``vlmpath run --trusted``), so
+later runs reuse them as bases instead of measuring them again.
 
 Timing threshold: this box has 2 shared cores, and the packaged CPU band (25%) flagged an
 A/A pair at -25.03% while other jobs ran. The flows here use ``--config`` with a CPU band
@@ -32,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from vlmpath.ci import pr as ci_flow
+from vlmpath.ci.base_reuse import write_run_info
 from vlmpath.cli import main
 from vlmpath.compare.verdict import Verdict
 from vlmpath.render.comment import md_escape
@@ -125,6 +128,8 @@ def replay(tmp_path_factory) -> dict:
         out["bad_code"] = main(["ci", "pr", "--repo", str(r.repo), "--base", r.good, "--head", r.bad,
                                 "--machine", MACHINE, "--bench", BENCH, "--results-dir", str(r.results),
                                 "--config", str(r.config), "--out", str(r.tmp / "bad")])
+    for sha in (r.good, r.bad):  # as main's trusted history would hold them
+        write_run_info(r.results, MACHINE, sha, quick=False, scale=None, bench=BENCH, trusted=True)
     out["revert"] = r.flow(r.bad, r.revert, "revert")
     out["slow"] = r.flow(r.good, r.slow, "slow")
     out["aa"] = [r.flow(r.good, r.aa, "aa0")]
@@ -172,7 +177,7 @@ def test_revert_shows_the_improvement_and_passes(replay):
     assert (acc.base, acc.head, acc.verdict) == (0.6, 1.0, Verdict.IMPROVEMENT)
     assert selected(res, TOK_S).verdict is Verdict.FIXED
     assert "split_with_sizes" in selected(res, TOK_S).error  # the base's message, for a fix
-    assert res.reused_base  # the bad commit was measured as head before
+    assert res.reused_base  # the bad commit is in the (trusted) history
 
 
 def test_deliberate_slowdown_is_a_tok_per_s_regression(replay):

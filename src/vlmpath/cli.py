@@ -12,10 +12,11 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from vlmpath.ci.commands import add_bisect, add_ci_commands
 from vlmpath.core.errors import VlmpathError
 
 # Each entry adds one subcommand to the parser (see the _add_* functions below).
-_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_bisect]  # and ci alert: ci/commands.py
 
 
 def _command(add: Callable[[argparse._SubParsersAction], None]):
@@ -43,17 +44,15 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
 # --- comment ---------------------------------------------------------------------------
 @_command
 def _add_comment(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "comment",
-        help="create or update the one sticky benchmark comment on a pull request",
-        description="Token from GITHUB_TOKEN (never a flag: flags show in process lists); "
-        "API root from GITHUB_API_URL (default https://api.github.com).",
-    )
+    p = sub.add_parser("comment", help="create or update the one sticky benchmark comment on a pull request",
+                       description="Token from GITHUB_TOKEN (never a flag: flags show in process lists); "
+                       "API root from GITHUB_API_URL (default https://api.github.com).")
     p.add_argument("--repo", required=True, help="owner/name, e.g. sgl-project/sglang")
     p.add_argument("--pr", required=True, type=int, help="pull request number")
     p.add_argument("--body-file", required=True, help="markdown file to post ('-' = stdin)")
     p.add_argument("--marker", default=None, help="hidden marker that identifies our comment")
     p.add_argument("--dry-run", action="store_true", help="validate and print; no token, no request")
+    p.add_argument("--author", default=None, help="login whose comment is ours (default: the token's user)")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.ci import github
@@ -80,7 +79,7 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
                   f"{a.repo}#{a.pr} via {github.resolve_api_url()} ({len(body)} characters):")
             print(body)
             return 0
-        res = github.upsert_comment(a.repo, a.pr, text, marker=marker)
+        res = github.upsert_comment(a.repo, a.pr, text, marker=marker, author=a.author)
         print(f"{res.action} comment {res.html_url}")
         return 0
 
@@ -92,7 +91,7 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
 def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare",
-        help="compare base and head results; exit 1 on a regression",
+        help="compare base and head results; exit 1 on a regression, 3 if incomplete",
         description="Reads asv results (and/or pytest-benchmark JSON) for two commits, prints "
         "a table, optionally writes the PR-comment markdown and a JSON report.",
     )
@@ -233,13 +232,10 @@ def _add_trust(sub: argparse._SubParsersAction) -> None:
 # --- report ----------------------------------------------------------------------------
 @_command
 def _add_report(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report",
-        help="draw the charts (per path, CUDA vs ROCm, history, PR) from recorded results",
-        description="Reads asv results only (never measures). Charts go to OUT/charts/ as PNG "
-        "(history and PR also as SVG) with a charts.json manifest; anything a reader must know "
-        "is written in the chart and printed here as a warning.",
-    )
+    p = sub.add_parser("report", help="draw the charts (per path, CUDA vs ROCm, history, PR) from recorded results",
+                       description="Reads asv results only (never measures). Charts go to OUT/charts/ as PNG "
+                       "(history and PR also as SVG) with a charts.json manifest; anything a reader must know "
+                       "is written in the chart and printed here as a warning.")
     p.add_argument("--results", default=".asv/results", help="asv results dir (default .asv/results)")
     p.add_argument("--out", default="reports", help="output dir (default reports/)")
     p.add_argument("--base", default=None, help="base commit for the PR chart (with --head)")
@@ -282,7 +278,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
         description="Checks both commits out into temporary git worktrees, runs the suite for "
         "each (head's benchmark files, each side's src/ via ASV_PYTHONPATH), and writes "
         "comment.md, comparison.json, summary.txt, run.json and results/ into --out. "
-        "Exit 1 on a regression (unless --no-fail), 2 on bad input.",
+        "Exit 1 on a regression (unless --no-fail), 2 on bad input, 3 if most cases were not judged.",
     )
     pr.add_argument("--base", required=True, help="base ref or sha (its merge-base with HEAD is measured)")
     pr.add_argument("--head", required=True, help="head ref or sha")
@@ -299,6 +295,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--results-dir", default=None,
                     help="asv results directory kept across runs (default VLMPATH_RESULTS_DIR or .asv/results)")
     pr.add_argument("--rerun-base", action="store_true", help="measure the base even if results exist")
+    pr.add_argument("--trusted-results", default=None, help="trusted results store (read-only) to reuse a base from")
     pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
     from vlmpath.ci import engine_pr  # --engine-src REPO: two commits of an engine (sglang) instead
@@ -310,7 +307,8 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
             res = engine_pr.run_from_args(a) if a.engine_src else ci_flow.run_pr(
                 a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
-                thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave)
+                thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
+                trusted_results=a.trusted_results)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -341,6 +339,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
         return res.exit_code
 
     merge.set_defaults(func=run_merge)
+    add_ci_commands(ci)  # ci alert (vlmpath.ci.commands: this module is at its size limit)
 
 
 # --- run -------------------------------------------------------------------------------
@@ -371,6 +370,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="auto: forkserver on CPU, spawn on GPU")
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
+    p.add_argument("--trusted", action="store_true", help="mark the results a trusted baseline (main workflow only)")
     _engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
@@ -390,7 +390,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                           html_dir=a.html_dir, reports_dir=a.reports_dir,
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
-                          publish=not a.no_publish, extra_env=extra)
+                          publish=not a.no_publish, extra_env=extra, trusted=a.trusted)
         try:
             outcome = run_suite(opts)
         except RunInterrupted as exc:

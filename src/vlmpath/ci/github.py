@@ -9,13 +9,14 @@ pattern runs on a bare runner with no project dependencies installed.
 
 Choices worth knowing:
 
-* Several comments with the marker (e.g. an old bug, or two jobs racing): we update the
-  **first** (oldest) one and leave the rest alone. The first is what people linked to and
-  what reviewers scrolled past already; it is also the stable choice when the list grows.
-* Retries: 5xx, 429, a 403 whose ``x-ratelimit-remaining`` is ``0``, and connection errors
-  are retried up to ``max_retries`` times with exponential backoff
-  (``backoff_s * 2**k``), or the wait the server asks for (``Retry-After`` seconds, or until
-  ``x-ratelimit-reset``), always capped at ``max_delay_s``.
+* Ours = the marker AND our author: a person's comment quoting the marker is never
+  overwritten. The author is ``author`` if given, else the token's user (``GET /user``,
+  asked only once a marked comment is seen); the Actions token cannot read ``/user`` (403),
+  and its comments are by ``github-actions[bot]``.
+* Several comments of ours with the marker (e.g. an old bug, or two jobs racing): we
+  update the **first** (oldest) one and leave the rest alone. The first is what people
+  linked to; it is also the stable choice when the list grows.
+* Retries and rate limits (primary and secondary): ``vlmpath.ci.github_http``.
 * A failed *create* is never retried blindly: the server may have stored the comment and
   still answered 502. We list again and update what we find, so a retry cannot duplicate.
 * The token is sent only to the API origin: pagination links and redirects that point
@@ -25,39 +26,32 @@ Choices worth knowing:
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from vlmpath.core.errors import VlmpathError
+from vlmpath.ci.github_http import (  # noqa: F401 (re-exported: the transport's names)
+    API_VERSION,
+    DEFAULT_API_URL,
+    MAX_PAGES,
+    PER_PAGE,
+    GitHubError,
+    _Client,
+    _Transient,
+    _next_link,
+    make_client,
+    paginate,
+    resolve_api_url,
+)
 
 DEFAULT_MARKER = "<!-- vlmpath-bench -->"
-DEFAULT_API_URL = "https://api.github.com"
-API_VERSION = "2022-11-28"
 # GitHub answers 422 "Body is too long (maximum is 65536 characters)" above this.
 MAX_BODY_CHARS = 65536
-# 100 is GitHub's maximum page size; 200 pages = 20k comments is far past any real PR and
-# stops a server that keeps sending rel="next" from looping us forever.
-PER_PAGE = 100
-MAX_PAGES = 200
-USER_AGENT = "vlmpath-comment (+https://github.com)"
 _REPO_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
-_TIMEOUT_S = 30.0
-
-
-class GitHubError(VlmpathError):
-    """The GitHub API refused or kept failing; the message names the fix."""
-
-    def __init__(self, message: str, *, status: int | None = None):
-        super().__init__(message)
-        self.status = status
+# Whose comment is ours when the token cannot say (GET /user is 403 for the Actions token).
+ACTIONS_BOT = "github-actions[bot]"
 
 
 @dataclass(frozen=True)
@@ -114,243 +108,31 @@ def prepare_body(body: str, marker: str = DEFAULT_MARKER) -> str:
     return body
 
 
-def resolve_api_url(api_url: str | None = None) -> str:
-    """The API root: the argument, else ``GITHUB_API_URL``, else ``https://api.github.com``."""
-    url = (api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise GitHubError(
-            f"API URL {url!r} is not an http(s) URL: set GITHUB_API_URL to e.g. "
-            f"{DEFAULT_API_URL} (or https://HOST/api/v3 for GitHub Enterprise)"
-        )
-    return url
+class _Author:
+    """Whose comments are ours: given, or asked of the API once (lazily)."""
 
+    def __init__(self, client: _Client, login: str | None):
+        self.client, self.login = client, login
 
-def _resolve_token(token: str | None) -> str:
-    tok = token if token else os.environ.get("GITHUB_TOKEN", "")
-    if not tok:
-        raise GitHubError(
-            "token missing: set GITHUB_TOKEN (in Actions: env GITHUB_TOKEN: "
-            "${{ secrets.GITHUB_TOKEN }} with permissions pull-requests: write)"
-        )
-    if any(c.isspace() for c in tok) or not tok.isprintable():
-        # Never echo it: a malformed token is still a secret.
-        raise GitHubError(
-            "token invalid: GITHUB_TOKEN contains whitespace or control characters; "
-            "set it to the bare token"
-        )
-    return tok
-
-
-# --- transport -------------------------------------------------------------------------
-def _origin(url: str) -> tuple[str, str]:
-    p = urllib.parse.urlsplit(url)
-    return p.scheme.lower(), p.netloc.lower()
-
-
-class _Transient(Exception):
-    """A retriable failure; ``wait_s`` is the server's requested wait, if it gave one."""
-
-    def __init__(self, message: str, wait_s: float | None, status: int | None):
-        super().__init__(message)
-        self.wait_s, self.status = wait_s, status
-
-
-@dataclass(frozen=True)
-class _Response:
-    status: int
-    headers: dict[str, str]  # lower-cased names
-    data: Any
-
-
-def _same_origin_redirects(origin: tuple[str, str]) -> urllib.request.HTTPRedirectHandler:
-    class _Handler(urllib.request.HTTPRedirectHandler):
-        # A redirect to another host would carry our Authorization header there.
-        def redirect_request(self, req, fp, code, msg, headers, newurl):
-            if _origin(urllib.parse.urljoin(req.full_url, newurl)) != origin:
-                raise GitHubError(
-                    f"the API redirected {req.get_method()} to another host "
-                    f"({_origin(newurl)[1] or 'unknown'}); refusing to send the token "
-                    "there: check GITHUB_API_URL",
-                    status=code,
-                )
-            return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-    return _Handler()
-
-
-@dataclass
-class _Client:
-    api_url: str
-    token: str = field(repr=False)
-    max_retries: int
-    backoff_s: float
-    max_delay_s: float
-    sleep: Callable[[float], None]
-    clock: Callable[[], float]
-    retries_used: int = 0
-
-    def __post_init__(self) -> None:
-        self._origin = _origin(self.api_url)
-        # Built per client (not at import) so proxy settings are read when we run.
-        self._opener = urllib.request.build_opener(_same_origin_redirects(self._origin))
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self.token, "***") if self.token else text
-
-    def url(self, path: str, query: dict[str, Any] | None = None) -> str:
-        q = f"?{urllib.parse.urlencode(query)}" if query else ""
-        return f"{self.api_url}{path}{q}"
-
-    def _where(self, method: str, url: str) -> str:
-        return f"{method} {urllib.parse.urlsplit(url).path}"
-
-    def send_once(self, method: str, url: str, payload: Any = None) -> _Response:
-        """One HTTP exchange. Raises ``_Transient`` (retriable) or ``GitHubError``."""
-        if _origin(url) != self._origin:
-            raise GitHubError(
-                f"refusing to send the token to {_origin(url)[1]!r}, which is not the API "
-                f"host {self._origin[1]!r}: check GITHUB_API_URL"
-            )
-        data = None if payload is None else json.dumps(payload).encode()
-        req = urllib.request.Request(url, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.token}")
-        req.add_header("Accept", "application/vnd.github+json")
-        req.add_header("X-GitHub-Api-Version", API_VERSION)
-        req.add_header("User-Agent", USER_AGENT)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        where = self._where(method, url)
-        try:
-            with self._opener.open(req, timeout=_TIMEOUT_S) as resp:
-                status, headers, raw = resp.status, resp.headers, resp.read()
-        except urllib.error.HTTPError as exc:
-            status, headers = exc.code, exc.headers
+    def get(self) -> str:
+        if self.login is None:
             try:
-                raw = exc.read()
-            finally:
-                exc.close()
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise _Transient(
-                f"{where}: connection failed ({self._redact(str(reason))})", None, None
-            ) from None
-        hdrs = {k.lower(): v for k, v in (headers or {}).items()}
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        if 200 <= status < 300:
-            return _Response(status, hdrs, body)
-        self._raise_for(status, hdrs, body, where)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _raise_for(self, status: int, hdrs: dict[str, str], body: Any, where: str):
-        msg = body.get("message", "") if isinstance(body, dict) else ""
-        if isinstance(body, dict) and body.get("errors"):
-            msg = f"{msg} {json.dumps(body['errors'])}"
-        said = self._redact(f" (GitHub said: {msg})" if msg else "")
-        rate_limited = status == 429 or (
-            status == 403 and hdrs.get("x-ratelimit-remaining") == "0"
-        )
-        if status >= 500 or rate_limited:
-            kind = "rate limited" if rate_limited else "server error"
-            raise _Transient(
-                f"{where}: HTTP {status} {kind}{said}", self._server_wait(hdrs), status
-            )
-        if status == 401:
-            fix = (
-                "token missing or invalid: set GITHUB_TOKEN to a valid token "
-                "(in Actions: ${{ secrets.GITHUB_TOKEN }})"
-            )
-        elif status == 403:
-            fix = (
-                "token lacks pull-requests: write (add `permissions: pull-requests: write` "
-                "to the job), or this is a fork PR whose token is read-only: use the "
-                "workflow_run pattern (the PR job uploads the report as an artifact, a "
-                "workflow_run job posts it)"
-            )
-        elif status == 404:
-            fix = (
-                "repo or PR not found: check --repo owner/name and --pr, and that the "
-                "token can read the repository"
-            )
-        elif status == 422:
-            fix = "GitHub rejected the comment as invalid (check its body and size)"
-        else:
-            fix = "unexpected response from GitHub"
-        raise GitHubError(f"{where}: HTTP {status}: {fix}{said}", status=status)
-
-    def _server_wait(self, hdrs: dict[str, str]) -> float | None:
-        ra = hdrs.get("retry-after")
-        if ra is not None:
-            try:
-                return max(0.0, float(ra))
-            except ValueError:
-                pass  # an HTTP-date; GitHub sends seconds, fall through
-        if hdrs.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in hdrs:
-            try:
-                return max(0.0, float(hdrs["x-ratelimit-reset"]) - self.clock())
-            except ValueError:
-                return None
-        return None
-
-    def wait_or_raise(self, exc: _Transient) -> None:
-        """Sleep before the next try, or raise ``GitHubError`` if retries are spent."""
-        if self.retries_used >= self.max_retries:
-            raise GitHubError(
-                f"{exc} - still failing after {self.max_retries} retries: "
-                "GitHub may be degraded (https://www.githubstatus.com); rerun the job later",
-                status=exc.status,
-            ) from None
-        delay = self.backoff_s * (2**self.retries_used)
-        if exc.wait_s is not None:
-            delay = exc.wait_s
-        self.retries_used += 1
-        self.sleep(min(delay, self.max_delay_s))
-
-    def request(self, method: str, url: str, payload: Any = None) -> _Response:
-        """An idempotent request (GET, PATCH), retried on transient failures."""
-        while True:
-            try:
-                return self.send_once(method, url, payload)
-            except _Transient as exc:
-                self.wait_or_raise(exc)
+                data = self.client.request("GET", self.client.url("/user")).data
+                self.login = str(data.get("login")) if isinstance(data, dict) and data.get("login") else ACTIONS_BOT
+            except GitHubError as exc:
+                if exc.status not in (403, 404):
+                    raise
+                self.login = ACTIONS_BOT  # an installation (Actions) token: no /user
+        return self.login
 
 
-def _next_link(link_header: str | None) -> str | None:
-    """The ``rel="next"`` URL of an RFC 8288 ``Link`` header, or ``None``."""
-    if not link_header:
-        return None
-    for part in link_header.split(","):
-        m = re.match(r'\s*<([^>]*)>\s*;(.*)$', part)
-        if m and re.search(r'(?:^|;)\s*rel="?next"?\s*(?:;|$)', m.group(2)):
-            return m.group(1)
+def _find_marked(client: _Client, owner: str, name: str, pr: int, marker: str, author: _Author):
+    """The first (oldest) comment by ``author`` whose body contains ``marker``, or ``None``."""
+    url = client.url(f"/repos/{owner}/{name}/issues/{pr}/comments", {"per_page": PER_PAGE})
+    for c in paginate(client, url, f"comments of {owner}/{name}#{pr}"):
+        if marker in (c.get("body") or "") and (c.get("user") or {}).get("login") == author.get():
+            return c
     return None
-
-
-def _find_marked(client: _Client, owner: str, name: str, pr: int, marker: str):
-    """The first (oldest) comment whose body contains ``marker``, or ``None``."""
-    url: str | None = client.url(
-        f"/repos/{owner}/{name}/issues/{pr}/comments", {"per_page": PER_PAGE}
-    )
-    for _ in range(MAX_PAGES):
-        if url is None:
-            return None
-        resp = client.request("GET", url)
-        if not isinstance(resp.data, list):
-            raise GitHubError(
-                f"GET comments of {owner}/{name}#{pr} did not return a list: check "
-                "GITHUB_API_URL points at the REST API root"
-            )
-        for c in resp.data:
-            if isinstance(c, dict) and marker in (c.get("body") or ""):
-                return c
-        url = _next_link(resp.headers.get("link"))
-    raise GitHubError(
-        f"{owner}/{name}#{pr} has more than {MAX_PAGES} pages of comments (or the API "
-        "keeps sending rel=next): check GITHUB_API_URL"
-    )
 
 
 def _result(action: Literal["created", "updated"], data: Any) -> CommentResult:
@@ -368,6 +150,7 @@ def upsert_comment(
     body: str,
     *,
     marker: str = DEFAULT_MARKER,
+    author: str | None = None,
     token: str | None = None,
     api_url: str | None = None,
     max_retries: int = 5,
@@ -379,27 +162,20 @@ def upsert_comment(
     """Create or update the one comment carrying ``marker`` on pull request ``pr``.
 
     ``token`` defaults to ``GITHUB_TOKEN`` and ``api_url`` to ``GITHUB_API_URL`` (else
-    ``https://api.github.com``). Everything is validated before the first request.
+    ``https://api.github.com``); ``author`` is the login whose comment is ours (default: the
+    token's user). Everything is validated before the first request.
     ``max_retries`` is the number of *re*-tries shared by all requests of this call;
     ``sleep`` and ``clock`` are injectable for tests. Raises ``GitHubError``.
     """
     owner, name = parse_repo(repo)
     pr = _check_pr(pr)
     body = prepare_body(body, marker)
-    if max_retries < 0 or backoff_s < 0 or max_delay_s < 0:
-        raise GitHubError("max_retries, backoff_s and max_delay_s must be >= 0")
-    client = _Client(
-        api_url=resolve_api_url(api_url),
-        token=_resolve_token(token),
-        max_retries=max_retries,
-        backoff_s=backoff_s,
-        max_delay_s=max_delay_s,
-        sleep=sleep,
-        clock=clock,
-    )
+    client = make_client(api_url, token, max_retries=max_retries, backoff_s=backoff_s,
+                         max_delay_s=max_delay_s, sleep=sleep, clock=clock)
+    who = _Author(client, author)
     payload = {"body": body}
     while True:
-        existing = _find_marked(client, owner, name, pr, marker)
+        existing = _find_marked(client, owner, name, pr, marker, who)
         if existing is not None:
             resp = client.request(
                 "PATCH",

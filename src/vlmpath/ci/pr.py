@@ -34,9 +34,15 @@ measuring code on both sides means a difference comes from the library, not from
 changed benchmark; a benchmark the base cannot run shows as failing on base / fixed, not
 as a silent change. The runner (``vlmpath run``) is this process's own vlmpath.
 
-Base results already in the results directory for the merge-base on this machine are
-reused when they cover every benchmark head ran (``--rerun-base`` measures again);
-head is always measured afresh, and a head run that wrote nothing new is an error.
+Base results for the merge-base on this machine are reused only when they are valid for
+this comparison (``vlmpath.ci.base_reuse``): written by a trusted run (the main/nightly
+workflow, ``vlmpath run --trusted``), with the same ``--quick``/``--scale``, the same
+toolchain fingerprint, and a measured value with the same asv benchmark version for every
+case head measured in the selection. They are looked up in ``--trusted-results`` (the
+trusted store, read-only to PR jobs) or else the results directory; otherwise the base is
+measured again and the comment says why (``--rerun-base`` always measures). Sides this
+flow measures are stamped untrusted, so a PR's results never become anyone's baseline.
+Head is always measured afresh, and a head run that wrote nothing new is an error.
 
 The comment workflow's half (``vlmpath ci merge``, merging every machine's artifact into
 one comparison) is ``vlmpath.ci.merge``; it shares the output files and writers of ``vlmpath.ci.pr_outputs``.
@@ -76,6 +82,7 @@ from vlmpath.ci.pr_side import (  # noqa: F401 (re-exported)
     _log,
     _run_side,
     base_reusable,
+    base_reuse_problem,
     check_import,
     copy_results,
     run_suite_subprocess,
@@ -113,12 +120,14 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            fail_on_regression: bool = True, run_suite: RunSuite | None = None,
            thresholds: str | os.PathLike[str] | None = None, scale: str | None = None,
            charts: bool = True, env: Mapping[str, str] | None = None,
+           trusted_results: str | os.PathLike[str] | None = None,
            profile: bool | None = None, profiler=None, interleave: int = 0) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them.
 
-    ``profile``: re-run each regressed routine case on both sides under torch.profiler
-    (``vlmpath.ci.pr_profile``); default: with the real suite runner only (a fake runner's
-    numbers belong to no code), or whenever a ``profiler`` runner is given.
+    ``trusted_results``: the trusted store a base may be reused from (default: the results
+    directory). ``profile``: re-run each regressed routine case on both sides under
+    torch.profiler (``vlmpath.ci.pr_profile``); default: with the real suite runner only (a
+    fake runner's numbers belong to no code), or whenever a ``profiler`` runner is given.
     ``interleave`` N >= 2: N alternating rounds, judged on pairs (``ci.pr_interleave``)."""
     from vlmpath.compare import results
     from vlmpath.ci import pr_interleave
@@ -157,6 +166,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
                             scale=scale, reports_dir=out / "runs" / sha[:8])
 
     reused = False
+    store = Path(trusted_results).resolve() if trusted_results else rdir
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
     try:
         with worktree(root, head_sha, tmp / "head") as head_wt:
@@ -173,17 +183,23 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
             elif base_sha == head_sha:
                 reused = True
                 notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
-            elif not rerun_base and base_reusable(rdir, machine, base_sha, head_sha):
-                reused = True
-                notes.append(f"base results for {base_sha[:8]} on {machine} reused from an earlier run "
-                             "(--rerun-base measures it again)")
             else:
+                why = "--rerun-base" if rerun_base else base_reuse_problem(
+                    store, rdir, machine, base_sha, head_sha, bench=bench, quick=quick, scale=scale)
+                reused = why is None
+            if not reused:
+                notes.append(f"base {base_sha[:8]} measured: {why}")
                 with worktree(root, base_sha, tmp / "base") as base_wt:
                     _run_side(runner, request(base_sha, base_wt, head_wt))
+            elif base_sha != head_sha:
+                notes.append(f"base results for {base_sha[:8]} on {machine} reused from a trusted run in "
+                             f"{store} (same options, toolchain and benchmark versions; --rerun-base "
+                             "measures it again)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha))
+    copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
+                 sources={base_sha: store} if reused and base_sha != head_sha else None)
     report = compare.compare(results.load_asv(out / RESULTS_SUBDIR, base_sha),
                              results.load_asv(out / RESULTS_SUBDIR, head_sha), cfg, quick=quick)
     if interleave:
@@ -204,7 +220,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
         "interleave": interleave,
         "chart_notes": chart_notes,
-        "regressions": len(report.regressions), "exit_code": code,
+        "regressions": len(report.regressions), "not_judged": len(report.not_judged),
+        "incomplete": report.incomplete, "exit_code": code,
     })
     for n in notes:
         _log(n)

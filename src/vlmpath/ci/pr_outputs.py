@@ -43,17 +43,14 @@ def _selected(pattern: str, benchmark: str, params: Sequence[tuple[str, str]]) -
 
 
 def drop_unselected(report, bench_by_machine: Mapping[str, str | None]):
-    """Remove rows for parameter combinations ``--bench`` did not select (asv records
-    them as skipped on both sides); a selected case skipped on both sides stays."""
-    from vlmpath.compare.verdict import Verdict
-
+    """Keep exactly the cases ``--bench`` selected: the comparison covers what was asked
+    for, not whatever else the results directory holds for either commit (asv also records
+    unselected parameter combinations, as skipped)."""
     machines = []
     for m in report.machines:
         pattern = bench_by_machine.get(m.machine)
         if pattern:
-            kept = tuple(c for c in m.comparisons
-                         if not (c.verdict is Verdict.NOT_COMPARABLE and c.reason == "skipped on base and head"
-                                 and not _selected(pattern, c.benchmark, c.params)))
+            kept = tuple(c for c in m.comparisons if _selected(pattern, c.benchmark, c.params))
             m = replace(m, comparisons=kept)
         machines.append(m)
     return replace(report, machines=tuple(machines))
@@ -92,8 +89,14 @@ def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
     write_text_atomic(out / COMMENT_FILE, render.render_markdown(report))
     write_text_atomic(out / COMPARISON_FILE, render.render_json(report))
     code = report.exit_code(fail_on_regression=fail)
-    verdict = (f"{len(report.regressions)} regression(s): exit {code}" if report.regressions
-               else f"no regressions: exit {code}")
+    if report.regressions:
+        verdict = f"{len(report.regressions)} regression(s): exit {code}"
+    elif report.incomplete:
+        verdict = f"incomplete, {len(report.not_judged)} of {len(report.all())} case(s) not judged: exit {code}"
+    elif report.not_judged:
+        verdict = f"no regressions among the judged cases, {len(report.not_judged)} not judged: exit {code}"
+    else:
+        verdict = f"no regressions: exit {code}"
     text = "\n".join([*header, f"verdict: {verdict}", "", render.render_terminal(report)])
     write_text_atomic(out / SUMMARY_FILE, text)
     return code

@@ -4,8 +4,9 @@
 ``run_suite_subprocess`` is the real runner (``vlmpath run`` of this package with head's
 suite importing the commit's code through ``ASV_PYTHONPATH``, see ``vlmpath.ci.pr``);
 ``check_import`` proves a benchmark process would import the commit under test;
-``base_reusable`` says whether stored base results cover what head ran; ``copy_results``
-copies just the two runs a comparison needs.
+``base_reusable`` / ``base_reuse_problem`` say whether stored base results are valid for
+what head ran (``vlmpath.ci.base_reuse``: trusted, same options, toolchain, benchmark
+versions and cases); ``copy_results`` copies just the two runs a comparison needs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import vlmpath
+from vlmpath.ci.base_reuse import reuse_problem, write_run_info
 from vlmpath.ci.pr_outputs import write_json
 from vlmpath.ci.run_files import fingerprint_path
 from vlmpath.core.errors import VlmpathError
@@ -170,6 +172,9 @@ def _run_side(run_suite: RunSuite, req: SuiteRequest) -> None:
             f"(new) results under {req.results_dir / req.machine}: {_log_tail(req)}; "
             "check --bench matches at least one benchmark"
         )
+    # Whatever the runner wrote: a side the PR flow measured is never a trusted baseline.
+    write_run_info(req.results_dir, req.machine, req.commit, quick=req.quick, scale=req.scale,
+                   bench=req.bench, trusted=False)
 
 
 def _result_keys(paths: Sequence[Path]) -> set[str]:
@@ -184,19 +189,30 @@ def _result_keys(paths: Sequence[Path]) -> set[str]:
     return keys
 
 
-def base_reusable(results_dir: Path, machine: str, base_sha: str, head_sha: str) -> bool:
-    """Do stored base results on this machine cover every benchmark head has results for?"""
-    base = _run_files(results_dir, machine, base_sha)
-    head_keys = _result_keys(_run_files(results_dir, machine, head_sha))
-    return bool(base) and bool(head_keys) and head_keys <= _result_keys(base)
+def base_reuse_problem(store: Path, results_dir: Path, machine: str, base_sha: str, head_sha: str, *,
+                       bench: str | None = None, quick: bool = False, scale: str | None = None) -> str | None:
+    """Why base results stored in ``store`` may not stand in for measuring the base (None: they may).
+    Head's results are read from ``results_dir``."""
+    return reuse_problem(store, _run_files(store, machine, base_sha), results_dir,
+                         _run_files(results_dir, machine, head_sha), machine, base_sha, head_sha,
+                         bench=bench, quick=quick, scale=scale)
 
 
-def copy_results(results_dir: Path, dest: Path, machine: str, shas: Sequence[str]) -> None:
+def base_reusable(results_dir: Path, machine: str, base_sha: str, head_sha: str, *, bench: str | None = None,
+                  quick: bool = False, scale: str | None = None, store: Path | None = None) -> bool:
+    """Are stored base results (in ``store``, default ``results_dir``) valid for what head ran?"""
+    return base_reuse_problem(store or results_dir, results_dir, machine, base_sha, head_sha,
+                              bench=bench, quick=quick, scale=scale) is None
+
+
+def copy_results(results_dir: Path, dest: Path, machine: str, shas: Sequence[str],
+                 sources: Mapping[str, Path] | None = None) -> None:
     """Copy only what one comparison needs (not the whole history) into ``dest``.
 
     ``benchmarks.json`` keeps only the benchmarks these runs selected: with ``--bench``
     the others were never asked for, and listing them would mark both runs "partial".
     A benchmark run on one side only still shows (new / removed / newly failing).
+    ``sources`` names another results directory for a sha (a reused trusted base).
     """
     mdest = dest / machine
     mdest.mkdir(parents=True, exist_ok=True)
@@ -205,10 +221,11 @@ def copy_results(results_dir: Path, dest: Path, machine: str, shas: Sequence[str
         shutil.copy2(src_m / "machine.json", mdest / "machine.json")
     copied: list[Path] = []
     for sha in dict.fromkeys(shas):
-        for p in _run_files(results_dir, machine, sha):
+        src = Path((sources or {}).get(sha, results_dir))
+        for p in _run_files(src, machine, sha):
             shutil.copy2(p, mdest / p.name)
             copied.append(mdest / p.name)
-        for fp in (fingerprint_path(results_dir, machine, sha), failures_path(src_m, sha)):
+        for fp in (fingerprint_path(src, machine, sha), failures_path(src / machine, sha)):
             if fp.is_file():
                 shutil.copy2(fp, mdest / fp.name)
     bench_json = results_dir / "benchmarks.json"

@@ -67,6 +67,7 @@ from typing import TextIO
 
 from vlmpath.ci.asv_config import abs_path, check_writable, load_config, write_config
 from vlmpath.ci.asv_proc import asv, stream
+from vlmpath.ci.base_reuse import write_run_info
 from vlmpath.ci.discovery import Discovered, discover, select
 from vlmpath.ci.launch import (
     LAUNCH_METHODS,
@@ -156,6 +157,9 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
         if status != "interrupted":
             write_json_atomic(fingerprint_path(results_dir, machine, commit), fingerprint(opts.python, env, machine))
             write_failures(results_dir, machine, commit, failure_lines, chosen, out)
+            # How these results were measured: base reuse checks it (vlmpath.ci.base_reuse).
+            write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
+                           bench=opts.bench, trusted=opts.trusted)
             if opts.publish:
                 asv(["publish", "--config", str(cfg)], env, repo, "publish")
                 # asv's pages load their scripts from CDNs; GPU boxes are often offline.

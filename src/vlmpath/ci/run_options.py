@@ -30,6 +30,7 @@ class RunOptions:
     package_src: str | None = None       # None: <repo>/src if present; "": installed vlmpath
     launch_method: str = "auto"
     publish: bool = True
+    trusted: bool = False                # stamp the results a trusted baseline (main workflow only)
     extra_env: Mapping[str, str] = field(default_factory=dict)
     engine: str | None = None            # an engine spec (vlmpath.engines.base); None: reference
     engine_python: str | None = None     # interpreter for an --engine-src tree

@@ -23,6 +23,7 @@ from typing import Any
 from vlmpath.compare.records import (
     FINGERPRINT_PREFIX,
     NO_RESULT_ERROR,
+    RUN_INFO_PREFIX,
     Fingerprint,
     MachineRun,
     Metric,
@@ -72,7 +73,7 @@ def _machine_dirs(results_dir: Path) -> list[Path]:
 def _run_files(machine_dir: Path) -> list[Path]:
     return sorted(
         p for p in machine_dir.glob("*.json")
-        if p.name != "machine.json" and not p.name.startswith((FINGERPRINT_PREFIX, FAILURES_PREFIX))
+        if p.name != "machine.json" and not p.name.startswith((FINGERPRINT_PREFIX, FAILURES_PREFIX, RUN_INFO_PREFIX))
     )
 
 

@@ -31,6 +31,9 @@ class Verdict(enum.Enum):
 # Verdicts that fail CI: a benchmark that stops running is as bad as one that slows down.
 FAILING_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.NEWLY_FAILING})
 
+# Exit statuses of a gating comparison (``vlmpath compare``, ``vlmpath ci pr``); 2 is bad input.
+EXIT_OK, EXIT_REGRESSION, EXIT_INCOMPLETE = 0, 1, 3
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -133,8 +136,24 @@ class ComparisonReport:
     def partial(self) -> bool:
         return any(m.partial for m in self.machines)
 
+    @property
+    def not_judged(self) -> list[Comparison]:
+        """Cases present on a side that could not be compared (skipped, failing on both,
+        unit changed, machine missing): neither good nor bad, so never "no regressions"."""
+        return self.by_verdict(Verdict.NOT_COMPARABLE)
+
+    @property
+    def incomplete(self) -> bool:
+        """Most cases were not judged: the verdict says little, and the exit status says so."""
+        return 2 * len(self.not_judged) > len(self.all())
+
     def exit_code(self, fail_on_regression: bool = True) -> int:
-        return 1 if fail_on_regression and self.regressions else 0
+        """1 on a regression, else 3 when most cases were not judged, else 0 (0 without gating)."""
+        if not fail_on_regression:
+            return EXIT_OK
+        if self.regressions:
+            return EXIT_REGRESSION
+        return EXIT_INCOMPLETE if self.incomplete else EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))

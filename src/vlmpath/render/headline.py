@@ -115,7 +115,16 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
                         (Verdict.NOT_COMPARABLE, "not comparable")):
             if counts[v]:
                 bits.append(f"{counts[v]} {word}")
-        line = f"**No regressions**: {', '.join(bits)} on {where}"
+        skipped = report.not_judged
+        if skipped:
+            why = Counter(c.reason or "not comparable" for c in skipped)
+            reasons = ", ".join(f"{r}: {n}" for r, n in why.most_common())
+            judged = len(report.all()) - len(skipped)
+            lead = "**Incomplete**" if report.incomplete else f"**No regressions among {judged} judged**"
+            line = (f"{lead}: {len(skipped)} of {len(report.all())} cases not judged ({md_escape(reasons)}); "
+                    f"{', '.join(bits)} on {where}")
+        else:
+            line = f"**No regressions**: {', '.join(bits)} on {where}"
     if report.partial:
         line += " — ⚠️ partial comparison"
     return line

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The trusted benchmark history kept on a git branch (used by bench-main.yml only).
+#
+#   ci/history.sh fetch BRANCH DIR         clone BRANCH of origin into DIR (an empty one if absent)
+#   ci/history.sh append NEW_DIR RESULTS   copy every artifact's asv results into RESULTS
+#   ci/history.sh push DIR MESSAGE         commit DIR and push it to its branch
+#   ci/history.sh publish HTML_DIR BRANCH  asv-publish RESULTS (DIR/results) into HTML_DIR, push it to BRANCH
+#
+# Pushes authenticate with GITHUB_TOKEN through a per-command header (never stored in
+# .git/config, never on a command line that other processes can read: git reads it from
+# the environment via GIT_CONFIG_*). Only the `history` job of bench-main.yml, which runs
+# main's code and no PR code, has a token allowed to push.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${REPO:?REPO=owner/name must be set}"
+remote="${SERVER_URL:-https://github.com}/$REPO.git"
+
+auth() {
+    local basic
+    basic=$(printf 'x-access-token:%s' "${GITHUB_TOKEN:?GITHUB_TOKEN must be set}" | base64 -w0)
+    export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraheader GIT_CONFIG_VALUE_0="AUTHORIZATION: basic $basic"
+}
+
+cmd=${1:?usage: ci/history.sh fetch|append|push|publish ...}
+shift
+case "$cmd" in
+    fetch)
+        branch=$1 dir=$2
+        auth
+        if git ls-remote --exit-code --heads "$remote" "$branch" >/dev/null; then
+            git clone --quiet --depth 1 --branch "$branch" "$remote" "$dir"
+        else
+            git init --quiet -b "$branch" "$dir"
+        fi
+        mkdir -p "$dir/results"
+        ;;
+    append)
+        new=$1 results=$2
+        shopt -s nullglob
+        for art in "$new"/*/; do
+            cp -a "$art". "$results"/
+        done
+        ;;
+    push)
+        dir=$1 msg=$2
+        auth
+        branch=$(git -C "$dir" symbolic-ref --short HEAD)
+        git -C "$dir" add -A
+        git -C "$dir" -c user.name=vlmpath-bench -c user.email=vlmpath-bench@users.noreply.github.com \
+            commit --quiet -m "$msg" || echo "history: nothing new to commit"
+        git -C "$dir" push --quiet "$remote" "HEAD:refs/heads/$branch"
+        ;;
+    publish)
+        html=$1 branch=$2
+        python3 - "$html" <<'PY'
+import json, pathlib, subprocess, sys
+html = pathlib.Path(sys.argv[1]).resolve()
+conf = json.loads(pathlib.Path("asv.conf.json").read_text())
+conf.update(results_dir=str(pathlib.Path("history/results").resolve()), html_dir=str(html), repo=".")
+pathlib.Path(".asv-history.conf.json").write_text(json.dumps(conf))
+subprocess.run([".venv/bin/asv", "publish", "--config", ".asv-history.conf.json"], check=True)
+PY
+        .venv/bin/vlmpath report --results history/results --out site-report --html "$html"
+        touch "$html/.nojekyll"
+        auth
+        git -C "$html" init --quiet -b "$branch"
+        git -C "$html" add -A
+        git -C "$html" -c user.name=vlmpath-bench -c user.email=vlmpath-bench@users.noreply.github.com \
+            commit --quiet -m "dashboard"
+        git -C "$html" push --quiet --force "$remote" "HEAD:refs/heads/$branch"
+        ;;
+    *)
+        echo "history: unknown command '$cmd'" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,197 @@
+"""Can untrusted code use the workflows to reach a GPU box, a write token, a secret or the history?
+
+The trust rules of docs/ci-security.md, read from the YAML (what GitHub evaluates):
+
+- a job that checks out or runs PR code has no write permission and no secret, and runs
+  on a self-hosted (persistent) runner only behind the approval gate: an ``environment``
+  (required reviewers), in a workflow whose file PRs cannot change (not ``pull_request*``);
+- only bench-main.yml writes history or baselines (``--trusted``, the trusted results
+  volume mounted writable, the history branch, ``contents: write``);
+- every action is pinned by a full commit SHA with its version in a comment, on a major
+  that runs on Node 24; zizmor (offline, default persona) finds nothing.
+
+Each rule is shown to catch a planted mistake, and the real files stay green.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_workflows import ALL_WF, GPU_WF, MAIN_WF, PR_WF, WORKFLOWS, load
+
+HOSTED = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$")
+PR_TRIGGERS = {"pull_request", "pull_request_target"}
+# Node 24 majors (older majors of these run on Node 20, which runners no longer carry).
+MIN_MAJOR = {"actions/checkout": 5, "actions/setup-python": 6, "actions/upload-artifact": 5,
+             "actions/download-artifact": 6}
+_PIN = re.compile(r"uses:\s*([\w.-]+/[\w./-]+)@(\S+)(?:\s*#\s*v(\d+)[\w.]*)?")
+
+
+def _runs_pr_code(wf: dict[str, Any], job: dict[str, Any]) -> bool:
+    """Checks out or runs a PR's code: any job of a pull_request workflow (its checkout is the
+    PR), or a checkout of a ref that names the PR head or a dispatch input."""
+    if PR_TRIGGERS & set(wf["on"]) and any("uses" in s or "run" in s for s in job.get("steps", [])):
+        return True
+    for s in job.get("steps", []):
+        ref = str((s.get("with") or {}).get("ref", ""))
+        if str(s.get("uses", "")).startswith("actions/checkout@") and re.search(
+                r"pull_request\.head|inputs\.|head_sha|head_ref", ref):
+            return True
+    return False
+
+
+def trust_violations(wf: dict[str, Any]) -> list[str]:
+    out = []
+    for jid, job in wf["jobs"].items():
+        if not _runs_pr_code(wf, job):
+            continue
+        perms = job.get("permissions", wf.get("permissions", "write-all"))
+        if not isinstance(perms, dict) or any(v == "write" for v in perms.values()):
+            out.append(f"{jid}: runs PR code with write permissions {perms!r}")
+        if "secrets." in yaml.safe_dump(job):
+            out.append(f"{jid}: runs PR code with a secret")
+        runner = str(job.get("runs-on", ""))
+        labels = [runner] if "${{" not in runner else [
+            str(e.get("runner", "")) for e in job.get("strategy", {}).get("matrix", {}).get("include", [])]
+        if not all(HOSTED.match(lb) for lb in labels):
+            gated = bool(job.get("environment")) and not (PR_TRIGGERS & set(wf["on"]))
+            if not gated:
+                out.append(f"{jid}: runs PR code on self-hosted {labels} without the approval gate")
+    return out
+
+
+def history_writes(text: str, wf: dict[str, Any]) -> list[str]:
+    """What in this workflow writes trusted history or baselines."""
+    found = []
+    if re.search(r"\brun\b[^\n]*--trusted\b", text) or re.search(r'"\$IMAGE" run --trusted', text):
+        found.append("vlmpath run --trusted")
+    if re.search(r"vlmpath-trusted-results-[^\s:\"]*:/[\w/]+(?![\w/]*:ro)[\"\s]", text):
+        found.append("trusted results volume mounted writable")
+    if "ci/history.sh push" in text or "bench-results" in text:
+        found.append("history branch")
+    for jid, job in wf["jobs"].items():
+        if (job.get("permissions") or {}).get("contents") == "write":
+            found.append(f"{jid}: contents: write")
+    return found
+
+
+@pytest.mark.parametrize("path", ALL_WF, ids=lambda p: p.name)
+def test_no_job_running_pr_code_has_write_secrets_or_an_ungated_self_hosted_runner(path):
+    assert trust_violations(load(path)) == []
+
+
+def test_the_trust_rule_sees_each_planted_mistake():
+    pr, gpu = load(PR_WF), load(GPU_WF)
+    bad = copy.deepcopy(pr)
+    bad["jobs"]["cpu"]["permissions"] = {"contents": "write"}
+    bad["jobs"]["cpu"]["env"]["T"] = "${{ secrets.NPM_TOKEN }}"
+    bad["jobs"]["cpu"]["runs-on"] = "nvidia-gpu"
+    assert len(trust_violations(bad)) == 3
+    ungated = copy.deepcopy(gpu)
+    del ungated["jobs"]["gpu"]["environment"]
+    (v,) = trust_violations(ungated)
+    assert v.startswith("gpu: runs PR code on self-hosted") and "nvidia-gpu-pr" in v and v.endswith("approval gate")
+    # The gate written into a pull_request workflow is no gate: the PR edits that file.
+    in_pr_file = copy.deepcopy(gpu)
+    in_pr_file["on"] = {"pull_request": None}
+    assert any("without the approval gate" in v for v in trust_violations(in_pr_file))
+    no_perms = copy.deepcopy(gpu)
+    del no_perms["permissions"]
+    del no_perms["jobs"]["gpu"]["permissions"]
+    assert any("write permissions" in v for v in trust_violations(no_perms))
+
+
+def test_only_the_main_workflow_writes_history():
+    writers = {p.name: history_writes(p.read_text(encoding="utf-8"), load(p)) for p in ALL_WF}
+    assert {n for n, w in writers.items() if w} == {MAIN_WF.name}
+    assert set(writers[MAIN_WF.name]) >= {"vlmpath run --trusted", "trusted results volume mounted writable",
+                                          "history branch", "history: contents: write"}
+    main = load(MAIN_WF)
+    assert set(main["on"]) == {"push", "schedule"} and main["on"]["push"]["branches"] == ["main"]
+    # A PR job mounting the trusted store writable, or stamping its results trusted, is seen.
+    gpu_text = GPU_WF.read_text(encoding="utf-8")
+    assert "vlmpath-trusted-results-$VENDOR:/trusted:ro" in gpu_text
+    planted = gpu_text.replace(":/trusted:ro", ":/trusted").replace("ci pr --base", "run --trusted --base")
+    assert len(history_writes(planted, load(GPU_WF))) == 2
+
+
+def test_pr_gpu_run_names_the_approved_sha_and_checks_the_pr_head():
+    gpu = load(GPU_WF)
+    assert set(gpu["on"]) == {"workflow_dispatch"} and gpu["permissions"] == {}
+    verify = gpu["jobs"]["verify"]
+    assert verify["permissions"] == {"pull-requests": "read"}
+    script = verify["steps"][0]["run"]
+    assert "^[0-9a-f]{40}$" in script and '[[ "$head" == "$HEAD_SHA" ]]' in script
+    (pr_co,) = [s for s in gpu["jobs"]["gpu"]["steps"] if (s.get("with") or {}).get("ref")]
+    assert pr_co["with"]["ref"] == "${{ inputs.sha }}" and pr_co["with"]["persist-credentials"] is False
+
+
+def pins(text: str) -> list[tuple[str, str, int | None]]:
+    return [(m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None) for m in _PIN.finditer(text)]
+
+
+def pin_problems(text: str) -> list[str]:
+    out = []
+    for action, ref, major in pins(text):
+        if not re.fullmatch(r"[0-9a-f]{40}", ref):
+            out.append(f"{action}@{ref}: not pinned by a full commit SHA")
+        elif major is None:
+            out.append(f"{action}@{ref[:8]}: no '# vN' comment naming the version")
+        elif major < MIN_MAJOR.get(action, 0):
+            out.append(f"{action} v{major}: runs on Node 20")
+    return out
+
+
+@pytest.mark.parametrize("path", ALL_WF, ids=lambda p: p.name)
+def test_actions_are_pinned_by_sha_on_node24_majors(path):
+    text = path.read_text(encoding="utf-8")
+    assert pins(text) and pin_problems(text) == []
+
+
+def test_the_pin_rule_sees_tags_missing_versions_and_node20_majors():
+    text = ("- uses: actions/checkout@v4\n- uses: actions/setup-python@" + "a" * 40 + "\n"
+            "- uses: actions/upload-artifact@" + "b" * 40 + " # v4.6.2\n"
+            "- uses: actions/checkout@" + "c" * 40 + " # v7.0.1\n")
+    assert len(pin_problems(text)) == 3
+
+
+def _zizmor() -> str:
+    tool = shutil.which("zizmor", path=str(Path(sys.executable).parent)) or shutil.which("zizmor")
+    if tool is None:
+        pytest.fail("zizmor is not installed; run: pip install -r ci/requirements-lint.txt")
+    return tool
+
+
+def _audit(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([_zizmor(), "--offline", "--no-progress", str(path)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_zizmor_finds_nothing_at_its_default_level():
+    r = _audit(WORKFLOWS)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_every_zizmor_ignore_says_why():
+    for p in ALL_WF:
+        for line in p.read_text(encoding="utf-8").splitlines():
+            if "zizmor: ignore[" in line:
+                assert re.search(r"zizmor: ignore\[[\w-]+\]\s+--\s+\S", line), f"{p.name}: {line.strip()}"
+
+
+def test_zizmor_flags_a_planted_pull_request_target_checkout(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("name: bad\non:\n  pull_request_target:\npermissions:\n  contents: write\njobs:\n"
+                   "  x:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n"
+                   "        with:\n          ref: ${{ github.event.pull_request.head.sha }}\n"
+                   "      - run: make\n")
+    r = _audit(bad)
+    assert r.returncode != 0 and "dangerous-triggers" in r.stdout + r.stderr
