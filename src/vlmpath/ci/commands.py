@@ -78,3 +78,13 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
         return 1 if a.fail and regs else 0
 
     p.set_defaults(func=run)
+
+
+def engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default=None, metavar="SPEC",
+                   help="reference (default) or sglang==X (after `vlmpath engine install sglang==X`)")
+    p.add_argument("--engine-src", default=None, metavar="DIR",
+                   help="an engine source tree put first on the path (an sglang checkout's python/)")
+    p.add_argument("--engine-python", default=None, metavar="PY",
+                   help="interpreter for --engine-src (default: newest engine env, else this python)")
+    p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs dir (VLMPATH_ENGINE_HOME)")
