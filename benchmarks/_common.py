@@ -123,6 +123,53 @@ def case_summary(case: cases.RoutineCase, cache: dict) -> dict:
     return summary
 
 
+# --- the twin track_ methods of the routine benchmarks, from the metric table ----------------
+def _track(spec, cls: type):
+    """``track_<name>`` of one routine metric: the measured case's number. A failed case
+    raises (``cases.require_ok``) unless the table says the number is the finding even
+    then (``report_failed``: accuracy)."""
+
+    def track(self, cache, *params):
+        summary = case_summary(self.case, cache)
+        if spec.report_failed:
+            return float(summary[spec.name])
+        return cases.require_ok(summary, spec.name)
+
+    track.__name__ = spec.track_method
+    track.__qualname__ = f"{cls.__name__}.{spec.track_method}"
+    track.unit = spec.unit
+    track.pretty_source = _history_source(spec, cls)
+    return track
+
+
+def _history_source(spec, cls: type) -> str:
+    """The source asv hashes into the benchmark's version (``pretty_source``): the text of
+    the hand-written method this one replaced, so results measured before the table keep
+    their version and stay in the history (asv drops results whose version differs)."""
+    args = ", ".join(("self", "cache") + tuple(cls.param_names))
+    comment = _compat.HISTORY_COMMENTS.get(f"{cls.__name__}.{spec.track_method}")
+    body = (f'return float(_common.case_summary(self.case, cache)["{spec.name}"])' if spec.report_failed
+            else f'return cases.require_ok(_common.case_summary(self.case, cache), "{spec.name}")')
+    lines = [f"def {spec.track_method}({args}):"] + ([f"    # {comment}"] if comment else []) + [f"    {body}"]
+    return "\n".join(lines) + "\n"
+
+
+def track_metrics(path: str):
+    """Class decorator: one ``track_<name>`` per metric the table (``vlmpath.core.metrics``)
+    gives routine path ``path``; the class sets ``self.case`` in ``setup``. Apply it below
+    ``report_failures`` so the generated methods are wrapped too."""
+
+    def add(cls: type) -> type:
+        for spec in _compat.metrics.routine_metrics(path):
+            if spec.track_method in cls.__dict__:
+                raise TypeError(f"{cls.__name__}.{spec.track_method} is generated from the metric table; "
+                                "remove the hand-written one")
+            setattr(cls, spec.track_method, _track(spec, cls))
+        return cls
+
+    return add
+
+
 # --- why a benchmark failed ------------------------------------------------------------------
 #: The format (variable, line shape, atomic append) is ``vlmpath.core.failures``'s.
 FAILURES_ENV = _compat.failures.FAILURES_ENV

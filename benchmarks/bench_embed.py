@@ -5,7 +5,8 @@ commit that changes the package's default changes what these rows measure. Every
 comes from one ``measure_case`` per (pipeline, preset): tok/s over device-timed steps
 (median of the timed passes), placement accuracy against each item's golden rows, host-
 device syncs outside the vision tower, and vision-tower calls. Tower build, workload
-build, arrival and the warm-up pass are not timed.
+build, arrival and the warm-up pass are not timed. The ``track_`` methods are generated from
+the metric table (``vlmpath.core.metrics``, rows whose ``routine`` names "embed").
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ _common.preimport_tower()
 
 
 @_common.report_failures
+@_common.track_metrics("embed")  # track_tok_per_s, _accuracy, _syncs, _encoder_calls
 class EmbedRoutine:
     params = (list(cases.PIPELINE_NAMES), list(cases.ROUTINE_PRESETS))
     param_names = ("pipeline", "preset")
@@ -27,23 +29,3 @@ class EmbedRoutine:
     def setup(self, cache, pipeline, preset):
         cases.bench_device(cache["scale"])  # full scale on a CPU-only machine: skipped
         self.case = cases.RoutineCase("embed", pipeline, preset)
-
-    def track_tok_per_s(self, cache, pipeline, preset):
-        return cases.require_ok(_common.case_summary(self.case, cache), "tok_per_s")
-
-    track_tok_per_s.unit = "tok/s"
-
-    def track_accuracy(self, cache, pipeline, preset):
-        return float(_common.case_summary(self.case, cache)["accuracy"])
-
-    track_accuracy.unit = "fraction"
-
-    def track_syncs(self, cache, pipeline, preset):
-        return cases.require_ok(_common.case_summary(self.case, cache), "syncs")
-
-    track_syncs.unit = "syncs"
-
-    def track_encoder_calls(self, cache, pipeline, preset):
-        return cases.require_ok(_common.case_summary(self.case, cache), "encoder_calls")
-
-    track_encoder_calls.unit = "calls"

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.metrics import extra_info_units
 
 SCHEMA_VERSION = 1
 
@@ -24,13 +25,9 @@ FINGERPRINT_PREFIX = "vlmpath-fingerprint-"
 #: ``Metric.error`` of a failed asv case whose own message is unknown.
 NO_RESULT_ERROR = "failed (asv recorded no result)"
 
-# pytest-benchmark ``extra_info`` keys that carry a metric, and the unit each has.
-EXTRA_INFO_UNITS: Mapping[str, str] = {
-    "tok_per_s": "tok/s",
-    "accuracy": "fraction",
-    "syncs": "syncs",
-    "encoder_calls": "calls",
-}
+# pytest-benchmark ``extra_info`` keys that carry a metric, and the unit each has: the
+# metric table's routine metrics (``vlmpath.core.metrics``).
+EXTRA_INFO_UNITS: Mapping[str, str] = extra_info_units()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.core.metrics import METRICS
 from vlmpath.engines.reference import Pipeline
 from vlmpath.measure.workload import PRESETS, SCALES, Workload, preset
 from vlmpath.paths.count import COUNTERS, CountQuery
@@ -137,11 +138,10 @@ def embed_cases() -> tuple[RoutineCase, ...]:
 
 def record_summary(record) -> dict:
     """The numbers a routine benchmark reports, as a plain (picklable, torch-free) dict."""
+    # Every routine metric of the table (``vlmpath.core.metrics``) is a field of the record.
+    numbers = {m.name: getattr(record, m.name) for m in METRICS if m.routine}
     return {
-        "tok_per_s": record.tok_per_s,
-        "accuracy": record.accuracy,
-        "encoder_calls": record.encoder_calls,
-        "syncs": record.syncs,
+        **numbers,
         "wall_s": record.wall_s,
         "samples": list(record.samples),
         "error": record.error,
