@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from vlmpath.core.backends import backend_from_machine
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.metrics import extra_info_units
 
@@ -189,10 +190,8 @@ class RunResults:
 
 
 def backend_from_name(machine: str) -> str:
-    for prefix in ("cuda", "rocm"):
-        if machine.lower().startswith(prefix + "-"):
-            return prefix
-    return "cpu"
+    """The machine-name prefix's backend (the backend table, ``vlmpath.core.backends``)."""
+    return backend_from_machine(machine)
 
 
 def merge_runs(a: RunResults, b: RunResults) -> RunResults:

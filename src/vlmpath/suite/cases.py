@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.core.metrics import METRICS
 from vlmpath.engines.reference import Pipeline
@@ -78,7 +79,7 @@ def bench_device(scale: str) -> str:
     plat = probe()
     if scale == "full" and not plat.is_gpu:
         # asv turns NotImplementedError raised in setup into "skipped" (n/a), not a failure.
-        raise NotImplementedError("scale 'full' needs a CUDA or ROCm device; this machine is CPU-only")
+        raise NotImplementedError(f"scale 'full' needs a {gpu_labels()} device; this machine is CPU-only")
     return plat.device
 
 
