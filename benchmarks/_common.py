@@ -133,6 +133,8 @@ def _track(spec, cls: type):
         summary = case_summary(self.case, cache)
         if spec.report_failed:
             return float(summary[spec.name])
+        if getattr(spec, "may_be_unmeasured", False):
+            return cases.require_measured(summary, spec.name)
         return cases.require_ok(summary, spec.name)
 
     track.__name__ = spec.track_method
@@ -148,8 +150,9 @@ def _history_source(spec, cls: type) -> str:
     their version and stay in the history (asv drops results whose version differs)."""
     args = ", ".join(("self", "cache") + tuple(cls.param_names))
     comment = _compat.HISTORY_COMMENTS.get(f"{cls.__name__}.{spec.track_method}")
+    require = "require_measured" if getattr(spec, "may_be_unmeasured", False) else "require_ok"
     body = (f'return float(_common.case_summary(self.case, cache)["{spec.name}"])' if spec.report_failed
-            else f'return cases.require_ok(_common.case_summary(self.case, cache), "{spec.name}")')
+            else f'return cases.{require}(_common.case_summary(self.case, cache), "{spec.name}")')
     lines = [f"def {spec.track_method}({args}):"] + ([f"    # {comment}"] if comment else []) + [f"    {body}"]
     return "\n".join(lines) + "\n"
 

@@ -4,7 +4,8 @@
 #     never replace it), else the CPU build torch==2.13.0 (never a bare "torch", which
 #     would pull a multi-GB CUDA build);
 #   - the package (editable) with its test extra, and the pinned validators;
-#   - Debian's chromium for the dashboard's browser test (root + apt only; else a warning).
+#   - Debian's chromium for the dashboard's browser test (root + apt only; else a warning);
+#   - with VLMPATH_ENGINE_INSTALL=sglang==X, that release's engine environment.
 # Safe to run again: it only installs what is missing or changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,5 +40,12 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   else
     echo "setup: warning: no chromium and no root apt-get; install chromium for the browser test" >&2
   fi
+fi
+# An sglang engine environment (issue 11), only when asked: VLMPATH_ENGINE_INSTALL=sglang==X
+# builds the cached engine env (`vlmpath engine install`: CPU torch 2.13 + torchvision
+# --no-deps, or this machine's GPU torch; sglang --no-deps and its import chain; ~2.5 GB,
+# ~2.5 min) so that the adapter tests (marker `engine`) run on it instead of skipping.
+if [ -n "${VLMPATH_ENGINE_INSTALL:-}" ]; then
+  .venv/bin/vlmpath engine install "$VLMPATH_ENGINE_INSTALL"
 fi
 echo "setup: ready ($("$VPY" -c 'import torch, vlmpath; print("torch", torch.__version__, "vlmpath", vlmpath.__version__)'))"

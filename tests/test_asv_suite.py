@@ -57,7 +57,7 @@ def test_real_asv_run_records_units_samples_and_publishes(tmp_path):
                          check=True).stdout.strip()
     assert _asv("machine", "--yes", "--machine", MACHINE, "--config", str(cfg), home=tmp_path).returncode == 0
     regex = (r"bench_inject\.Count\.(time_count|track_syncs)\('\w+', 'many_small_images'\)"
-             r"|bench_embed\.EmbedRoutine\.track_(syncs|accuracy)\('legacy', 'video'\)")
+             r"|bench_embed\.EmbedRoutine\.track_(syncs|accuracy|peak_bytes|reserved_bytes)\('legacy', 'video'\)")
     proc = _asv("run", "--config", str(cfg), "-E", f"existing:{sys.executable}", "--set-commit-hash", sha,
                 "--machine", MACHINE, "--record-samples", "--show-stderr", "--launch-method", "forkserver",
                 "-b", regex, home=tmp_path)
@@ -75,6 +75,12 @@ def test_real_asv_run_records_units_samples_and_publishes(tmp_path):
     assert got[("bench_inject.Count.track_syncs", ("offsets", "many_small_images"))].value == 0.0
     assert got[("bench_embed.EmbedRoutine.track_syncs", ("legacy", "video"))].value >= 2
     assert got[("bench_embed.EmbedRoutine.track_accuracy", ("legacy", "video"))].value == 1.0
+    # peak memory: measured on CPU (live tensor bytes); reserved has no CPU counter: skipped, not 0
+    assert meta["bench_embed.EmbedRoutine.track_peak_bytes"]["unit"] == "bytes"
+    assert got[("bench_embed.EmbedRoutine.track_peak_bytes", ("legacy", "video"))].value > 0
+    reserved = next(m for m in mrun.metrics if m.benchmark == "bench_embed.EmbedRoutine.track_reserved_bytes"
+                    and dict(m.params) == {"pipeline": "legacy", "preset": "video"})
+    assert reserved.skipped and reserved.value is None
     for strategy in ("mask_sum", "offsets"):
         timing = got[("bench_inject.Count.time_count", (strategy, "many_small_images"))]
         assert len(timing.samples) >= 6, "asv's Mann-Whitney test needs >= 6 samples per side"

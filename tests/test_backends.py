@@ -27,7 +27,7 @@ def test_the_table_holds_todays_backends():
     assert [b.name for b in BACKENDS] == ["cpu", "cuda", "rocm"]
     assert GPU_BACKENDS == {"cuda", "rocm"} == verdict.GPU_BACKENDS
     assert backend("rocm").device == "cuda:0"  # ROCm torch reuses torch.cuda
-    assert (backend("cuda").smi, backend("rocm").smi) == ("nvidia-smi", "rocm-smi")
+    assert (backend("cuda").smi, backend("rocm").smi) == (("nvidia-smi",), ("amd-smi", "rocm-smi"))
     assert backends.gpu_labels() == "CUDA or ROCm"
     with pytest.raises(UnknownNameError, match="xpu"):
         backend("xpu")
@@ -41,7 +41,7 @@ def test_machine_prefix(machine, expected):
 
 
 def test_a_new_row_is_all_a_prefix_needs(monkeypatch):
-    xpu = dataclasses.replace(backend("cuda"), name="xpu", label="XPU", smi="xpu-smi", toolkit_key=None)
+    xpu = dataclasses.replace(backend("cuda"), name="xpu", label="XPU", smi=("xpu-smi",), toolkit_key=None)
     assert backend_from_machine("xpu-max1550") == "cpu"
     monkeypatch.setattr(backends, "BACKENDS", BACKENDS + (xpu,))
     assert backend_from_machine("xpu-max1550") == "xpu"

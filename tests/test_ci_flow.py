@@ -453,3 +453,22 @@ def test_module_does_not_import_torch_for_the_comment_workflow():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(Path(ci_flow.__file__).parents[1])})
     assert r.returncode == 0, r.stderr
+
+
+def test_merge_shows_each_machines_profiles_sanitised_and_a_malformed_file_as_a_note(repo, tmp_path):
+    from vlmpath.compare.profile_diff import CaseProfile, OpDelta, profiles_to_json
+
+    good = commit_value(repo, 1.0, "good")
+    bad = commit_value(repo, 0.6, "bad")
+    nv = make_artifact(tmp_path, repo, "bench-nvidia", "cuda-h200", good, bad)
+    amd = make_artifact(tmp_path, repo, "bench-amd", "rocm-mi300x", good, bad)
+    prof = CaseProfile("cuda-h200", "embed:default/video", ("bench_embed.EmbedRoutine.track_tok_per_s",),
+                       (OpDelta("aten::sort`|<b>", 0, 3, 0.0, 9000.0),), "profiles/x/base.trace.json",
+                       "../../etc/passwd")
+    (nv / "profiles.json").write_text(profiles_to_json([prof]))
+    (amd / "profiles.json").write_text("{ not json")
+    ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=bad)
+    comment = (tmp_path / "merged" / "comment.md").read_text()
+    assert "`aten::sort   b ` | 0 → 3" in comment  # no code-span, table or HTML break-out
+    assert "(bench-nvidia/profiles/x/base.trace.json)" in comment and "passwd" not in comment
+    assert "is malformed" in comment and "bench\\-amd" in comment

@@ -55,10 +55,10 @@ def test_readers_and_summary_take_their_keys_from_the_table():
 
     routine = {m.name: m.unit for m in METRICS if m.routine}
     assert dict(EXTRA_INFO_UNITS) == routine
-    assert set(routine) == {"tok_per_s", "accuracy", "syncs", "encoder_calls"}
+    assert set(routine) == {"tok_per_s", "accuracy", "syncs", "encoder_calls", "peak_bytes", "reserved_bytes"}
 
     class Record:  # every routine metric is a field of the measured record
-        wall_s, samples, error = 0.5, (0.1,), None
+        wall_s, samples, error, encoder_syncs, memory = 0.5, (0.1,), None, 0, None
 
     for i, name in enumerate(routine):
         setattr(Record, name, float(i))
@@ -98,7 +98,7 @@ def test_the_suite_generates_one_track_method_per_routine_metric(suite):
             assert getattr(cls, m.track_method).unit == m.unit
     # The asv names history is keyed on stay as they were.
     assert sorted(n for n in dir(encode.EncodeMetrics) if n.startswith("track_")) == \
-        ["track_accuracy", "track_encoder_calls", "track_tok_per_s"]
+        ["track_accuracy", "track_encoder_calls", "track_peak_bytes", "track_reserved_bytes", "track_tok_per_s"]
     assert "track_syncs" in dir(embed.EmbedRoutine)
 
 
@@ -133,10 +133,14 @@ def test_generated_methods_fail_a_failed_case_except_accuracy(suite, monkeypatch
         bench.track_encoder_calls({}, "s", "p")
     summary["error"] = None  # an ok case: the number itself
     assert bench.track_encoder_calls({}, "s", "p") == 2.0
+    with pytest.raises(NotImplementedError, match="peak_bytes not measured"):  # skipped, never 0
+        bench.track_peak_bytes({}, "s", "p")
+    summary["peak_bytes"] = 4096
+    assert bench.track_peak_bytes({}, "s", "p") == 4096.0
 
 
-#: main before the metric table: the hand-written track_ methods.
-PRE_TABLE_COMMIT = "6fa1d6d"
+#: main before the metric table: the hand-written track_ methods (memory ones included).
+PRE_TABLE_COMMIT = "0c048bb"
 
 
 @pytest.mark.e2e  # reads a git history
@@ -167,7 +171,7 @@ def test_generated_methods_keep_the_hand_written_asv_versions(suite, tmp_path):
         for n in names:
             assert get_source_code([getattr(new_cls(), n)]) == get_source_code([getattr(old_cls(), n)]), n
             compared += 1
-    assert compared == 7
+    assert compared == 11
 
 
 def test_the_history_source_carries_the_old_comment(suite, monkeypatch):

@@ -31,15 +31,10 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
 
     def run(a: argparse.Namespace) -> int:
         import json
-
         from vlmpath.measure.platform import probe
-
-        plat = probe()
-        if a.json:
-            print(json.dumps(plat.to_dict(), indent=2, sort_keys=True))
-        else:
-            for k, v in sorted(plat.to_dict().items()):
-                print(f"{k:>20}: {v}")
+        plat = probe().to_dict()
+        print(json.dumps(plat, indent=2, sort_keys=True) if a.json
+              else "\n".join(f"{k:>20}: {v}" for k, v in sorted(plat.items())))
         return 0
 
     p.set_defaults(func=run)
@@ -58,9 +53,7 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pr", required=True, type=int, help="pull request number")
     p.add_argument("--body-file", required=True, help="markdown file to post ('-' = stdin)")
     p.add_argument("--marker", default=None, help="hidden marker that identifies our comment")
-    p.add_argument(
-        "--dry-run", action="store_true", help="validate and print; no token, no request"
-    )
+    p.add_argument("--dry-run", action="store_true", help="validate and print; no token, no request")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.ci import github
@@ -82,10 +75,8 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
             if a.pr <= 0:
                 raise VlmpathError(f"--pr {a.pr} is not a positive pull request number")
             body = github.prepare_body(text, marker)
-            print(
-                f"dry run: would create or update the comment marked {marker} on "
-                f"{a.repo}#{a.pr} via {github.resolve_api_url()} ({len(body)} characters):"
-            )
+            print(f"dry run: would create or update the comment marked {marker} on "
+                  f"{a.repo}#{a.pr} via {github.resolve_api_url()} ({len(body)} characters):")
             print(body)
             return 0
         res = github.upsert_comment(a.repo, a.pr, text, marker=marker)
@@ -140,7 +131,32 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
     p.set_defaults(func=run)
 
-# --- measure ---------------------------------------------------------------------------
+# --- measure, engine ---------------------------------------------------------------------
+def _engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", default=None, metavar="SPEC",
+                   help="reference (default) or sglang==X (after `vlmpath engine install sglang==X`)")
+    p.add_argument("--engine-src", default=None, metavar="DIR",
+                   help="an engine source tree put first on the path (an sglang checkout's python/)")
+    p.add_argument("--engine-python", default=None, metavar="PY",
+                   help="interpreter for --engine-src (default: newest engine env, else this python)")
+    p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs dir (VLMPATH_ENGINE_HOME)")
+
+
+@_command
+def _add_engine(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("engine", help="install or list cached engine environments (sglang releases)")
+    esub = p.add_subparsers(dest="engine_command", required=True)
+    inst = esub.add_parser("install", help="build (or reuse) the engine environment of a release")
+    inst.add_argument("spec", help="a release, e.g. sglang==0.5.23")
+    lst = esub.add_parser("list", help="installed engine environments")
+    for q in (inst, lst):
+        q.add_argument("--home", default=None, metavar="DIR", help="engine envs dir (default VLMPATH_ENGINE_HOME "
+                       "or ~/.cache/vlmpath/engines)")
+    from vlmpath.ci.engine_cmd import run_engine
+
+    p.set_defaults(func=run_engine)
+
+
 @_command
 def _add_measure(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("measure", help="run embedding-routine cases and print tok/s, accuracy, syncs")
@@ -159,36 +175,27 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", default=None, metavar="DIR", help="local Qwen2.5-VL safetensors directory")
     p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
+    _engine_options(p)
+
+    from vlmpath.ci.engine_cmd import run_measure
+
+    p.set_defaults(func=run_measure)
+
+
+# --- profile ---------------------------------------------------------------------------
+@_command
+def _add_profile(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="re-run one routine case under torch.profiler: Chrome trace + top operators")
+    p.add_argument("case", help="PATH:VARIANT/PRESET, e.g. embed:default/many_small_images, encode:batched/video")
+    p.add_argument("--engine", default="reference", help="routine to profile (default: reference)")
+    p.add_argument("--scale", default="tiny", choices=["tiny", "full"])
+    p.add_argument("--passes", type=int, default=2, help="profiled passes after one warm-up (default 2)")
+    p.add_argument("--top", type=int, default=15, help="operators to print (default 15)")
+    p.add_argument("--out", default="profile-out", help="directory for the trace and ops JSON")
 
     def run(a: argparse.Namespace) -> int:
-        from vlmpath.render.tables import text_table
-        from vlmpath.suite.measure import (
-            Session,
-            measure_case,
-            plan_cases,
-            write_records,
-        )
-
-        if a.repeat < 1:
-            raise VlmpathError(f"--repeat must be at least 1, got {a.repeat}")
-        cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count,
-                           hash=a.hash, pipelines=a.pipeline, scale=a.scale, seed=a.seed)
-        session = Session(a.device or ("cuda:0" if _cuda_available() else "cpu"), a.weights)
-        records = []
-        from tqdm import tqdm
-
-        bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
-        for case in bar:
-            bar.set_postfix_str(case.label)
-            records.append(measure_case(case, session, repeat=a.repeat, count=not a.no_syncs))
-        headers = ["workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
-                   "enc calls", "hits", "syncs", "enc syncs", "error"]
-        print(text_table(headers, [[r.workload, r.pipeline["encode"], r.pipeline["inject"],
-                                    r.pipeline["count"], r.pipeline["hash"], r.tok_per_s, r.accuracy,
-                                    r.encoder_calls, r.cache_hits, r.syncs, r.encoder_syncs,
-                                    (r.error or "")[:60]] for r in records]))
-        if a.json:
-            write_records(a.json, records)
+        from vlmpath.suite.profile import run_command
+        print(run_command(a.case, engine=a.engine, scale=a.scale, passes=a.passes, out_dir=a.out, top=a.top))
         return 0
 
     p.set_defaults(func=run)
@@ -235,12 +242,6 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
 # --- ci --------------------------------------------------------------------------------
 @_command
 def _add_ci(sub: argparse._SubParsersAction) -> None:
@@ -269,15 +270,16 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--rerun-base", action="store_true", help="measure the base even if results exist")
     pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+    from vlmpath.ci import engine_pr  # --engine-src REPO: two commits of an engine (sglang) instead
+    from vlmpath.ci import pr as ci_flow
+    engine_pr.add_arguments(pr)  # its flags are declared beside the flow they feed
 
     def run_pr(a: argparse.Namespace) -> int:
-        from vlmpath.ci import pr as ci_flow
-
         try:
-            res = ci_flow.run_pr(a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine,
-                                 bench=a.bench, quick=a.quick, results_dir=a.results_dir,
-                                 rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
-                                 thresholds=a.config, scale=a.scale, charts=not a.no_charts)
+            res = engine_pr.run_from_args(a) if a.engine_src else ci_flow.run_pr(
+                a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
+                results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
+                thresholds=a.config, scale=a.scale, charts=not a.no_charts)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -338,10 +340,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="auto: forkserver on CPU, spawn on GPU")
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
+    _engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
-        from vlmpath.ci.run import RunInterrupted, RunOptions
-        from vlmpath.ci.run import run as run_suite
+        from vlmpath.ci.run import RunInterrupted, RunOptions, run as run_suite  # noqa: I001
 
         extra = {}
         for kv in a.env:
@@ -349,8 +351,12 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
             if not sep or not key:
                 raise VlmpathError(f"--env {kv!r} is not KEY=VALUE")
             extra[key] = value
+        if a.engine_home:
+            extra["VLMPATH_ENGINE_HOME"] = a.engine_home
+        engine = f"sglang@src:{a.engine_src}" if a.engine_src else a.engine
         opts = RunOptions(repo=a.repo, quick=a.quick, bench=a.bench, scale=a.scale, machine=a.machine,
-                          results_dir=a.results_dir, html_dir=a.html_dir, reports_dir=a.reports_dir,
+                          engine=engine, engine_python=a.engine_python, results_dir=a.results_dir,
+                          html_dir=a.html_dir, reports_dir=a.reports_dir,
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
                           publish=not a.no_publish, extra_env=extra)
@@ -363,9 +369,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         print(f"summary: {', '.join(str(x) for x in outcome.summary_paths)}")
         if outcome.html_dir is not None:
             print(f"dashboard: {outcome.html_dir}/index.html (vlmpath serve --html-dir {outcome.html_dir})")
-        if outcome.status in ("failed", "interrupted"):
-            return 1
-        return 1 if a.strict and outcome.status != "complete" else 0
+        failed = outcome.status in ("failed", "interrupted")
+        return 1 if failed or (a.strict and outcome.status != "complete") else 0
 
     p.set_defaults(func=run)
 

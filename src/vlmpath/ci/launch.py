@@ -45,7 +45,22 @@ def benchmark_env(opts: RunOptions, repo: Path, machine: str, backend: str,
         env.pop(QUICK_ENV, None)
     if backend == "cpu":
         env.setdefault("OMP_NUM_THREADS", "1")
+    if opts.engine:  # the benchmarks measure with this engine (vlmpath.engines.base)
+        from vlmpath.engines.base import ENGINE_ENV, ENGINE_PYTHON_ENV, parse_engine
+
+        env[ENGINE_ENV] = parse_engine(opts.engine).label
+        if opts.engine_python:
+            env[ENGINE_PYTHON_ENV] = opts.engine_python
     return env
+
+
+def engine_machine(machine: str, engine: str | None) -> str:
+    """The machine name results are filed under: the engine's slug is appended for any engine
+    but the reference, so release-by-release history stays apart (``cpu-x86-sglang-0.5.23``)."""
+    from vlmpath.engines.base import parse_engine
+
+    spec = parse_engine(engine)
+    return machine if spec.kind == "reference" else f"{machine}-{spec.slug}"
 
 
 def launch_method(requested: str, backend: str) -> str:

@@ -9,6 +9,7 @@ name, sha, file and PR number is validated before it is used.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -32,6 +33,7 @@ from vlmpath.ci.pr_outputs import (
     write_json,
     write_outputs,
 )
+from vlmpath.ci.merge_engine import is_engine_run, load_engine_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_PREFIX
@@ -126,6 +128,24 @@ def _failure_comment(errors: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _append_profiles(root: Path, out: Path, names: Sequence[str]) -> None:
+    """Each artifact's profiles of regressed cases (``vlmpath.ci.pr_profile``) under the
+    merged comment; trace links point into that artifact. Malformed: left out, said so."""
+    from vlmpath.ci.pr_profile import PROFILES_FILE
+    from vlmpath.compare.profile_diff import CaseProfile, profiles_from_json
+    from vlmpath.render.profile_section import append_to_comment
+
+    profiles: list[CaseProfile] = []
+    for name in names:
+        path = root / name / PROFILES_FILE
+        if path.is_file() and not path.is_symlink():
+            try:
+                profiles.extend(profiles_from_json(_read_small(path), prefix=f"{name}/"))
+            except VlmpathError as exc:
+                profiles.append(CaseProfile(name, "(profiles)", (), (), None, None, f"{name}: {exc}"))
+    append_to_comment(out / COMMENT_FILE, profiles)
+
+
 def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                     head_sha: str | None = None, fail_on_regression: bool = False,
                     thresholds: str | os.PathLike[str] | None = None) -> FlowResult:
@@ -148,6 +168,7 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
     runs: list[tuple[str, dict[str, Any]]] = []
     prs: dict[int, list[str]] = {}
     owner: dict[str, str] = {}
+    engine_runs: list[tuple[results.RunResults, results.RunResults]] = []
     for art in _artifact_dirs(root):
         name = art.name
         if (art / PR_NUMBER_FILE).exists():
@@ -160,7 +181,13 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
                 errors.append(f"{name}: no {RUN_FILE} (the benchmark job stopped before comparing)")
             continue
         data = _load_run_json(art / RUN_FILE)
-        _merge_results(art / RESULTS_SUBDIR, dest, owner, name)
+        if is_engine_run(data):  # records of an engine PR (ci/merge_engine.py), not asv results
+            if data["machine"] in owner:
+                raise VlmpathError(f"machine {data['machine']} appears in artifacts {owner[data['machine']]} and {name}")
+            owner[data["machine"]] = name
+            engine_runs.append(load_engine_artifact(art, data))
+        else:
+            _merge_results(art / RESULTS_SUBDIR, dest, owner, name)
         runs.append((name, data))
     if len(prs) > 1:
         raise VlmpathError(f"artifacts disagree on the pull request number: {dict(sorted(prs.items()))}")
@@ -181,7 +208,11 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
     base_sha, head = pairs.pop()
     if head_sha is not None and head != head_sha.lower():
         raise VlmpathError(f"artifacts measured head {head[:12]}, but the workflow run is for {head_sha[:12]}")
-    report = compare.compare(results.load_asv(dest, base_sha), results.load_asv(dest, head), cfg)
+    sides = [[results.load_asv(dest, sha)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
+    for b, h in engine_runs:
+        sides[0].append(b)
+        sides[1].append(h)
+    report = compare.compare(*(functools.reduce(results.merge_runs, side) for side in sides), cfg)
     selections = {}
     for _, d in runs:
         bench = d.get("bench")
@@ -200,5 +231,6 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
     header = [f"merged artifacts: {', '.join(n for n, _ in runs)}", f"base (merge-base): {base_sha}",
               f"head: {head}", f"pull request: {pr if pr is not None else 'unknown'}"]
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
+    _append_profiles(root, out, [name for name, _ in runs])
     machines = tuple(d["machine"] for _, d in runs)
     return FlowResult(base_sha, head, machines, out, report, code, notes=tuple(notes))

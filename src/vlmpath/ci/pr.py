@@ -91,13 +91,34 @@ def _default_machine() -> str:
     return probe().machine
 
 
+def _profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler) -> list[str]:
+    """Profiles of the regressed cases, appended to comment.md; returns notes."""
+    from vlmpath.ci.pr_profile import PROFILES_FILE, profile_regressions
+    from vlmpath.compare.profile_diff import profiles_to_json
+    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.render.profile_section import append_to_comment
+
+    profiles = profile_regressions(root, base_sha, head_sha, report, out, cfg=cfg, scale=scale,
+                                   env=env, runner=profiler)
+    if not profiles:
+        return []
+    write_text_atomic(out / PROFILES_FILE, profiles_to_json(profiles))  # `ci merge` shows them too
+    append_to_comment(out / COMMENT_FILE, profiles)
+    return [f"profiled {len(profiles)} regressed case(s) on base and head: {out / 'profiles'}"]
+
+
 def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str | os.PathLike[str] = ".",
            machine: str | None = None, bench: str | None = None, quick: bool = False,
            results_dir: str | os.PathLike[str] | None = None, rerun_base: bool = False,
            fail_on_regression: bool = True, run_suite: RunSuite | None = None,
            thresholds: str | os.PathLike[str] | None = None, scale: str | None = None,
-           charts: bool = True, env: Mapping[str, str] | None = None) -> FlowResult:
-    """Benchmark merge-base(base, head) and head on one machine and compare them."""
+           charts: bool = True, env: Mapping[str, str] | None = None,
+           profile: bool | None = None, profiler=None) -> FlowResult:
+    """Benchmark merge-base(base, head) and head on one machine and compare them.
+
+    ``profile``: re-run each regressed routine case on both sides under torch.profiler
+    (``vlmpath.ci.pr_profile``); default: with the real suite runner only (a fake runner's
+    numbers belong to no code), or whenever a ``profiler`` runner is given."""
     from vlmpath.compare import results
     from vlmpath.compare import verdict as compare
 
@@ -155,6 +176,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
               f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
               *(f"note: {n}" for n in notes)]
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
+    if profile if profile is not None else (run_suite is None or profiler is not None):
+        notes.extend(_profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler))
     chart_notes = draw_charts(out, base_sha, head_sha) if charts else []
     for n in chart_notes:
         _log(n)

@@ -102,6 +102,7 @@ def run_commit(repo: Path, sha: str | None) -> str:
 
 def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     """Run the asv suite once for one commit on this machine (see the module docstring)."""
+    from vlmpath.ci.launch import engine_machine
     from vlmpath.measure.platform import machine_name, probe
     from vlmpath.measure.workload import check_scale
     from vlmpath.render import summary as summary_mod
@@ -113,6 +114,7 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     conf = load_config(repo / "asv.conf.json")
     plat = probe()
     machine = machine_name(plat.backend, plat.device_name, opts.machine or os.environ.get("VLMPATH_MACHINE"))
+    machine = engine_machine(machine, opts.engine)
     if not opts.allow_dirty:
         dirty = dirty_paths(repo)
         if dirty:

@@ -1,7 +1,8 @@
 """What does the run file beside asv's results: the platform fingerprint and why cases failed?
 
 ``<results>/<machine>/vlmpath-fingerprint-<sha8>.json``: the benchmark interpreter's
-``Platform.to_dict()`` (a toolchain change makes timings incomparable).
+``Platform.to_dict()`` (a toolchain change makes timings incomparable) plus ``gpu_state``
+(clocks, power limit, modes: a changed setting is flagged like a toolchain change).
 ``<results>/<machine>/vlmpath-failures-<sha8>.json``: the failure lines the benchmarks
 appended (format: ``vlmpath.core.failures``), deduplicated; entries of an earlier run of
 the same commit survive for cases this run did not select. Both written atomically.
@@ -74,5 +75,18 @@ def fingerprint(python: str | None, env: Mapping[str, str], machine: str) -> dic
                                f"{proc.stderr.strip().splitlines()[-1:] or proc.stdout}")
         fp = json.loads(proc.stdout.strip().splitlines()[-1])
     fp["machine"] = machine
+    fp["gpu_state"] = gpu_state(fp.get("backend"))
     return fp
+
+
+def gpu_state(backend: str | None) -> dict | None:
+    """The GPU's clocks, power limit and modes from the vendor tool (``vlmpath.measure.gpu_state``),
+    or None on CPU or when no tool answers. Read here, in the runner, because the tools see
+    the whole machine (the benchmark interpreter need not be this one)."""
+    if backend not in ("cuda", "rocm"):
+        return None
+    from vlmpath.measure.gpu_state import query_gpu_state
+
+    state = query_gpu_state()
+    return None if state is None else state.to_dict()
 

@@ -31,6 +31,8 @@ class RunOptions:
     launch_method: str = "auto"
     publish: bool = True
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    engine: str | None = None            # an engine spec (vlmpath.engines.base); None: reference
+    engine_python: str | None = None     # interpreter for an --engine-src tree
 
 
 @dataclass(frozen=True)

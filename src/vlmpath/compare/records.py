@@ -15,12 +15,17 @@ from typing import Any
 from vlmpath.core.backends import backend_from_machine
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.metrics import extra_info_units
+from vlmpath.measure.gpu_state import SETTING_FIELDS
 
 SCHEMA_VERSION = 1
 
 # Fingerprint keys whose change makes timings between two runs incomparable.
 TOOLCHAIN_KEYS = ("backend", "device_name", "arch", "torch", "cuda", "hip", "driver")
 FINGERPRINT_KEYS = TOOLCHAIN_KEYS + ("transformers", "python", "cpu", "machine", "vlmpath")
+#: GPU settings compared between base and head (the fingerprint's ``gpu_state``).
+GPU_SETTING_KEYS = SETTING_FIELDS
+#: Prefix of a GPU-setting change in ``toolchain_diff`` (renderers tell the two apart).
+GPU_KEY_PREFIX = "gpu."
 #: ``<machine dir>/vlmpath-fingerprint-<sha8>.json``, written by ``vlmpath run``.
 FINGERPRINT_PREFIX = "vlmpath-fingerprint-"
 #: ``Metric.error`` of a failed asv case whose own message is unknown.
@@ -100,19 +105,34 @@ class Fingerprint:
     cpu: str | None = None
     machine: str | None = None
     vlmpath: str | None = None
+    #: The GPU's settings (``vlmpath.measure.gpu_state.GpuState.settings``: clocks, power
+    #: limit, modes, ECC) as sorted (field, value) pairs; () when no vendor tool answered.
+    gpu: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Fingerprint:
         # Unknown keys are ignored: newer writers may record more than we compare.
-        return cls(**{k: (None if d.get(k) is None else str(d[k])) for k in FINGERPRINT_KEYS})
+        # ``gpu_state`` as ``vlmpath run`` writes it; ``gpu`` pairs as our own to_dict does.
+        state = d.get("gpu_state") if isinstance(d.get("gpu_state"), Mapping) else dict(d.get("gpu") or ())
+        gpu = tuple(sorted((str(k), _setting_text(v)) for k, v in state.items()
+                           if k in GPU_SETTING_KEYS and v is not None))
+        return cls(**{k: (None if d.get(k) is None else str(d[k])) for k in FINGERPRINT_KEYS}, gpu=gpu)
 
     def toolchain_diff(self, other: Fingerprint) -> tuple[tuple[str, str | None, str | None], ...]:
-        """(key, self value, other value) for each toolchain key that differs."""
+        """(key, self value, other value) for each toolchain key that differs, then each GPU
+        setting that differs (``gpu.<field>``; only when both sides recorded a GPU state)."""
         return tuple(
             (k, getattr(self, k), getattr(other, k))
             for k in TOOLCHAIN_KEYS
             if getattr(self, k) != getattr(other, k)
-        )
+        ) + self.gpu_diff(other)
+
+    def gpu_diff(self, other: Fingerprint) -> tuple[tuple[str, str | None, str | None], ...]:
+        if not self.gpu or not other.gpu:
+            return ()
+        a, b = dict(self.gpu), dict(other.gpu)
+        return tuple((f"{GPU_KEY_PREFIX}{k}", a.get(k), b.get(k))
+                     for k in GPU_SETTING_KEYS if a.get(k) != b.get(k))
 
 
 @dataclass(frozen=True)
@@ -187,6 +207,10 @@ class RunResults:
             commit=d["commit"], machines=machines, source=d.get("source", "asv"),
             notes=tuple(d.get("notes", ())),
         )
+
+
+def _setting_text(v: Any) -> str:
+    return f"{float(v):g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def backend_from_name(machine: str) -> str:

@@ -28,7 +28,7 @@ class Backend:
     label: str              # as people write it: "CUDA", "ROCm"
     device: str             # torch device string ("cuda:0" on ROCm too: torch reuses torch.cuda)
     band: str               # noise band of thresholds.yaml's ``factor``: "gpu" | "cpu"
-    smi: str | None         # the vendor's management tool
+    smi: tuple[str, ...]    # the vendor's management tools, preferred first (measure/gpu_state)
     toolkit_key: str | None  # Fingerprint key with the toolkit version: "cuda", "hip"
     hatch: str              # bar hatch in the vendor chart
 
@@ -38,9 +38,9 @@ class Backend:
 
 
 BACKENDS: tuple[Backend, ...] = (
-    Backend("cpu", "CPU", "cpu", "cpu", None, None, ""),
-    Backend("cuda", "CUDA", "cuda:0", "gpu", "nvidia-smi", "cuda", ""),
-    Backend("rocm", "ROCm", "cuda:0", "gpu", "rocm-smi", "hip", "//"),
+    Backend("cpu", "CPU", "cpu", "cpu", (), None, ""),
+    Backend("cuda", "CUDA", "cuda:0", "gpu", ("nvidia-smi",), "cuda", ""),
+    Backend("rocm", "ROCm", "cuda:0", "gpu", ("amd-smi", "rocm-smi"), "hip", "//"),
 )
 
 BACKEND_BY_NAME: Mapping[str, Backend] = MappingProxyType({b.name: b for b in BACKENDS})

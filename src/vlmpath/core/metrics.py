@@ -40,7 +40,9 @@ class MetricSpec:
     paths whose ``*Metrics``/``*Routine`` classes report it (a generated method each).
     ``report_failed``: reported even when the case failed (the lower accuracy IS the
     finding); otherwise a failed case raises (a failed strategy made fewer encoder calls,
-    which must not read as an improvement).
+    which must not read as an improvement). ``may_be_unmeasured``: None means "this device
+    (or an older package) has no counter for it": asv skips it, never a 0
+    (``suite.cases.require_measured``).
     """
 
     name: str
@@ -52,6 +54,7 @@ class MetricSpec:
     description: str
     routine: tuple[str, ...] = ()
     report_failed: bool = False
+    may_be_unmeasured: bool = False
 
     def __post_init__(self) -> None:
         # Programmer errors in the table itself: fail at import, loudly.
@@ -84,6 +87,13 @@ METRICS: tuple[MetricSpec, ...] = (
                "injection bandwidth as a fraction of a plain copy of the same rows (a timing ratio)"),
     MetricSpec("copy_bandwidth", "GB/s", "higher", False, "plain", True,
                "plain-copy bandwidth of the injected rows, the reference of bandwidth_fraction"),
+    # Peak memory of one pass (vlmpath.measure.memory); its band is a thresholds.yaml rule.
+    MetricSpec("peak_bytes", "bytes", "lower", False, "scaled", False,
+               "peak allocated bytes of one pass (allocator counter on a GPU, live tensors on CPU)",
+               routine=("encode", "embed"), may_be_unmeasured=True),
+    MetricSpec("reserved_bytes", "bytes", "lower", False, "scaled", False,
+               "peak bytes the allocator reserved during one pass",
+               routine=("encode", "embed"), may_be_unmeasured=True),
 )
 
 #: Units asv implies by a benchmark's prefix (no row of their own: ``time_``, ``peakmem_``).

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from vlmpath.compare.records import GPU_KEY_PREFIX
 from vlmpath.compare.verdict import Comparison, ComparisonReport, Verdict
 from vlmpath.core.asv_names import strip_kind
 from vlmpath.render.escape import clip, md_escape
@@ -126,9 +127,15 @@ def warnings(report: ComparisonReport, esc=str) -> list[str]:
     """Toolchain changes and partial-run notes, one line each; ``esc`` escapes names."""
     out: list[str] = []
     for m in report.machines:
-        if m.toolchain_changes:
-            diffs = "; ".join(f"{esc(k)} {esc(b)} -> {esc(h)}" for k, b, h in m.toolchain_changes)
+        tool = [t for t in m.toolchain_changes if not t[0].startswith(GPU_KEY_PREFIX)]
+        gpu = [t for t in m.toolchain_changes if t[0].startswith(GPU_KEY_PREFIX)]
+        if tool:
+            diffs = "; ".join(f"{esc(k)} {esc(b)} -> {esc(h)}" for k, b, h in tool)
             out.append(f"**{esc(m.machine)}**: toolchain changed between base and head: {diffs};"
+                       " timings not comparable")
+        if gpu:  # clocks, power limit, modes (vlmpath.measure.gpu_state)
+            diffs = "; ".join(f"{esc(k[len(GPU_KEY_PREFIX):])} {esc(b)} -> {esc(h)}" for k, b, h in gpu)
+            out.append(f"**{esc(m.machine)}**: GPU settings changed between base and head: {diffs};"
                        " timings not comparable")
     notes: list[str] = []
     for m in report.machines:

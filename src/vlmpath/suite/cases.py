@@ -143,9 +143,13 @@ def record_summary(record) -> dict:
     numbers = {m.name: getattr(record, m.name) for m in METRICS if m.routine}
     return {
         **numbers,
+        "encoder_syncs": record.encoder_syncs,
         "wall_s": record.wall_s,
         "samples": list(record.samples),
         "error": record.error,
+        # Peak memory (``vlmpath.measure.memory``, table rows peak_bytes / reserved_bytes):
+        # None = not measured, the reason beside it.
+        "memory_reason": (record.memory or {}).get("reason"),
     }
 
 
@@ -165,6 +169,19 @@ def require_ok(summary: Mapping, metric: str) -> float:
     value = summary.get(metric)
     if value is None:
         raise RuntimeError(f"case recorded no {metric}")
+    return float(value)
+
+
+def require_measured(summary: Mapping, metric: str) -> float:
+    """A memory metric (``peak_bytes``/``reserved_bytes``): the number, a failure if the case
+    failed, or ``NotImplementedError`` (asv: skipped, never a 0) when it was not measured:
+    this device has no counter for it, or the package under test predates the metric."""
+    if summary.get("error"):
+        require_ok(summary, metric)
+    value = summary.get(metric)
+    if value is None:
+        why = summary.get("memory_reason") if metric in summary else "the package under test does not record it"
+        raise NotImplementedError(f"{metric} not measured: {why or 'no reason recorded'}")
     return float(value)
 
 

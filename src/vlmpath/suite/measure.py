@@ -8,6 +8,9 @@
    receiver's time is ``hash_s`` (not part of the routine's tok/s);
 2. a *counted pass* over the schedule counts host-device syncs outside the vision tower
    (``syncs``) and inside it (``encoder_syncs``); then one plain untimed warm-up pass;
+   peak memory (``peak_bytes``, ``reserved_bytes``: ``vlmpath.measure.memory``) is read
+   over the warm-up pass on a GPU (allocator counters, free) and over the counted pass on
+   CPU (a dispatch mode, which must not sit on a timed or warm-up pass);
 3. ``repeat`` *timed passes* (fresh embedding cache each) time every step on the device;
    ``tok_per_s`` is the schedule's prefill tokens over the median pass time;
 4. *fidelity*: the last pass's final embeddings are checked against each item's golden
@@ -38,6 +41,7 @@ from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.encoders import ENCODERS, build_vision_tower
 from vlmpath.measure.fidelity import Assembler, GoldenRows, golden_rows, score
+from vlmpath.measure.memory import NOT_MEASURED_NO_COUNT, PeakMemory, peak_memory
 from vlmpath.measure.shm import ShmLedger
 from vlmpath.measure.timing import DeviceTimer
 from vlmpath.measure.workload import Step, Workload, with_item_hashes
@@ -84,7 +88,16 @@ class CaseRecord:
     encoder_syncs: int | None
     sync_events: dict = field(default_factory=dict)
     device: str = "cpu"
+    # Peak memory of one pass; None = not measured, ``memory["reason"]`` says why.
+    peak_bytes: int | None = None
+    reserved_bytes: int | None = None
+    memory: dict = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    # Which routine ran (``vlmpath.engines.base.EngineSpec.label``), its version and the
+    # engine seams it used (empty for the reference).
+    engine: str = "reference"
+    engine_version: str | None = None
+    engine_seams: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -179,24 +192,31 @@ class Prepared:
     hash_stats: HashStats
 
 
-def prepare(workload: str, hash_name: str, scale: str, session: Session, seed: int = 0) -> Prepared:
-    """Build the workload, let it arrive through the named hash path, and build the table."""
+def prepare(workload: str, hash_name: str, scale: str, session: Session, seed: int = 0,
+            engine=None) -> Prepared:
+    """Build the workload, let it arrive through the named hash path (or the engine's own
+    arrival, when an engine adapter is given), and build the table."""
     wl = workload_by_name(workload, scale, seed)
     encoder = session.encoder(wl.model, scale)
-    wl, hash_s, hstats = arrive(wl, hash_name)
+    wl, hash_s, hstats = (engine.arrive if engine is not None else arrive)(wl, hash_name)
     table = text_table(wl.vocab_size, encoder.out_dim, encoder.dtype, session.device, wl.seed)
     return Prepared(wl, encoder, table, hash_s, hstats)
 
 
 def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool = True,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> CaseRecord:
+                 cache_bytes: int = DEFAULT_CACHE_BYTES, engine=None) -> CaseRecord:
+    """``engine``: an engine adapter (``routine(...)``, ``arrive(...)``, ``label``,
+    ``version``, ``seams``, e.g. ``SglangEngine``); None runs the reference routine."""
     case.pipeline.validate()
-    prep = prepare(case.workload, case.pipeline.hash, case.scale, session, case.seed)
+    prep = prepare(case.workload, case.pipeline.hash, case.scale, session, case.seed, engine)
     wl, encoder, table, hash_s, hstats = prep.workload, prep.encoder, prep.table, prep.hash_s, prep.hash_stats
     golden = session.golden(wl, encoder)
+    make = EmbedRoutine if engine is None else engine.routine
 
     syncs = encoder_syncs = None
     events: dict = {}
+    on_cpu = session.device.type == "cpu"
+    memory = PeakMemory.not_measured(NOT_MEASURED_NO_COUNT)
     if count:
         from vlmpath.measure.syncs import count_syncs
 
@@ -208,22 +228,25 @@ def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool =
                 inner_counts.append(sc)
                 yield sc
 
-        routine = EmbedRoutine(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes,
-                               encoder_region=encoder_region)
-        with count_syncs() as outer:
+        routine = make(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes,
+                       encoder_region=encoder_region)
+        with (peak_memory(session.device) if on_cpu else nullcontext()) as mem, count_syncs() as outer:
             _run_schedule(routine, wl, session.device, timed=False)
         syncs, events = outer.count, dict(outer.events)
+        memory = mem.result if on_cpu else memory
         encoder_syncs = sum(sc.count for sc in inner_counts)
 
     # One plain pass: the counted pass runs under Python dispatch modes, which do not warm
     # up the same kernels and allocator paths as a normal call.
-    _run_schedule(EmbedRoutine(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes),
-                  wl, session.device, timed=False)
+    with (nullcontext() if on_cpu else peak_memory(session.device)) as mem:
+        _run_schedule(make(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes),
+                      wl, session.device, timed=False)
+    memory = memory if on_cpu else mem.result
     samples = []
     result = None
     for _ in range(max(1, repeat)):
-        routine = EmbedRoutine(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes,
-                               encoder_region=nullcontext)
+        routine = make(wl, encoder, case.pipeline, table, cache_bytes=cache_bytes,
+                       encoder_region=nullcontext)
         result = _run_schedule(routine, wl, session.device, timed=True)
         samples.append(result[1])
     asm, _, failed, error, failed_steps = result
@@ -240,6 +263,9 @@ def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool =
         prefill_tokens=wl.prefill_tokens, steps=len(wl.steps), failed_steps=failed_steps,
         items=fid.total, placed=fid.placed, hash_s=hash_s, sha256_digests=hstats.sha256_digests,
         syncs=syncs, encoder_syncs=encoder_syncs, sync_events=events, device=str(session.device),
+        peak_bytes=memory.allocated, reserved_bytes=memory.reserved, memory=memory.to_dict(),
+        **({} if engine is None else {"engine": engine.label, "engine_version": engine.version,
+                                      "engine_seams": dict(engine.seams)}),
     )
 
 

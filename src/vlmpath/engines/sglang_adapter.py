@@ -1,0 +1,180 @@
+"""How does sglang's own embedding code handle our workloads, step by step?
+
+``SglangEngine`` wraps an imported release (``sglang_api.SglangApi``: modules and seams)
+and builds ``SglangRoutine``s, which the suite drives exactly like the reference routine
+(``vlmpath.engines.base.Routine``):
+
+- *requests*: every item becomes the engine's own ``MultimodalDataItem`` (modality,
+  ``feature`` = our pixel values, inclusive ``offsets``, ``hash`` = the hash learnt at
+  arrival), ``set_pad_value()`` derives the engine's pad values, and the request's token
+  ids get the engine's placeholders (``padding_sequence`` where it exists, else
+  ``pad_value``); one ``MultimodalInputs`` per request with items;
+- *cache*: the engine's global embedding cache is re-initialised at the case's cache
+  size for each routine (a fresh cache per pass, as the reference does); cache hits are
+  lookups that return rows for a hash not stored during the same step;
+- *encoder*: our encoder (the real Qwen2.5-VL tower, or the multi-region encoder) is the
+  engine's ``data_embedding_func``; it maps the engine's items back to ours by hash,
+  counts calls and items, and runs inside ``encoder_region`` (syncs inside the tower are
+  counted apart, as for the reference);
+- *steps*: each forward step of the workload's chunked-prefill schedule calls the
+  engine's ``embed_mm_inputs`` with the step's prefix and extend lengths (requests with
+  items only, as the engine filters them) and all the step's token ids (a copy: the
+  engine clamps them in place).
+
+``VLMPATH_ENGINE_FAULT=WORKLOAD:raise:MESSAGE`` (tests) makes the engine's
+``embed_mm_inputs`` raise ``RuntimeError(MESSAGE)`` in routines of that workload: a fault
+planted in the engine's function, seen through the suite's failed-case path.
+``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order: a planted
+misplacement that the accuracy must see.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+
+import torch
+
+from vlmpath.engines.base import EngineError
+from vlmpath.engines.sglang_api import SglangApi, load_api
+from vlmpath.measure.content_hash import HashStats
+from vlmpath.measure.workload import Step, Workload, with_item_hashes
+from vlmpath.paths.encode import EncodeStats
+
+FAULT_ENV = "VLMPATH_ENGINE_FAULT"
+_MASK64 = 2**64 - 1
+
+
+class _HitCounter:
+    """Wraps the engine cache's lookups on the instance: a hit is rows returned for a hash
+    that was not stored in the same step (0.5.23 stores, then reads the entry back)."""
+
+    def __init__(self, cache, stats: EncodeStats):
+        self.stats, self.stored = stats, set()
+        get, get_single, put = cache.get, getattr(cache, "get_single", None), cache.set
+
+        def counted_get(hashes, *a, **kw):
+            out = get(hashes, *a, **kw)
+            key = tuple(hashes) if isinstance(hashes, (list, tuple)) else hashes
+            if out is not None and key not in self.stored:
+                self.stats.cache_hits += 1
+            return out
+
+        def counted_single(h, *a, **kw):
+            out = get_single(h, *a, **kw)
+            if out is not None and h not in self.stored:
+                self.stats.cache_hits += 1
+            return out
+
+        def counted_set(h, *a, **kw):
+            self.stored.add(tuple(h) if isinstance(h, (list, tuple)) else h)
+            return put(h, *a, **kw)
+
+        cache.get, cache.set = counted_get, counted_set
+        if get_single is not None:
+            cache.get_single = counted_single
+
+
+class SglangRoutine:
+    """One workload through the engine's embedding path (see the module docstring)."""
+
+    def __init__(self, api: SglangApi, workload: Workload, encoder, table: torch.Tensor, *,
+                 cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext):
+        self.api, self.workload, self.encoder = api, workload, encoder
+        self.encoder_region = encoder_region
+        self.device = table.device
+        self.stats = EncodeStats()
+        if any(it.frame_tokens for it in workload.items):
+            raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in sglang "
+                              "(not in the shared embedding path); the adapter cannot drive it")
+        self.embedding = torch.nn.Embedding.from_pretrained(table, freeze=True)
+        self._hits = _HitCounter(api.new_cache(cache_bytes), self.stats)
+        self._ours: dict[int, object] = {}  # engine hash -> our Item (same content, same hash)
+        self._inputs: dict[int, object] = {}
+        self._ids: dict[int, torch.Tensor] = {}
+        for r in workload.requests:
+            ids, items = r.input_ids.clone(), []
+            for it in r.items:
+                e = api.schedule_batch.MultimodalDataItem(
+                    modality=api.modality(it.modality), feature=it.feature,
+                    offsets=[tuple(o) for o in it.offsets], hash=int(it.hash) & _MASK64)
+                e.set_pad_value()
+                for a, b in it.offsets:
+                    ids[a:b + 1] = torch.tensor(api.padding(e, b - a + 1), dtype=torch.int64)
+                self._ours[e.hash] = it
+                items.append(e)
+            self._ids[r.rid] = ids
+            if items:
+                self._inputs[r.rid] = api.schedule_batch.MultimodalInputs(mm_items=items)
+        self._funcs = {api.modality(m): self._embed for m in {it.modality for it in workload.items}}
+        self._embed_mm_inputs = api.mm_utils.embed_mm_inputs
+        target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
+        kind, _, message = fault.partition(":")
+        self._flip = target == workload.name and kind == "flip"
+        if target == workload.name and kind == "raise":
+            self._embed_mm_inputs = _raising(message or "planted engine fault")
+
+    def _embed(self, items) -> torch.Tensor:
+        """The engine's data_embedding_func: our encoder over the engine's items."""
+        try:
+            ours = [self._ours[it.hash] for it in items]
+        except KeyError as exc:
+            raise EngineError(f"the engine asked to encode an item whose hash {exc} no request holds") from exc
+        self.stats.encoder_calls += 1
+        self.stats.encoded_items += len(ours)
+        with self.encoder_region():
+            rows = self.encoder.encode(ours).embeddings
+        return rows.flip(0) if self._flip else rows
+
+    def run_step(self, step: Step) -> torch.Tensor:
+        self._hits.stored.clear()
+        ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
+        ids = ids.to(self.device, non_blocking=True)
+        mm = [e for e in step.entries if e.rid in self._inputs]
+        if not mm:
+            return self.embedding(ids.clamp(0, self.embedding.num_embeddings - 1))
+        out = self._embed_mm_inputs(
+            mm_inputs_list=[self._inputs[e.rid] for e in mm],
+            extend_prefix_lens=[e.prefix for e in mm],
+            extend_seq_lens=[e.extend for e in mm],
+            input_ids=ids.clone(),  # the engine clamps it in place
+            input_embedding=self.embedding,
+            data_embedding_func_mapping=self._funcs,
+        )
+        return out[0] if isinstance(out, tuple) else out
+
+
+def _raising(message: str):
+    def embed_mm_inputs(*args, **kwargs):
+        raise RuntimeError(message)
+
+    return embed_mm_inputs
+
+
+class SglangEngine:
+    """An imported sglang release, as the suite's engine: routines, arrival, labels."""
+
+    def __init__(self, label: str, api: SglangApi | None = None):
+        self.api = api or load_api()
+        self.label = label
+        self.version = self.api.version
+        self.seams = dict(self.api.seams)
+
+    def routine(self, workload: Workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
+                encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> SglangRoutine:
+        # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
+        return SglangRoutine(self.api, workload, encoder, table, cache_bytes=cache_bytes,
+                             encoder_region=encoder_region)
+
+    def arrive(self, wl: Workload, hash_name: str) -> tuple[Workload, float, HashStats]:
+        """Every distinct feature through the engine's shared-memory wrapper and hash."""
+        seen: dict[int, int] = {}
+        features = []
+        for it in wl.items:
+            if it.hash not in seen:
+                seen[it.hash] = len(features)
+                features.append(it.feature)
+        hashes, seconds, digests = self.api.arrive(features)
+        stats = HashStats(sha256_digests=digests)
+        return with_item_hashes(wl, {old: hashes[i] for old, i in seen.items()}), seconds, stats

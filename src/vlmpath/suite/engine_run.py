@@ -1,0 +1,111 @@
+"""Which records do these cases give with this engine, measured in the engine's own process?
+
+``measure_cases(cases, engine_spec, repeat=...)`` is the one entry the CLI, the asv suite
+and the PR flow use to measure with any engine:
+
+- ``reference``: in this process (``measure_case``, no subprocess);
+- ``sglang==X``: the cached engine environment's python (``vlmpath engine install``) runs
+  ``python -m vlmpath.suite.worker``;
+- ``sglang@src:DIR``: the same worker in ``--engine-python`` (default: the newest installed
+  engine environment, else this interpreter) with DIR first on its path.
+
+The worker always imports *this* vlmpath (its source directory goes on the path after
+the engine's), so two engines, or two commits of one engine, are measured by one and the
+same suite. Records come back as dicts (``CaseRecord.to_dict()``); a case the worker did
+not report (it crashed) is a failed record naming the worker's exit status and the last
+line of its stderr. ``json_path`` writes them as JSON Lines, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from vlmpath.core.errors import VlmpathError
+from vlmpath.engines.base import ENGINE_PYTHON_ENV, EngineSpec, parse_engine
+from vlmpath.suite.worker import case_to_dict, error_text, failed_record
+
+
+def vlmpath_src() -> Path:
+    """The directory that holds this ``vlmpath`` package (put on the worker's path)."""
+    import vlmpath
+
+    return Path(vlmpath.__file__).resolve().parent.parent
+
+
+def engine_python(spec: EngineSpec, python: str | None = None, home: str | None = None) -> str:
+    """The interpreter that measures ``spec`` (see the module docstring)."""
+    from vlmpath.engines import envs
+
+    if spec.kind == "release":
+        return str(envs.require_env(spec, home).python)
+    python = python or os.environ.get(ENGINE_PYTHON_ENV)
+    if python:
+        if not Path(python).exists():
+            raise VlmpathError(f"--engine-python {python!r} does not exist: give an interpreter path, e.g. "
+                               "~/.cache/vlmpath/engines/sglang-0.5.23/bin/python")
+        return python
+    newest = envs.newest_env(home)
+    return str(newest.python) if newest is not None else sys.executable
+
+
+def _run_reference(cases, repeat: int, count: bool, device: str | None, weights: str | None) -> list[dict]:
+    from vlmpath.suite.measure import Session, measure_case
+
+    session = Session(device or "cpu", weights)
+    out = []
+    for case in cases:
+        try:
+            out.append(measure_case(case, session, repeat=repeat, count=count).to_dict())
+        except VlmpathError:
+            raise  # bad input (e.g. degenerate golden rows) stops the run, as before
+        except Exception as exc:
+            out.append(failed_record(case, error_text(exc), "reference", device=str(session.device)))
+    return out
+
+
+def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, device: str | None,
+                weights: str | None) -> list[dict]:
+    job = {"cases": [case_to_dict(c) for c in cases], "engine": spec.label, "repeat": repeat,
+           "count": count, "device": device or "cpu", "weights": weights}
+    path = [str(vlmpath_src())]
+    if spec.kind == "src":
+        path.insert(0, spec.src)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+               PYTHONWARNINGS="ignore")
+    with tempfile.TemporaryDirectory(prefix="vlmpath-worker-") as tmp:
+        out = Path(tmp) / "records.jsonl"
+        proc = subprocess.run([python, "-m", "vlmpath.suite.worker", "--out", str(out)],
+                              input=json.dumps(job), text=True, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
+    records = [json.loads(x) for x in lines if x.strip()]
+    if len(records) < len(cases):
+        tail = [x for x in proc.stderr.strip().splitlines() if x.strip()]
+        why = (f"engine worker ({python}) exited with {proc.returncode} before this case: "
+               f"{tail[-1] if tail else 'no message'}")
+        records += [failed_record(c, why, spec.label, device=device or "cpu") for c in cases[len(records):]]
+    return records
+
+
+def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, *, repeat: int = 3,
+                  json_path: str | os.PathLike | None = None, count: bool = True, device: str | None = None,
+                  weights: str | None = None, python: str | None = None, home: str | None = None) -> list[dict]:
+    """Measure ``cases`` with the engine; returns one record dict per case, in order."""
+    spec = engine_spec if isinstance(engine_spec, EngineSpec) else parse_engine(engine_spec)
+    if repeat < 1:
+        raise VlmpathError(f"repeat must be at least 1, got {repeat}")
+    if spec.in_process:
+        records = _run_reference(cases, repeat, count, device, weights)
+    else:
+        records = _run_worker(cases, spec, engine_python(spec, python, home), repeat, count, device, weights)
+    if json_path is not None:
+        from vlmpath.core import atomic
+
+        atomic.write_text(json_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    return records

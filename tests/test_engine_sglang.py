@@ -1,0 +1,98 @@
+"""Does the adapter drive a real sglang release's embedding path right, and count what it does?
+
+Runs on the newest engine environment found (``vlmpath engine list``; CI installs the newest
+release with ``VLMPATH_ENGINE_INSTALL=sglang==0.5.23 ci/setup.sh``) and skips, saying how to
+get one, when there is none. One worker run measures every preset once (module fixture);
+the tests then check:
+
+- every preset the adapter can drive places every item's rows (accuracy 1.0), and the EVS
+  preset (model code in sglang) is one failed case with a message that says so;
+- syncs outside the encoder follow the seams found by inspection: none where the release
+  counts from offsets and scatters without a readback, at least one per step where it
+  calls ``mask.sum().item()``;
+- encoder calls match the reference routine's strategy of the same shape (cross-request
+  batching or per request) on each preset;
+- a fault planted in the engine's function fails only its case, with the engine's message;
+  rows handed to the engine in the wrong order lower the accuracy (the gate is not blind).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vlmpath.suite.engine_run import measure_cases
+from vlmpath.suite.measure import plan_cases
+
+pytestmark = pytest.mark.engine
+
+EVS = "evs_video"
+
+
+@pytest.fixture(scope="module")
+def engine_env():
+    from vlmpath.engines import envs
+
+    env = envs.newest_env()
+    if env is None:
+        pytest.skip(f"no sglang engine environment under {envs.engine_home()}: run `vlmpath engine install "
+                    "sglang==0.5.23` (or set VLMPATH_ENGINE_HOME) to run the adapter tests")
+    return env
+
+
+@pytest.fixture(scope="module")
+def records(engine_env):
+    recs = measure_cases(plan_cases(pipelines=["default"]), engine_env.spec, repeat=1)
+    return {r["workload"]: r for r in recs}
+
+
+def _driven(records):
+    return {w: r for w, r in records.items() if w != EVS}
+
+
+def test_every_drivable_preset_places_every_row(records, engine_env):
+    assert len(_driven(records)) >= 7
+    for w, r in _driven(records).items():
+        assert r["error"] is None, (w, r["error"])
+        assert r["accuracy"] == 1.0 and r["placed"] == r["items"] > 0, w
+        assert r["engine"] == engine_env.spec.label and r["engine_version"] == engine_env.spec.version
+        assert r["tok_per_s"] > 0
+
+
+def test_evs_is_one_clear_failed_case(records):
+    r = records[EVS]
+    assert r["error"].startswith("EngineError: workload 'evs_video': EVS frame re-layout is model code")
+    assert r["tok_per_s"] is None
+
+
+def test_seams_are_recorded_and_syncs_follow_them(records):
+    for w, r in _driven(records).items():
+        seams = r["engine_seams"]
+        assert {"cache", "chunk_encoding", "count", "scatter", "pad", "shm"} <= set(seams), w
+        if seams["count"] == "host_offsets" and seams["scatter"] == "cumsum_index_copy":
+            assert r["syncs"] == 0, (w, r["sync_events"])
+        elif seams["count"] == "mask_sum_item":
+            assert r["syncs"] >= 1 and "item" in " ".join(r["sync_events"]), (w, r["sync_events"])
+
+
+def test_encoder_calls_match_the_reference_strategy_of_the_same_shape(records):
+    seams = next(iter(_driven(records).values()))["engine_seams"]
+    strategy = "batched" if seams["chunk_encoding"] == "batched_cross_request" else "per_request"
+    ref = {r["workload"]: r for r in measure_cases(plan_cases(workloads=list(_driven(records)), encode=[strategy]),
+                                                   "reference", repeat=1, count=False)}
+    calls = {w: (r["encoder_calls"], ref[w]["encoder_calls"]) for w, r in _driven(records).items()}
+    assert all(e == f for e, f in calls.values()), calls
+
+
+def test_planted_engine_fault_fails_only_its_case(engine_env, monkeypatch):
+    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "few_large_images:raise:engine says no")
+    cases = plan_cases(workloads=["few_large_images", "many_small_images"], pipelines=["default"])
+    bad, good = measure_cases(cases, engine_env.spec, repeat=1, count=False)
+    assert bad["error"] == "RuntimeError: engine says no" and bad["accuracy"] == 0.0
+    assert good["error"] is None and good["accuracy"] == 1.0
+
+
+def test_rows_in_the_wrong_order_lower_the_accuracy(engine_env, monkeypatch):
+    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:flip")
+    (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
+                           engine_env.spec, repeat=1, count=False)
+    assert rec["error"] is None and rec["accuracy"] < 1.0
