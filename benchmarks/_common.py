@@ -157,7 +157,8 @@ def _history_source(spec, cls: type) -> str:
     return "\n".join(lines) + "\n"
 
 
-def track_metrics(path: str):
+# Not named track_*: asv would collect a module-level track_ function as a benchmark.
+def metric_tracks(path: str):
     """Class decorator: one ``track_<name>`` per metric the table (``vlmpath.core.metrics``)
     gives routine path ``path``; the class sets ``self.case`` in ``setup``. Apply it below
     ``report_failures`` so the generated methods are wrapped too."""

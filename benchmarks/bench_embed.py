@@ -19,7 +19,7 @@ _common.preimport_tower()
 
 
 @_common.report_failures
-@_common.track_metrics("embed")  # track_tok_per_s, _accuracy, _syncs, _encoder_calls
+@_common.metric_tracks("embed")  # track_tok_per_s, _accuracy, _syncs, _encoder_calls
 class EmbedRoutine:
     params = (list(cases.PIPELINE_NAMES), list(cases.ROUTINE_PRESETS))
     param_names = ("pipeline", "preset")

@@ -43,7 +43,7 @@ class EncodeTime:
 
 
 @_common.report_failures
-@_common.track_metrics("encode")  # track_tok_per_s, _accuracy, _encoder_calls
+@_common.metric_tracks("encode")  # track_tok_per_s, _accuracy, _encoder_calls
 class EncodeMetrics:
     params = (list(cases.ENCODE_STRATEGY_NAMES), list(cases.ROUTINE_PRESETS))
     param_names = ("strategy", "preset")

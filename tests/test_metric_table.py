@@ -112,12 +112,12 @@ def test_a_hand_written_twin_is_refused(suite):
             return 1.0
 
     with pytest.raises(TypeError, match="generated from the metric table"):
-        _common.track_metrics("encode")(Planted)
+        _common.metric_tracks("encode")(Planted)
 
     class Clean:
         param_names = ("strategy", "preset")
 
-    assert hasattr(_common.track_metrics("encode")(Clean), "track_encoder_calls")
+    assert hasattr(_common.metric_tracks("encode")(Clean), "track_encoder_calls")
 
 
 def test_generated_methods_fail_a_failed_case_except_accuracy(suite, monkeypatch):
