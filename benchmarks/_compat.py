@@ -16,11 +16,11 @@ import importlib.util
 from pathlib import Path
 
 
-def _failures_from_checkout():
-    path = Path(__file__).resolve().parents[1] / "src" / "vlmpath" / "core" / "failures.py"
-    spec = importlib.util.spec_from_file_location("vlmpath_suite_compat_failures", path)
+def _core_module_from_checkout(name: str):
+    path = Path(__file__).resolve().parents[1] / "src" / "vlmpath" / "core" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"vlmpath_suite_compat_{name}", path)
     if spec is None or spec.loader is None:
-        raise ImportError(f"the package under test lacks vlmpath.core.failures and {path} is missing")
+        raise ImportError(f"the package under test lacks vlmpath.core.{name} and {path} is missing")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -29,9 +29,20 @@ def _failures_from_checkout():
 try:
     from vlmpath.core import failures
 except ImportError:  # compat: packages before vlmpath.core.failures
-    failures = _failures_from_checkout()
+    failures = _core_module_from_checkout("failures")
+
+try:
+    from vlmpath.core import metrics
+except ImportError:  # compat: packages before vlmpath.core.metrics
+    metrics = _core_module_from_checkout("metrics")
 
 try:
     from vlmpath.core.asv_names import BENCHMARK_PREFIXES
 except ImportError:  # compat: packages before vlmpath.core.asv_names (asv's own list)
     BENCHMARK_PREFIXES = ("timeraw_", "time_", "peakmem_", "mem_", "track_")
+
+#: asv name (class.method) -> the comment line its hand-written method had (see above).
+HISTORY_COMMENTS = {
+    "EncodeMetrics.track_accuracy": "Reported even when the case failed: the lower accuracy IS the finding.",
+    "EncodeMetrics.track_encoder_calls": "A failed case made fewer calls: that must not read as an improvement.",
+}

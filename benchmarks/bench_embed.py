@@ -4,9 +4,10 @@
 commit that changes the package's default changes what these rows measure. Every number
 comes from one ``measure_case`` per (pipeline, preset): tok/s over device-timed steps
 (median of the timed passes), placement accuracy against each item's golden rows, host-
-device syncs outside the vision tower, vision-tower calls and the receiver's hash seconds
-(``track_hash_s``). Tower build, workload
-build, arrival and the warm-up pass are not timed.
+device syncs outside the vision tower, vision-tower calls and (by hand, not in the table) the
+receiver's hash seconds (``track_hash_s``). Tower build, workload
+build, arrival and the warm-up pass are not timed. The ``track_`` methods are generated from
+the metric table (``vlmpath.core.metrics``, rows whose ``routine`` names "embed").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ _common.preimport_tower()
 
 
 @_common.report_failures
+@_common.metric_tracks("embed")  # track_tok_per_s, _accuracy, _syncs, _encoder_calls
 class EmbedRoutine:
     params = (list(cases.PIPELINE_NAMES), list(cases.ROUTINE_PRESETS))
     param_names = ("pipeline", "preset")
@@ -29,37 +31,6 @@ class EmbedRoutine:
         cases.bench_device(cache["scale"])  # full scale on a CPU-only machine: skipped
         self.case = cases.RoutineCase("embed", pipeline, preset)
 
-    def track_tok_per_s(self, cache, pipeline, preset):
-        return _common.tok_per_s_track(self.case, cache)
-
-    track_tok_per_s.unit = "tok/s"
-
-    def track_accuracy(self, cache, pipeline, preset):
-        return float(_common.case_summary(self.case, cache)["accuracy"])
-
-    track_accuracy.unit = "fraction"
-
-    def track_syncs(self, cache, pipeline, preset):
-        return cases.require_ok(_common.case_summary(self.case, cache), "syncs")
-
-    track_syncs.unit = "syncs"
-
-    def track_encoder_calls(self, cache, pipeline, preset):
-        return cases.require_ok(_common.case_summary(self.case, cache), "encoder_calls")
-
-    track_encoder_calls.unit = "calls"
-
-    # Peak memory of one pass (vlmpath.measure.memory): lower is better, banded
-    # (thresholds.yaml); not measured -> skipped, never 0.
-    def track_peak_bytes(self, cache, pipeline, preset):
-        return cases.require_measured(_common.case_summary(self.case, cache), "peak_bytes")
-
-    track_peak_bytes.unit = "bytes"
-
-    def track_reserved_bytes(self, cache, pipeline, preset):
-        return cases.require_measured(_common.case_summary(self.case, cache), "reserved_bytes")
-
-    track_reserved_bytes.unit = "bytes"
     def track_hash_s(self, cache, pipeline, preset):
         # The receiver's hash time of the case's arrival (samples): its ratios (50x and more
         # for a planted re-hash) are large enough to judge on a CPU, which runs only this file.

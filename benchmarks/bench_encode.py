@@ -7,7 +7,8 @@ except the encode stage.
   ending in a device sync. Not timed (``setup``): tower build, workload build, arrival
   (hashing) and one warm-up pass.
 - ``EncodeMetrics``: tok/s, accuracy and encoder calls of one ``measure_case`` per case
-  (device-timed steps, golden-row fidelity), shared through ``_common.case_summary``.
+  (device-timed steps, golden-row fidelity), shared through ``_common.case_summary``; the
+  ``track_`` methods are generated from the metric table (``vlmpath.core.metrics``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class EncodeTime:
 
 
 @_common.report_failures
+@_common.metric_tracks("encode")  # track_tok_per_s, _accuracy, _encoder_calls
 class EncodeMetrics:
     params = (list(cases.ENCODE_STRATEGY_NAMES), list(cases.ROUTINE_PRESETS))
     param_names = ("strategy", "preset")
@@ -51,32 +53,3 @@ class EncodeMetrics:
     def setup(self, cache, strategy, preset):
         cases.bench_device(cache["scale"])  # full scale on a CPU-only machine: skipped
         self.case = cases.RoutineCase("encode", strategy, preset)
-
-    def track_tok_per_s(self, cache, strategy, preset):
-        return _common.tok_per_s_track(self.case, cache)
-
-    track_tok_per_s.unit = "tok/s"
-
-    def track_accuracy(self, cache, strategy, preset):
-        # Reported even when the case failed: the lower accuracy IS the finding.
-        return float(_common.case_summary(self.case, cache)["accuracy"])
-
-    track_accuracy.unit = "fraction"
-
-    def track_encoder_calls(self, cache, strategy, preset):
-        # A failed case made fewer calls: that must not read as an improvement.
-        return cases.require_ok(_common.case_summary(self.case, cache), "encoder_calls")
-
-    track_encoder_calls.unit = "calls"
-
-    # Peak memory of one pass (vlmpath.measure.memory): lower is better, banded
-    # (thresholds.yaml); not measured -> skipped, never 0.
-    def track_peak_bytes(self, cache, strategy, preset):
-        return cases.require_measured(_common.case_summary(self.case, cache), "peak_bytes")
-
-    track_peak_bytes.unit = "bytes"
-
-    def track_reserved_bytes(self, cache, strategy, preset):
-        return cases.require_measured(_common.case_summary(self.case, cache), "reserved_bytes")
-
-    track_reserved_bytes.unit = "bytes"

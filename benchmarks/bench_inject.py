@@ -20,7 +20,7 @@ from vlmpath.measure.syncs import syncs_of
 from vlmpath.paths.count import COUNTERS
 from vlmpath.paths.inject import INJECTORS
 
-from . import _common
+from . import _common, _compat
 
 #: Timed calls behind each bandwidth fraction (median of each side).
 _FRACTION_REPEAT = 21
@@ -55,7 +55,7 @@ class Inject:
     def track_syncs(self, strategy, preset):
         return float(syncs_of(self.inject, self.inp.dest, self.inp.mask, self.inp.rows).count)
 
-    track_syncs.unit = "syncs"
+    track_syncs.unit = _compat.metrics.METRIC_BY_NAME["syncs"].unit
 
     def track_bandwidth_fraction(self, strategy, preset):
         inp, dev = self.inp, self.device
@@ -65,7 +65,7 @@ class Inject:
 
     # Not "fraction": that unit means accuracy, compared exactly. This is a timing ratio,
     # higher is better, judged within the noise band.
-    track_bandwidth_fraction.unit = "ratio"
+    track_bandwidth_fraction.unit = _compat.metrics.METRIC_BY_NAME["bandwidth_fraction"].unit
 
 
 @_common.report_failures
@@ -84,7 +84,7 @@ class CopyReference:
         t = timing.time_fn(lambda: _copy_rows(self.inp), self.device, repeat=_FRACTION_REPEAT)
         return self.inp.moved_bytes / max(statistics.median(t.samples), 1e-12) / 1e9
 
-    track_copy_bandwidth.unit = "GB/s"
+    track_copy_bandwidth.unit = _compat.metrics.METRIC_BY_NAME["copy_bandwidth"].unit
 
 
 @_common.report_failures
@@ -109,4 +109,4 @@ class Count:
     def track_syncs(self, strategy, preset):
         return float(syncs_of(self.count, self.query).count)
 
-    track_syncs.unit = "syncs"
+    track_syncs.unit = _compat.metrics.METRIC_BY_NAME["syncs"].unit

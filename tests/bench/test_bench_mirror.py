@@ -2,7 +2,7 @@
 
 Timed: the routine's whole schedule (encode, embed), one injection or count call, one
 receiver-side hash. Extra metrics go into ``benchmark.extra_info`` under the keys
-``vlmpath.compare.results`` reads: tok_per_s, accuracy, syncs, encoder_calls. A case whose
+``vlmpath.compare.results`` reads: the metric table's routine metrics. A case whose
 strategy failed fails the test (and records no tok/s).
 """
 
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from vlmpath.core.metrics import METRICS
 from vlmpath.measure.platform import sync
 from vlmpath.measure.shm import ShmLedger
 from vlmpath.measure.syncs import syncs_of
@@ -46,13 +47,11 @@ def test_routine(benchmark, case, bench_scale, bench_session, routine_records):
 
     record = routine_records(case)
     benchmark.group = f"{case.path}:{case.preset}"
-    benchmark.extra_info.update({"accuracy": record.accuracy, "encoder_calls": record.encoder_calls,
-                                 "syncs": record.syncs, "case": case.label, "error": record.error})
-    if record.tok_per_s is not None:
-        benchmark.extra_info["tok_per_s"] = record.tok_per_s
-    for key in ("peak_bytes", "reserved_bytes"):  # None = not measured: left out, never 0
-        if getattr(record, key) is not None:
-            benchmark.extra_info[key] = getattr(record, key)
+    # The metric table's routine metrics (the keys the reader takes); a missing number (a
+    # failed case's tok/s) is left out rather than written as null.
+    numbers = {m.name: getattr(record, m.name) for m in METRICS if m.routine}
+    benchmark.extra_info.update({k: v for k, v in numbers.items() if v is not None})
+    benchmark.extra_info.update({"case": case.label, "error": record.error})
     assert record.error is None, f"{case.label} failed: {record.error}"
     pipe, wl, enc, table = _prepared(case, bench_scale, bench_session)
 

@@ -8,22 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
-from vlmpath.compare.records import Fingerprint, MachineRun, Metric, RunResults
+from vlmpath.compare.records import EXTRA_INFO_UNITS, Fingerprint, MachineRun, Metric, RunResults
 from vlmpath.core.errors import VlmpathError
-
-# pytest-benchmark ``extra_info`` keys that carry a metric, and the unit each has.
-EXTRA_INFO_UNITS: Mapping[str, str] = {
-    "tok_per_s": "tok/s",
-    "accuracy": "fraction",
-    "syncs": "syncs",
-    "encoder_calls": "calls",
-    "peak_bytes": "bytes",       # peak memory of one pass (vlmpath.measure.memory)
-    "reserved_bytes": "bytes",
-}
-
 
 def load_pytest_benchmark(path: str | os.PathLike[str]) -> RunResults:
     """Read a ``pytest --benchmark-json`` file: a time metric per test plus known extra_info."""

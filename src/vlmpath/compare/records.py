@@ -12,7 +12,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from vlmpath.core.backends import backend_from_machine
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.metrics import extra_info_units
 from vlmpath.measure.gpu_state import SETTING_FIELDS
 
 SCHEMA_VERSION = 1
@@ -31,13 +33,9 @@ RUN_INFO_PREFIX = "vlmpath-run-"
 #: ``Metric.error`` of a failed asv case whose own message is unknown.
 NO_RESULT_ERROR = "failed (asv recorded no result)"
 
-# pytest-benchmark ``extra_info`` keys that carry a metric, and the unit each has.
-EXTRA_INFO_UNITS: Mapping[str, str] = {
-    "tok_per_s": "tok/s",
-    "accuracy": "fraction",
-    "syncs": "syncs",
-    "encoder_calls": "calls",
-}
+# pytest-benchmark ``extra_info`` keys that carry a metric, and the unit each has: the
+# metric table's routine metrics (``vlmpath.core.metrics``).
+EXTRA_INFO_UNITS: Mapping[str, str] = extra_info_units()
 
 
 @dataclass(frozen=True)
@@ -218,10 +216,8 @@ def _setting_text(v: Any) -> str:
 
 
 def backend_from_name(machine: str) -> str:
-    for prefix in ("cuda", "rocm"):
-        if machine.lower().startswith(prefix + "-"):
-            return prefix
-    return "cpu"
+    """The machine-name prefix's backend (the backend table, ``vlmpath.core.backends``)."""
+    return backend_from_machine(machine)
 
 
 def merge_runs(a: RunResults, b: RunResults) -> RunResults:

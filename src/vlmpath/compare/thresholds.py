@@ -3,7 +3,9 @@
 ``Thresholds`` is read from the packaged ``thresholds.yaml`` (the noise band is
 documented there) plus an optional user file (``--config``): per unit a direction and a
 comparison method (exact for deterministic counters and accuracy, a factor band for
-timings), per benchmark pattern an override.
+timings), per benchmark pattern an override. Direction and exactness are the metric
+table's (``vlmpath.core.metrics``); the yaml repeats them so a user file has one shape, and
+``table_disagreements`` (tested) keeps the two equal.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import yaml
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.metrics import METRIC_BY_UNIT
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,21 @@ class Thresholds:
     @classmethod
     def default(cls) -> Thresholds:
         return load_thresholds(None)
+
+
+def table_disagreements(th: Thresholds) -> list[str]:
+    """Where the thresholds' per-unit direction/exactness differ from the metric table
+    (``vlmpath.core.metrics``, the source of truth); empty when they agree. The packaged
+    yaml must agree (a test); a user ``--config`` may override on purpose."""
+    out = []
+    for unit, spec in METRIC_BY_UNIT.items():
+        rule = th.unit_rule(unit)
+        if rule is None:
+            out.append(f"unit {unit!r} ({spec.name}) has no rule")
+        elif (rule.direction, rule.exact) != (spec.direction, spec.exact):
+            out.append(f"unit {unit!r}: thresholds say {rule.direction}/{'exact' if rule.exact else 'banded'}, "
+                       f"the metric table says {spec.direction}/{'exact' if spec.exact else 'banded'}")
+    return out
 
 
 def _packaged_config() -> dict[str, Any]:

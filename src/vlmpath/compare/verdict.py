@@ -26,8 +26,7 @@ from vlmpath.compare.comparison import (  # noqa: F401 (re-exported: the compari
 from vlmpath.compare import dedupe, spread
 from vlmpath.compare.results import MachineRun, Metric, RunResults
 from vlmpath.compare.thresholds import Rule, Thresholds, UnitRule, load_thresholds  # noqa: F401 (re-exported)
-
-GPU_BACKENDS = frozenset({"cuda", "rocm"})
+from vlmpath.core.backends import GPU_BACKENDS, VENDOR_PAIR  # noqa: F401 (GPU_BACKENDS re-exported)
 
 # --- comparing ----------------------------------------------------------------------------
 
@@ -176,9 +175,12 @@ def _cross_vendor(base: RunResults, head: RunResults, cfg: Thresholds) -> tuple[
     def ratio(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None or b == 0 else a / b
 
+    # The pair is the backend table's (reference, other); the row's fields keep the names
+    # of today's pair (cuda_*: the reference, rocm_*: the other).
+    reference, other = VENDOR_PAIR
     rows: list[CrossVendorRow] = []
-    for cuda_h in by_backend(head, "cuda"):
-        for rocm_h in by_backend(head, "rocm"):
+    for cuda_h in by_backend(head, reference):
+        for rocm_h in by_backend(head, other):
             cuda_b, rocm_b = base.machine(cuda_h.machine), base.machine(rocm_h.machine)
             rocm_cases = {m.case: m for m in rocm_h.metrics}
             for cm in cuda_h.metrics:

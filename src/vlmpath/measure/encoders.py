@@ -16,7 +16,8 @@ models do (embed-path.md section 2, "Sources of rows != placeholder span"):
   data-dependent share of every later frame's tokens (those most similar to the same
   position in the previous frame), reporting the per-frame counts.
 
-Every encoder reports each item's true output row count in ``EncodeOutput.item_rows``.
+Every encoder reports each item's true output row count in ``EncodeOutput.item_rows``,
+and satisfies the ``Encoder`` protocol (``out_dim``, ``dtype``, ``expected_rows``, ``encode``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -62,6 +64,24 @@ class EncodeOutput:
     embeddings: torch.Tensor                      # [sum(item_rows), hidden]
     item_rows: tuple[int, ...]
     frame_rows: tuple[tuple[int, ...], ...] | None = None   # EVS: rows kept per frame
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """What the embedding routine, the encode strategies and the fidelity check need from a
+    vision encoder; every ``ENCODERS`` factory builds one (tests/test_encoder_protocol.py).
+    A new family is a class with these four members plus its registry entry."""
+
+    out_dim: int          # width of each output row (the text embedding width)
+    dtype: torch.dtype    # dtype of the output rows
+
+    def expected_rows(self, item: Item) -> int | None:
+        """Rows ``item`` will produce, when known before encoding (None: data-dependent)."""
+        ...
+
+    def encode(self, items: Sequence[Item]) -> EncodeOutput:
+        """Rows of ``items`` in input order, with each item's true row count."""
+        ...
 
 
 def _vision_classes():
@@ -311,7 +331,7 @@ ENCODERS: Registry[Callable] = Registry("encoder", {
 
 
 def build_encoder(name: str, scale: str, device: torch.device | str = "cpu", seed: int = 0,
-                  weights_dir: str | Path | None = None):
+                  weights_dir: str | Path | None = None) -> Encoder:
     """An encoder by registry name around a freshly built tower."""
     factory = ENCODERS[name]
     tower = build_vision_tower(scale, device, seed, weights_dir)

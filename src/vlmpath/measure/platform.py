@@ -21,6 +21,7 @@ from types import ModuleType
 import torch
 
 from vlmpath import __version__
+from vlmpath.core.backends import backend as backend_row
 
 MACHINE_ENV = "VLMPATH_MACHINE"
 # Words that say who made a device but not which device it is.
@@ -52,7 +53,7 @@ class Platform:
 
     @property
     def is_gpu(self) -> bool:
-        return self.backend in ("cuda", "rocm")
+        return backend_row(self.backend).is_gpu
 
 
 def detect_backend(torch_mod: ModuleType = torch) -> str:
@@ -115,10 +116,10 @@ def probe(torch_mod: ModuleType = torch, env: dict[str, str] | None = None) -> P
     env = os.environ if env is None else env
     backend = detect_backend(torch_mod)
     cpu = cpu_model()
+    device = backend_row(backend).device  # the backend table's device string
     if backend == "cpu":
-        device, device_name, arch, driver = "cpu", cpu, _pyplatform.machine(), None
+        device_name, arch, driver = cpu, _pyplatform.machine(), None
     else:
-        device = "cuda:0"
         device_name = torch_mod.cuda.get_device_name(0)
         props = torch_mod.cuda.get_device_properties(0)
         if backend == "rocm":

@@ -12,14 +12,20 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from vlmpath.core.metrics import unit_spec, units_with
+
 if TYPE_CHECKING:  # only a type: formatting must stay import-light
     from vlmpath.compare.verdict import Comparison
 
-#: Units ``fmt_value`` already shows through its suffix or its shape.
-_SELF_DESCRIBING = ("seconds", "bytes", "")
+#: Units ``fmt_value`` already shows through its suffix or its shape (the metric table's
+#: ``scaled`` units, and no unit).
+_SELF_DESCRIBING = units_with("scaled") + ("",)
 
 
 def _scaled(v: float, unit: str, digits: int) -> str:
+    # How a unit is shown is the metric table's ``fmt`` (``vlmpath.core.metrics``).
+    spec = unit_spec(unit)
+    shape = spec.fmt if spec is not None else "plain"
     if unit == "seconds":
         for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
             if abs(v) >= scale or scale == 1e-9:
@@ -28,9 +34,9 @@ def _scaled(v: float, unit: str, digits: int) -> str:
         for scale, suffix in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")):
             if abs(v) >= scale or scale == 1:
                 return f"{v / scale:.{digits}g} {suffix}"
-    if unit == "fraction":
+    if shape == "fraction":
         return f"{v:.{max(digits - 1, 2)}f}"
-    if unit in ("syncs", "calls") and float(v).is_integer():
+    if shape == "count" and float(v).is_integer():
         return f"{int(v)}"
     if abs(v) >= 10**digits:  # 9443 tok/s, not 9.44e+03
         return f"{v:.0f}"

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from vlmpath.compare.results import MachineRun, RunResults
+from vlmpath.core.backends import VENDOR_PAIR, backend
 from vlmpath.compare.verdict import (
     Thresholds,
     Verdict,
@@ -143,22 +144,23 @@ def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
 @styled
 def vendor_chart(run: RunResults | None) -> Figure:
     """Every GPU machine side by side for the same cases, one panel per headline benchmark."""
-    gpus = [m for m in (run.machines if run else ()) if m.backend in ("cuda", "rocm")]
+    gpus = [m for m in (run.machines if run else ()) if m.backend in VENDOR_PAIR]
     gpus.sort(key=lambda m: (m.backend, m.machine))
     benches = headline_benchmarks(x for m in gpus for x in m.metrics)
     fig = new_figure(10.0, 0.8 + 3.2 * max(1, len(benches)))
-    fig.suptitle("CUDA vs ROCm" + (f" @ {run.commit[:8]}" if run else ""), fontweight="bold")
+    ref, other = (backend(n) for n in VENDOR_PAIR)
+    fig.suptitle(f"{ref.label} vs {other.label}" + (f" @ {run.commit[:8]}" if run else ""), fontweight="bold")
     vendors = {m.backend for m in gpus}
-    if vendors != {"cuda", "rocm"}:
+    if vendors != set(VENDOR_PAIR):
         others = ", ".join(m.machine for m in (run.machines if run else ()) if m not in gpus)
         if vendors:
             have = next(iter(vendors))
-            lack = ({"cuda", "rocm"} - vendors).pop()
+            lack = (set(VENDOR_PAIR) - vendors).pop()
             add_note(fig, f"only {have.upper()} results ({', '.join(m.machine for m in gpus)}); "
-                          f"no {lack.upper() if lack == 'rocm' else 'CUDA'} machine has results "
+                          f"no {lack.upper()} machine has results "
                           "for this commit, so there is nothing to set beside them")
         else:
-            add_note(fig, "no CUDA or ROCm results" + (f" for commit {run.commit[:8]}" if run else " yet")
+            add_note(fig, f"no {ref.label} or {other.label} results" + (f" for commit {run.commit[:8]}" if run else " yet")
                      + (f" (CPU machines only: {others})" if others else ""))
     if not benches:
         draw_empty(fig.add_subplot(), "no GPU throughput results to compare")
@@ -187,14 +189,15 @@ def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str) -> None:
                 draw_failed_marker(ax, x)
                 continue
             ax.bar(x, m.value, width * 0.92, color=PALETTE[g_i % len(PALETTE)],
-                   hatch="" if g.backend == "cuda" else "//", edgecolor="black", linewidth=0.6)
-    cuda = [g for g in gpus if g.backend == "cuda"]
-    rocm = [g for g in gpus if g.backend == "rocm"]
+                   hatch=backend(g.backend).hatch, edgecolor="black", linewidth=0.6)
+    ref, other = (backend(n) for n in VENDOR_PAIR)
+    cuda = [g for g in gpus if g.backend == ref.name]
+    rocm = [g for g in gpus if g.backend == other.name]
     if len(cuda) == 1 and len(rocm) == 1:  # one pair: write the ratio over each group
         for c_i, p in enumerate(cases):
             c, r = per[cuda[0].machine].get(p), per[rocm[0].machine].get(p)
             if c is not None and r is not None and c.ok and r.ok and c.value:
-                ax.annotate(f"ROCm/CUDA {r.value / c.value:.2f}", (c_i, max(c.value, r.value)),
+                ax.annotate(f"{other.label}/{ref.label} {r.value / c.value:.2f}", (c_i, max(c.value, r.value)),
                             xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7)
     ax.set_ylim(0, top * 1.2)
     ax.set_xlim(-0.5, len(cases) - 0.5)
@@ -202,7 +205,7 @@ def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str) -> None:
     ax.set_xlabel("case (parameters)")
     ax.set_ylabel(f"{leaf_of(bench)} ({unit})\n{_direction(unit)}")
     ax.set_title(bench, loc="left")
-    handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch="" if g.backend == "cuda" else "//",
+    handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=backend(g.backend).hatch,
                      edgecolor="black", label=f"{g.machine} ({g.backend.upper()})")
                for i, g in enumerate(gpus)] + [fail_handle()]
     ax.legend(handles=handles, title="machine", loc="upper left", bbox_to_anchor=(1.01, 1.0))

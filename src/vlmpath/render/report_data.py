@@ -27,8 +27,9 @@ from vlmpath.compare.results import (
 from vlmpath.compare.verdict import Comparison, ComparisonReport, Thresholds, compare
 from vlmpath.core.asv_names import strip_kind
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.metrics import headline_units
 
-THROUGHPUT_UNITS = ("tok/s", "GB/s")
+THROUGHPUT_UNITS = headline_units()  # the metric table's headline rows: tok/s, GB/s
 DEFAULT_PATHS = ("encode", "inject", "hash", "embed")
 WORKLOAD_PARAMS = ("workload", "preset")  # the parameter that names the workload
 

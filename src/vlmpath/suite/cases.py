@@ -23,7 +23,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.core.metrics import METRICS
 from vlmpath.engines.reference import Pipeline
 from vlmpath.measure.workload import PRESETS, SCALES, Workload, preset
 from vlmpath.paths.count import COUNTERS, CountQuery
@@ -82,7 +84,7 @@ def bench_device(scale: str) -> str:
     plat = probe()
     if scale == "full" and not plat.is_gpu:
         # asv turns NotImplementedError raised in setup into "skipped" (n/a), not a failure.
-        raise NotImplementedError("scale 'full' needs a CUDA or ROCm device; this machine is CPU-only")
+        raise NotImplementedError(f"scale 'full' needs a {gpu_labels()} device; this machine is CPU-only")
     return plat.device
 
 
@@ -142,11 +144,10 @@ def embed_cases() -> tuple[RoutineCase, ...]:
 
 def record_summary(record) -> dict:
     """The numbers a routine benchmark reports, as a plain (picklable, torch-free) dict."""
+    # Every routine metric of the table (``vlmpath.core.metrics``) is a field of the record.
+    numbers = {m.name: getattr(record, m.name) for m in METRICS if m.routine}
     return {
-        "tok_per_s": record.tok_per_s,
-        "accuracy": record.accuracy,
-        "encoder_calls": record.encoder_calls,
-        "syncs": record.syncs,
+        **numbers,
         "encoder_syncs": record.encoder_syncs,
         "wall_s": record.wall_s,
         "samples": list(record.samples),
@@ -155,9 +156,8 @@ def record_summary(record) -> dict:
         # job, which runs bench_embed only, still gates the hash path.
         "hash_s": record.hash_s,
         "error": record.error,
-        # Peak memory (``vlmpath.measure.memory``): None = not measured, the reason beside it.
-        "peak_bytes": record.peak_bytes,
-        "reserved_bytes": record.reserved_bytes,
+        # Peak memory (``vlmpath.measure.memory``, table rows peak_bytes / reserved_bytes):
+        # None = not measured, the reason beside it.
         "memory_reason": (record.memory or {}).get("reason"),
     }
 

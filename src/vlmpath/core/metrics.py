@@ -1,0 +1,147 @@
+"""Which numbers does vlmpath measure, and what does each one mean?
+
+The one metric table. A row (``MetricSpec``) says, for one named number: its unit, which
+way is better, whether it is compared exactly (deterministic counters, accuracy) or within
+a noise band (timings), how it is shown, whether charts lead with it, and which routine
+benchmarks report it. The comparison's packaged ``thresholds.yaml`` must agree with the
+table on direction and exactness (tests/test_metric_table.py), the renderers format by it,
+the pytest-benchmark reader and the mirror suite take their ``extra_info`` keys from it, and
+the asv suite generates its twin ``track_<name>`` methods from it.
+
+Adding a metric: one row here, plus its measurement (a field of ``suite.measure``'s record,
+or a hand-written ``track_`` method for a benchmark of its own).
+
+asv's own prefixes imply two more units (``time_`` seconds, ``peakmem_``/``mem_`` bytes):
+``IMPLIED_UNITS`` lists them so the unit view (``unit_spec``) covers every unit the suite
+produces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+#: How a value is shown: ``scaled`` (seconds -> ms/µs/ns, bytes -> KiB/MiB/GiB), ``count``
+#: (a whole number when it is one), ``fraction`` (fixed decimals), ``plain`` (significant
+#: digits, large values without exponent).
+FORMATS = ("scaled", "count", "fraction", "plain")
+
+#: The routine benchmark paths (``suite.cases.RoutineCase.path``).
+ROUTINE_PATHS = ("encode", "embed")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One measured number's meaning.
+
+    ``name`` is the key in a measured case's summary, in pytest-benchmark ``extra_info``
+    and the suffix of its asv ``track_`` method. ``routine`` names the routine benchmark
+    paths whose ``*Metrics``/``*Routine`` classes report it (a generated method each).
+    ``report_failed``: reported even when the case failed (the lower accuracy IS the
+    finding); otherwise a failed case raises (a failed strategy made fewer encoder calls,
+    which must not read as an improvement). ``may_be_unmeasured``: None means "this device
+    (or an older package) has no counter for it": asv skips it, never a 0
+    (``suite.cases.require_measured``).
+    """
+
+    name: str
+    unit: str
+    direction: str  # "higher" | "lower"
+    exact: bool
+    fmt: str
+    headline: bool
+    description: str
+    routine: tuple[str, ...] = ()
+    report_failed: bool = False
+    may_be_unmeasured: bool = False
+
+    def __post_init__(self) -> None:
+        # Programmer errors in the table itself: fail at import, loudly.
+        if self.direction not in ("higher", "lower"):
+            raise ValueError(f"metric {self.name}: direction must be 'higher' or 'lower', got {self.direction!r}")
+        if self.fmt not in FORMATS:
+            raise ValueError(f"metric {self.name}: fmt must be one of {FORMATS}, got {self.fmt!r}")
+        if not set(self.routine) <= set(ROUTINE_PATHS):
+            raise ValueError(f"metric {self.name}: routine paths {self.routine} not in {ROUTINE_PATHS}")
+
+    @property
+    def track_method(self) -> str:
+        return f"track_{self.name}"
+
+
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec("tok_per_s", "tok/s", "higher", False, "plain", True,
+               "multimodal tokens embedded per second over device-timed steps (median of the timed passes)",
+               routine=("encode", "embed")),
+    MetricSpec("accuracy", "fraction", "higher", True, "fraction", False,
+               "share of items whose placed rows match their golden rows",
+               routine=("encode", "embed"), report_failed=True),
+    MetricSpec("syncs", "syncs", "lower", True, "count", False,
+               "host-device synchronisations outside the vision tower",
+               routine=("embed",)),
+    MetricSpec("encoder_calls", "calls", "lower", True, "count", False,
+               "vision-tower forward calls over the whole schedule",
+               routine=("encode", "embed")),
+    MetricSpec("bandwidth_fraction", "ratio", "higher", False, "plain", False,
+               "injection bandwidth as a fraction of a plain copy of the same rows (a timing ratio)"),
+    MetricSpec("copy_bandwidth", "GB/s", "higher", False, "plain", True,
+               "plain-copy bandwidth of the injected rows, the reference of bandwidth_fraction"),
+    # Peak memory of one pass (vlmpath.measure.memory); its band is a thresholds.yaml rule.
+    MetricSpec("peak_bytes", "bytes", "lower", False, "scaled", False,
+               "peak allocated bytes of one pass (allocator counter on a GPU, live tensors on CPU)",
+               routine=("encode", "embed"), may_be_unmeasured=True),
+    MetricSpec("reserved_bytes", "bytes", "lower", False, "scaled", False,
+               "peak bytes the allocator reserved during one pass",
+               routine=("encode", "embed"), may_be_unmeasured=True),
+)
+
+#: Units asv implies by a benchmark's prefix (no row of their own: ``time_``, ``peakmem_``).
+IMPLIED_UNITS: tuple[MetricSpec, ...] = (
+    MetricSpec("time", "seconds", "lower", False, "scaled", False, "wall-clock time of the timed call"),
+    MetricSpec("peakmem", "bytes", "lower", False, "scaled", False, "peak resident memory of the benchmark process"),
+)
+
+METRIC_BY_NAME: Mapping[str, MetricSpec] = MappingProxyType({m.name: m for m in METRICS})
+
+
+def by_unit(rows: tuple[MetricSpec, ...]) -> Mapping[str, MetricSpec]:
+    """unit -> the first row with it; rows sharing a unit must agree (else ValueError)."""
+    out: dict[str, MetricSpec] = {}
+    for m in rows:
+        seen = out.get(m.unit)
+        # A unit's meaning must be one: two rows with one unit must agree on what the
+        # comparison and the formatter read from the unit.
+        if seen is not None and (seen.direction, seen.exact, seen.fmt) != (m.direction, m.exact, m.fmt):
+            raise ValueError(f"metrics {seen.name} and {m.name} share unit {m.unit!r} but disagree")
+        out.setdefault(m.unit, m)
+    return MappingProxyType(out)
+
+
+#: The first row per unit (rows sharing a unit agree: checked above).
+METRIC_BY_UNIT: Mapping[str, MetricSpec] = by_unit(METRICS + IMPLIED_UNITS)
+
+
+def unit_spec(unit: str) -> MetricSpec | None:
+    return METRIC_BY_UNIT.get(unit)
+
+
+def units_with(fmt: str) -> tuple[str, ...]:
+    return tuple(u for u, m in METRIC_BY_UNIT.items() if m.fmt == fmt)
+
+
+def headline_units() -> tuple[str, ...]:
+    """Units of the headline (throughput) metrics, in table order."""
+    return tuple(dict.fromkeys(m.unit for m in METRICS if m.headline))
+
+
+def extra_info_units() -> Mapping[str, str]:
+    """pytest-benchmark ``extra_info`` key -> unit: the routine metrics."""
+    return MappingProxyType({m.name: m.unit for m in METRICS if m.routine})
+
+
+def routine_metrics(path: str) -> tuple[MetricSpec, ...]:
+    """The metrics a routine path's benchmark class reports, in table order."""
+    if path not in ROUTINE_PATHS:
+        raise ValueError(f"unknown routine path {path!r}: use one of {ROUTINE_PATHS}")
+    return tuple(m for m in METRICS if path in m.routine)

@@ -1,0 +1,46 @@
+"""Every registered encoder satisfies the Encoder protocol (vlmpath.measure.encoders), and
+does what the protocol's members promise: rows of out_dim in dtype, one count per item,
+the expected count when it is known up front."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vlmpath.measure.encoders import ENCODERS, EncodeOutput, Encoder
+from vlmpath.measure.workload import MediaSpec, RequestSpec, build_requests
+
+
+def _items():
+    (req,) = build_requests([RequestSpec((3, MediaSpec("image", ((1, 4, 6),)), 2,
+                                          MediaSpec("video", ((2, 8, 4),))))], vocab_size=100, seed=5)
+    return req.items
+
+
+@pytest.mark.parametrize("name", sorted(ENCODERS))
+def test_each_registered_encoder_is_an_encoder(session, name):
+    enc = session.encoder(name, "tiny")
+    assert isinstance(enc, Encoder)
+    assert isinstance(enc.out_dim, int) and enc.out_dim > 0 and isinstance(enc.dtype, torch.dtype)
+    items = _items()
+    out = enc.encode(items)
+    assert isinstance(out, EncodeOutput) and len(out.item_rows) == len(items)
+    assert out.embeddings.shape == (sum(out.item_rows), enc.out_dim) and out.embeddings.dtype == enc.dtype
+    for it, rows in zip(items, out.item_rows):
+        expected = enc.expected_rows(it)
+        assert expected is None or expected == rows
+
+
+def test_a_class_missing_a_member_is_not_an_encoder():
+    class NoCount:  # planted: lacks expected_rows
+        out_dim, dtype = 8, torch.float32
+
+        def encode(self, items):
+            raise AssertionError("not called")
+
+    class Full(NoCount):
+        def expected_rows(self, item):
+            return None
+
+    assert not isinstance(NoCount(), Encoder)
+    assert isinstance(Full(), Encoder)

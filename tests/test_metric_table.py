@@ -1,0 +1,186 @@
+"""The metric table (vlmpath.core.metrics) is the one place a metric is spelled out: the
+comparison's thresholds agree with it, the readers, the formatter, the case summary and
+the asv suite's twin track_ methods are derived from it."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from vlmpath.compare.pytest_results import EXTRA_INFO_UNITS
+from vlmpath.compare.thresholds import Thresholds, UnitRule, table_disagreements
+from vlmpath.core import metrics
+from vlmpath.core.metrics import METRICS, MetricSpec, by_unit, routine_metrics
+from vlmpath.render.fmt import fmt_value, fmt_with_unit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_packaged_thresholds_agree_with_the_table():
+    assert table_disagreements(Thresholds.default()) == []
+
+
+def test_a_flipped_direction_or_exactness_is_caught():
+    base = Thresholds.default()
+    units = dict(base.units)
+    units["calls"] = UnitRule("higher", True)  # planted: more encoder calls would look better
+    units["tok/s"] = UnitRule("higher", True)  # planted: tok/s compared exactly
+    flipped = dataclasses.replace(base, units=tuple(sorted(units.items())))
+    found = table_disagreements(flipped)
+    assert len(found) == 2 and any("'calls'" in f for f in found) and any("'tok/s'" in f for f in found)
+    units.pop("syncs")
+    missing = dataclasses.replace(base, units=tuple(sorted(units.items())))
+    assert any("'syncs'" in f and "no rule" in f for f in table_disagreements(missing))
+
+
+def test_bad_rows_are_refused():
+    with pytest.raises(ValueError, match="direction"):
+        MetricSpec("x", "u", "up", False, "plain", False, "d")
+    with pytest.raises(ValueError, match="fmt"):
+        MetricSpec("x", "u", "higher", False, "pretty", False, "d")
+    with pytest.raises(ValueError, match="routine"):
+        MetricSpec("x", "u", "higher", False, "plain", False, "d", routine=("prefill",))
+    a = MetricSpec("a", "u", "higher", False, "plain", False, "d")
+    assert by_unit((a, dataclasses.replace(a, name="b")))["u"] is a  # agreeing rows share a unit
+    with pytest.raises(ValueError, match="share unit"):
+        by_unit((a, dataclasses.replace(a, name="b", exact=True)))
+
+
+def test_readers_and_summary_take_their_keys_from_the_table():
+    from vlmpath.suite.cases import record_summary
+
+    routine = {m.name: m.unit for m in METRICS if m.routine}
+    assert dict(EXTRA_INFO_UNITS) == routine
+    assert set(routine) == {"tok_per_s", "accuracy", "syncs", "encoder_calls", "peak_bytes", "reserved_bytes"}
+
+    class Record:  # every routine metric is a field of the measured record
+        wall_s, samples, error, encoder_syncs, memory = 0.5, (0.1,), None, 0, None
+
+    for i, name in enumerate(routine):
+        setattr(Record, name, float(i))
+    summary = record_summary(Record())
+    assert {k: summary[k] for k in routine} == {n: float(i) for i, n in enumerate(routine)}
+
+
+def test_the_formatter_follows_the_table():
+    assert fmt_value(3.0, "calls") == "3" and fmt_value(3.0, "syncs") == "3"
+    assert fmt_value(0.5, "fraction") == "0.50"
+    assert fmt_value(3.0, "tok/s") == "3"  # plain: significant digits, not a count
+    assert fmt_value(3.5, "tok/s") == "3.5"
+    assert fmt_with_unit(2.0, "seconds") == "2 s" and fmt_with_unit(2.0, "calls") == "2 calls"
+
+
+def test_headline_units_are_the_throughputs():
+    from vlmpath.render.report_data import THROUGHPUT_UNITS
+
+    assert THROUGHPUT_UNITS == metrics.headline_units() == ("tok/s", "GB/s")
+
+
+@pytest.fixture(scope="module")
+def suite():
+    sys.path.insert(0, str(ROOT))
+    try:
+        yield importlib.import_module("benchmarks.bench_encode"), importlib.import_module("benchmarks.bench_embed")
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+def test_the_suite_generates_one_track_method_per_routine_metric(suite):
+    encode, embed = suite
+    for cls, path in ((encode.EncodeMetrics, "encode"), (embed.EmbedRoutine, "embed")):
+        tracks = sorted(n for n in dir(cls) if n.startswith("track_"))
+        assert tracks == sorted(m.track_method for m in routine_metrics(path))
+        for m in routine_metrics(path):
+            assert getattr(cls, m.track_method).unit == m.unit
+    # The asv names history is keyed on stay as they were.
+    assert sorted(n for n in dir(encode.EncodeMetrics) if n.startswith("track_")) == \
+        ["track_accuracy", "track_encoder_calls", "track_peak_bytes", "track_reserved_bytes", "track_tok_per_s"]
+    assert "track_syncs" in dir(embed.EmbedRoutine)
+
+
+def test_a_hand_written_twin_is_refused(suite):
+    from benchmarks import _common
+
+    class Planted:
+        param_names = ("strategy", "preset")
+
+        def track_tok_per_s(self, cache, *params):
+            return 1.0
+
+    with pytest.raises(TypeError, match="generated from the metric table"):
+        _common.metric_tracks("encode")(Planted)
+
+    class Clean:
+        param_names = ("strategy", "preset")
+
+    assert hasattr(_common.metric_tracks("encode")(Clean), "track_encoder_calls")
+
+
+def test_generated_methods_fail_a_failed_case_except_accuracy(suite, monkeypatch):
+    from benchmarks import _common
+
+    encode, _ = suite
+    summary = {"tok_per_s": None, "accuracy": 0.5, "encoder_calls": 2, "syncs": 0, "error": "Boom: x"}
+    monkeypatch.setattr(_common, "case_summary", lambda case, cache: summary)
+    bench = encode.EncodeMetrics()
+    bench.case = None
+    assert bench.track_accuracy({}, "s", "p") == 0.5
+    with pytest.raises(RuntimeError, match="case failed"):
+        bench.track_encoder_calls({}, "s", "p")
+    summary["error"] = None  # an ok case: the number itself
+    assert bench.track_encoder_calls({}, "s", "p") == 2.0
+    with pytest.raises(NotImplementedError, match="peak_bytes not measured"):  # skipped, never 0
+        bench.track_peak_bytes({}, "s", "p")
+    summary["peak_bytes"] = 4096
+    assert bench.track_peak_bytes({}, "s", "p") == 4096.0
+
+
+#: main before the metric table: the hand-written track_ methods (memory ones included).
+PRE_TABLE_COMMIT = "0c048bb"
+
+
+@pytest.mark.e2e  # reads a git history
+def test_generated_methods_keep_the_hand_written_asv_versions(suite, tmp_path):
+    """asv drops stored results whose benchmark version (hash of the method's source)
+    differs: the generated methods must hash like the ones they replaced."""
+    import shutil
+    import subprocess
+
+    from asv_runner.benchmarks._base import get_source_code
+
+    old_pkg = tmp_path / "prebench"
+    shutil.copytree(ROOT / "benchmarks", old_pkg)
+    for f in ("bench_encode.py", "bench_embed.py"):
+        (old_pkg / f).write_text(subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{PRE_TABLE_COMMIT}:benchmarks/{f}"],
+            check=True, capture_output=True, text=True).stdout, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        old = importlib.import_module("prebench.bench_encode"), importlib.import_module("prebench.bench_embed")
+    finally:
+        sys.path.remove(str(tmp_path))
+    compared = 0
+    for new_mod, old_mod, cls in zip(suite, old, ("EncodeMetrics", "EmbedRoutine")):
+        new_cls, old_cls = getattr(new_mod, cls), getattr(old_mod, cls)
+        names = [n for n in dir(old_cls) if n.startswith("track_")]
+        assert names == [n for n in dir(new_cls) if n.startswith("track_")]
+        for n in names:
+            assert get_source_code([getattr(new_cls(), n)]) == get_source_code([getattr(old_cls(), n)]), n
+            compared += 1
+    assert compared == 11
+
+
+def test_the_history_source_carries_the_old_comment(suite, monkeypatch):
+    from benchmarks import _common, _compat
+
+    encode, _ = suite
+    spec = metrics.METRIC_BY_NAME["encoder_calls"]
+    kept = _common._history_source(spec, encode.EncodeMetrics)
+    assert kept.splitlines()[0] == "def track_encoder_calls(self, cache, strategy, preset):"
+    assert "must not read as an improvement" in kept
+    monkeypatch.setattr(_compat, "HISTORY_COMMENTS", {})  # planted: the comment forgotten
+    assert _common._history_source(spec, encode.EncodeMetrics) != kept
