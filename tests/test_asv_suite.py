@@ -85,7 +85,7 @@ def test_real_asv_run_records_units_samples_and_publishes(tmp_path):
         timing = got[("bench_inject.Count.time_count", (strategy, "many_small_images"))]
         assert len(timing.samples) >= 7, "asv's Mann-Whitney test needs >= 7 samples per side"
         assert timing.value > 0
-    assert len(got) == 6  # exactly the selection; unselected combinations are skipped
+    assert len(got) == 7  # exactly the selection (reserved skipped); unselected combinations are skipped
 
     pub = _asv("publish", "--config", str(cfg), home=tmp_path)
     assert pub.returncode == 0, pub.stdout[-3000:] + pub.stderr[-2000:]
