@@ -84,4 +84,4 @@ def test_an_engine_failure_is_a_failed_benchmark_with_the_engines_message(bench,
         b.track_tok_per_s(CACHE, "multi_region")
     (line,) = [json.loads(x) for x in log.read_text().splitlines()]
     assert line == {"benchmark": "bench_engine.Engine.track_tok_per_s", "params": {"preset": "multi_region"},
-                    "error": err}
+                    "param_names": ["preset"], "error": err}

@@ -64,8 +64,10 @@ class LiveTensorBytes(TorchDispatchMode):
         self.peak = 0
         self._storages: dict[tuple[str, int], list[int]] = {}  # key -> [nbytes, live tensors]
         # Weak references to the tracked tensors (a plain weakref with a callback is far
-        # cheaper per op than weakref.finalize); kept here so that the callbacks fire.
-        self._refs: set[weakref.ref] = set()
+        # cheaper per op than weakref.finalize); kept here so that the callbacks fire. Keyed
+        # by the ref's id, not a set of refs: equal-hash weakrefs to live tensors compare
+        # their referents, and Tensor.__eq__ is elementwise ("Boolean value ... ambiguous").
+        self._refs: dict[int, weakref.ref] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -89,10 +91,11 @@ class LiveTensorBytes(TorchDispatchMode):
             self.live += nbytes
             self.peak = max(self.peak, self.live)
         entry[1] += 1
-        self._refs.add(weakref.ref(t, partial(self._release, key)))
+        ref = weakref.ref(t, partial(self._release, key))
+        self._refs[id(ref)] = ref
 
     def _release(self, key: tuple[str, int], ref: weakref.ref) -> None:
-        self._refs.discard(ref)
+        self._refs.pop(id(ref), None)
         entry = self._storages.get(key)
         if entry is None:
             return
