@@ -357,12 +357,12 @@ def test_dashboard_page_links_charts_and_summary_and_leaves_asv_alone(real, tmp_
     html.mkdir()
     (html / "index.html").write_text("<html>asv</html>")
     out = write_report(real, tmp_path / "reports")
-    (tmp_path / "reports" / "summary.md").write_text("**No regressions** <b>\n| a | b |\n")
+    (tmp_path / "reports" / "summary.md").write_text("**No regressions** <b> on cpu\\-ci\n| a | b |\n")
     page = write_dashboard(html, tmp_path / "reports")
     text = page.read_text()
     assert page == html / "vlmpath" / "index.html"
     assert (html / "index.html").read_text() == "<html>asv</html>"
-    assert 'href="../index.html"' in text and "**No regressions** &lt;b&gt;" in text
+    assert 'href="../index.html"' in text and "<strong>No regressions</strong> &lt;b&gt; on cpu-ci" in text
     assert (html / "vlmpath" / "summary.md").is_file() and "summary.json" not in text
     for c in out.charts:
         for f in c.files:

@@ -141,7 +141,7 @@ def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.Path
             text = (where / LATEST_MD).read_text(encoding="utf-8", errors="replace")
             # The verdict line up front; the whole markdown (tables) folded below it.
             first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("<!--")), "")
-            parts.append(f'<p id="headline">{html.escape(first)}</p>')
+            parts.append(f'<p id="headline">{_inline_markdown(first)}</p>')
             parts.append(f'<details><summary>full summary.md</summary><pre id="summary">'
                          f"{html.escape(text)}</pre></details>")
     else:
@@ -155,6 +155,13 @@ def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.Path
     index = page_dir / "index.html"
     write_text_atomic(index, "\n".join(parts))
     return index
+
+
+def _inline_markdown(line: str) -> str:
+    """One markdown line as safe HTML: the summary's backslash escapes undone (``cpu\\-ci``),
+    everything escaped, then ``**bold**`` made bold (the verdict words), nothing else."""
+    plain = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~])", r"\1", line)
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(plain))
 
 
 def latest_summary_dir(reports: Path) -> Path:
