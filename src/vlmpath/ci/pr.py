@@ -178,7 +178,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
                         lambda: _run_side(runner, request(head_sha, head_wt, head_wt)), _log)
             else:
                 _run_side(runner, request(head_sha, head_wt, head_wt))
-            if interleave:
+            if interleave:  # the base was measured in the rounds: nothing reused
                 notes.append(f"{interleave} interleaved rounds (base, head, base, ...); timings judged on pairs")
             elif base_sha == head_sha:
                 reused = True
@@ -187,14 +187,14 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
                 why = "--rerun-base" if rerun_base else base_reuse_problem(
                     store, rdir, machine, base_sha, head_sha, bench=bench, quick=quick, scale=scale)
                 reused = why is None
-            if not reused:
-                notes.append(f"base {base_sha[:8]} measured: {why}")
-                with worktree(root, base_sha, tmp / "base") as base_wt:
-                    _run_side(runner, request(base_sha, base_wt, head_wt))
-            elif base_sha != head_sha:
-                notes.append(f"base results for {base_sha[:8]} on {machine} reused from a trusted run in "
-                             f"{store} (same options, toolchain and benchmark versions; --rerun-base "
-                             "measures it again)")
+                if not reused:
+                    notes.append(f"base {base_sha[:8]} measured: {why}")
+                    with worktree(root, base_sha, tmp / "base") as base_wt:
+                        _run_side(runner, request(base_sha, base_wt, head_wt))
+                else:
+                    notes.append(f"base results for {base_sha[:8]} on {machine} reused from a trusted run in "
+                                 f"{store} (same options, toolchain and benchmark versions; --rerun-base "
+                                 "measures it again)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
