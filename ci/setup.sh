@@ -66,28 +66,22 @@ fi
 PIP_CONSTRAINT=.venv/torch-constraint.txt "$VPY" -m pip install -q --disable-pip-version-check \
   -e ".[test]" -r ci/requirements-lint.txt
 
-if ! command -v valgrind >/dev/null 2>&1; then
+# Debian packages some tests need (root + apt only; else a warning naming what fails).
+apt_install() {  # PACKAGE WHY-IT-IS-NEEDED WHAT-FAILS-WITHOUT-IT
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing Debian's valgrind for the instruction-count gate"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null) \
-      || echo "setup: warning: valgrind could not be installed; instruction counts are unavailable" >&2
+    echo "setup: installing Debian's $1 for $2"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null) \
+      || echo "setup: warning: $1 could not be installed; $3" >&2
   else
-    echo "setup: warning: no valgrind and no root apt-get; install valgrind for instruction counts" >&2
+    echo "setup: warning: no $1 and no root apt-get; install $1 ($3)" >&2
   fi
+}
+if ! command -v valgrind >/dev/null 2>&1; then
+  apt_install valgrind "the instruction-count gate" "instruction counts are unavailable"
 fi
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing Debian's chromium for the dashboard browser test"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-      || echo "setup: warning: chromium could not be installed; the browser test will fail" >&2
-  else
-    echo "setup: warning: no chromium and no root apt-get; install chromium for the browser test" >&2
-  fi
+  apt_install chromium "the dashboard browser test" "the browser test will fail"
 fi
-# An sglang engine environment (issue 11), only when asked: VLMPATH_ENGINE_INSTALL=sglang==X
-# builds the cached engine env (`vlmpath engine install`: CPU torch 2.13 + torchvision
-# --no-deps, or this machine's GPU torch; sglang --no-deps and its import chain; ~2.5 GB,
-# ~2.5 min) so that the adapter tests (marker `engine`) run on it instead of skipping.
 if [ -n "${VLMPATH_ENGINE_INSTALL:-}" ]; then
   .venv/bin/vlmpath engine install "$VLMPATH_ENGINE_INSTALL"
 fi

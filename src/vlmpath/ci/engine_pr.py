@@ -22,7 +22,6 @@ real one is ``measure_engine``.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -41,6 +40,7 @@ from vlmpath.ci.pr_outputs import (
 )
 from vlmpath.ci.pr_side import _log
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.validate import json_lines
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
 
 RECORDS_SUBDIR = "records"
@@ -98,16 +98,7 @@ def read_records(path: Path, commit: str) -> list[dict]:
     if not path.is_file():
         raise VlmpathError(f"the measuring run for engine commit {commit[:8]} wrote no records ({path}): "
                            "see its log above; does `vlmpath measure --engine-src` work on that checkout?")
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError as exc:
-            raise VlmpathError(f"{path}:{n} is not JSON ({exc}); re-run the measurement") from None
-        out.append(rec)
-    return out
+    return json_lines(path.read_text(encoding="utf-8"), str(path), "; re-run the measurement")
 
 
 def _draw_pr_chart(out: Path, report) -> list[str]:

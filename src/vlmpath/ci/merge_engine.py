@@ -10,13 +10,13 @@ engine code, so every file is size-checked and every record validated before use
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from vlmpath.ci.engine_pr import RECORDS_SUBDIR
 from vlmpath.compare.records import RunResults
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.validate import json_lines
 
 MAX_RECORDS_BYTES = 16 << 20
 MAX_RECORDS = 10_000
@@ -33,13 +33,8 @@ def _records(path: Path, artifact: str) -> list[dict]:
     if path.stat().st_size > MAX_RECORDS_BYTES:
         raise VlmpathError(f"artifact {artifact}: {RECORDS_SUBDIR}/{path.name} is larger than {MAX_RECORDS_BYTES} bytes")
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError as exc:
-            raise VlmpathError(f"artifact {artifact}: {RECORDS_SUBDIR}/{path.name}:{n} is not JSON ({exc})") from None
+    where = f"artifact {artifact}: {RECORDS_SUBDIR}/{path.name}"
+    for n, rec in enumerate(json_lines(path.read_text(encoding="utf-8", errors="replace"), where, ""), 1):
         if not isinstance(rec, dict) or not isinstance(rec.get("workload"), str):
             raise VlmpathError(f"artifact {artifact}: {RECORDS_SUBDIR}/{path.name}:{n} is not a CaseRecord")
         for key in ("workload", "error"):

@@ -133,3 +133,20 @@ def check_output_files(*flag_paths: tuple[str, str | None]) -> None:
     for flag, path in flag_paths:
         if path:
             check_output_file(path, flag)
+
+
+def json_lines(text: str, where: str, fix: str) -> list:
+    """Every non-blank line of ``text`` parsed as JSON; a line that is not raises naming
+    ``where:line`` and ``fix``. The one JSON Lines reader (records of engine runs and of
+    untrusted artifacts alike); callers check what each value must be."""
+    import json
+
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except ValueError as exc:
+            raise VlmpathError(f"{where}:{n} is not JSON ({exc}){fix}") from None
+    return out
