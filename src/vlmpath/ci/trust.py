@@ -16,6 +16,13 @@
   ``--instructions`` is given and Valgrind is installed, ``instructions`` (one callgrind
   process counts every side; deterministic, so one count per side).
 
+The timing gates are judged twice: unpaired (``time``, ``tok/s``: the samples of each side
+as one pool, as a plain ``vlmpath ci pr`` judges asv's samples) and paired
+(``time (paired)``, ``tok/s (paired)``: pass i of a side against pass i of base, measured
+next to it, with the signed-rank test and the band, as ``vlmpath ci pr --interleave`` judges its
+rounds). The report also says how large each planted slowdown really landed
+(``realized``), since a calibration on a noisy machine is itself a measurement.
+
 The result: per gate and band, false regressions of the A/A rounds, detection per planted
 size, and the spread (MDE, A/A ratios); printed and written as JSON (``--json``). ``bands``
 lets one run evaluate several candidate bands on the same samples, which is how the CPU
@@ -47,19 +54,28 @@ def _unit_seconds(a: torch.Tensor, n: int = 200) -> float:
 
 
 def calibrate(one_pass: Callable[[Plant | None], float], steps: int, sizes: Sequence[float],
-              a: torch.Tensor, pairs: int = 5) -> dict[float, Plant]:
+              a: torch.Tensor, pairs: int = 12, corrections: int = 3) -> dict[float, Plant]:
     """Plants whose extra time is ``size`` x the pass's: a first guess from one unit's cost,
-    then one correction from interleaved plain/planted passes (medians: a neighbour's load
-    hits both alike)."""
+    then ``corrections`` rounds of interleaved plain/planted pass pairs. Each pair's ratio is
+    taken between neighbours in time and the median of those ratios is used, so a machine
+    that jumps between a fast and a slow state (this runner does, by 40%) moves both
+    passes of a pair alike instead of skewing a ratio of two separate medians. The order
+    within a pair alternates, so whatever the pass after another pass pays (caches) falls
+    on both sides."""
     plain = statistics.median(one_pass(None) for _ in range(3))
     unit = statistics.median(_unit_seconds(a) for _ in range(3))
     probe = Plant(0.25, max(1, round(0.25 * plain / unit / max(1, steps))))
-    base, planted = [], []
-    for _ in range(pairs):
-        base.append(one_pass(None))
-        planted.append(one_pass(probe))
-    got = statistics.median(planted) / statistics.median(base) - 1  # what probe's units cost
-    per_unit = max(got, 1e-6) / probe.per_step
+    for _ in range(corrections):
+        ratios = []
+        for i in range(pairs):
+            if i % 2:
+                plain, planted = one_pass(None), one_pass(probe)
+            else:
+                planted, plain = one_pass(probe), one_pass(None)
+            ratios.append(planted / plain)
+        got = statistics.median(ratios) - 1  # what probe's units cost, as a share of a pass
+        per_unit = max(got, 1e-6) / probe.per_step
+        probe = Plant(0.25, max(1, round(0.25 / per_unit)))
     return {s: Plant(s, max(1, round(s / per_unit))) for s in sizes}
 
 
@@ -114,8 +130,32 @@ def tally(tallies: dict, gate: str, band: float, cfg: Thresholds, base: Sequence
         t.detected[key] = t.detected.get(key, 0) + (p.verdict is Verdict.REGRESSION and not p.indicative)
 
 
-def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 8, sizes: Sequence[float] = SIZES,
-              bands: Sequence[float] = (0.5,), threads: int | None = None, scale: str = "tiny",
+def tally_paired(tallies: dict, gate: str, band: float, direction: str, base: Sequence[float],
+                 aa: Sequence[float], planted: dict[float, Sequence[float]]) -> None:
+    """The interleaved gate (``vlmpath ci pr --interleave``): sample i of a side is paired
+    with sample i of base, measured next to it in time, and judged by the signed-rank test over
+    the pairs plus the band (``compare.spread.paired_shift``, as ``compare.paired`` does
+    for rounds)."""
+    from vlmpath.compare.paired import P_THRESHOLD
+    from vlmpath.compare.spread import paired_shift
+
+    def regression(values: Sequence[float]) -> tuple[bool, float]:
+        r = paired_shift(base, values, p_threshold=P_THRESHOLD, factor=band)
+        worse = r.median_ratio < 1 if direction == "higher" else r.median_ratio > 1
+        return r.significant and worse, r.median_ratio
+
+    t = tallies.setdefault((f"{gate} (paired)", band), GateTally())
+    t.rounds += 1
+    false, ratio = regression(aa)
+    t.false_regressions += false
+    t.aa_ratios.append(ratio)
+    for size, values in planted.items():
+        key = f"{size:.0%}"
+        t.detected[key] = t.detected.get(key, 0) + regression(values)[0]
+
+
+def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, sizes: Sequence[float] = SIZES,
+              bands: Sequence[float] | None = None, threads: int | None = None, scale: str = "tiny",
               instructions: int = 0, log: Callable[[str], None] = print) -> dict:
     """The whole trust measurement (see the module docstring); returns the JSON report."""
     from vlmpath.core.errors import VlmpathError
@@ -129,10 +169,12 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 8, size
     t_start = time.monotonic()
     session = Session("cpu")
     base_cfg = Thresholds.default()
+    bands = tuple(bands) if bands else (base_cfg.cpu_factor,)  # default: the CPU band in use
     threads = cpu_threads(threads, "cpu")
     a = torch.randn(UNIT_N, UNIT_N, generator=torch.Generator().manual_seed(0))
     loads: list[float] = []
     tallies: dict = {}
+    realized: dict[str, list[float]] = {f"{s:.0%}": [] for s in sizes}
     with pinned(threads) as in_effect:
         prep = prepare(preset, DEFAULT_PIPELINE.hash, scale, session)
         wl, steps = prep.workload, prep.workload.steps
@@ -153,17 +195,22 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 8, size
                 if warning := load_warning(load):
                     log(f"trust: WARNING: {warning}")
             # Interleave the sides pass by pass: drift within the round hits them alike.
+            # The order rotates every sample: a side that always ran right after base would
+            # inherit a position effect (measured: the pass after base ran 1-4% faster).
             sides: dict[str, list[float]] = {"base": [], "aa": [], **{f"{s}": [] for s in sizes}}
-            for _ in range(samples):
-                sides["base"].append(one_pass(None))
-                sides["aa"].append(one_pass(None))
-                for s in sizes:
-                    sides[f"{s}"].append(one_pass(plants[s]))
+            order = [("base", None), ("aa", None), *((f"{s}", plants[s]) for s in sizes)]
+            for i in range(samples):
+                for name, plant in order[i % len(order):] + order[:i % len(order)]:
+                    sides[name].append(one_pass(plant))
             tok = {k: [wl.prefill_tokens / x for x in v] for k, v in sides.items()}
+            for s in sizes:  # the slowdown that really landed: median ratio of neighbouring passes
+                realized[f"{s:.0%}"].append(statistics.median(p / b for p, b in zip(sides[f"{s}"], sides["base"])))
             for band in bands:
-                for gate, data in (("time", sides), ("tok/s", tok)):
+                for gate, data, direction in (("time", sides, "lower"), ("tok/s", tok, "higher")):
                     cfg = thresholds_with_band(base_cfg, band, gate)
-                    tally(tallies, gate, band, cfg, data["base"], data["aa"], {s: data[f"{s}"] for s in sizes})
+                    planted = {s: data[f"{s}"] for s in sizes}
+                    tally(tallies, gate, band, cfg, data["base"], data["aa"], planted)
+                    tally_paired(tallies, gate, band, direction, data["base"], data["aa"], planted)
             log(f"trust: round {r + 1}/{rounds}: base median {statistics.median(sides['base']):.4g} s, "
                 f"A/A {statistics.median(sides['aa']) / statistics.median(sides['base']):.3f}x, planted "
                 + ", ".join(f"{s:.0%} {statistics.median(sides[f'{s}']) / statistics.median(sides['base']):.3f}x"
@@ -186,6 +233,9 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 8, size
         "load_avg": {"min": min(loads), "max": max(loads)} if loads else None,
         "seconds": round(time.monotonic() - t_start, 1),
         "planted_units_per_step": {f"{s:.0%}": p.per_step for s, p in plants.items()},
+        # per size, each round's median ratio of neighbouring planted/base passes: the
+        # slowdown that really landed, so a detection rate can be read against it
+        "realized": {k: [round(x, 4) for x in v] for k, v in realized.items()},
         "instructions": ir,
         "gates": [{"gate": g, "band": b, **t.to_dict(sizes)} for (g, b), t in sorted(tallies.items())],
     }
@@ -212,6 +262,9 @@ def render(report: dict) -> str:
             f"threads {report['threads']} of {report['cores']} cores"
             + (f", load average {load['min']:.1f}-{load['max']:.1f}" if load else "")
             + f", {report['seconds']:.0f} s")
+    if report.get("realized") and any(report["realized"].values()):
+        head += "\nplanted slowdowns as landed (median over rounds of neighbouring-pass ratios): " + ", ".join(
+            f"{k} {statistics.median(v):.3f}x" for k, v in report["realized"].items() if v)
     return head + "\n" + text_table(["gate", "band", "false regressions", *(f"caught {s}" for s in sizes),
                                      "MDE (median)", "A/A ratio range"], rows)
 
@@ -223,7 +276,7 @@ def main_cli(a) -> int:
 
     from vlmpath.core import atomic
 
-    rep = run_trust(preset=a.preset, rounds=a.rounds, samples=a.samples, bands=a.band or (0.5,),
+    rep = run_trust(preset=a.preset, rounds=a.rounds, samples=a.samples, bands=a.band,
                     threads=a.threads, instructions=a.instructions, log=lambda m: print(m, file=sys.stderr))
     print(render(rep))
     if a.json:

@@ -5,8 +5,8 @@ process) in one time window, so a neighbour's load that comes and goes hits both
 a round alike. ``paired_report`` starts from the ordinary comparison of the last round
 (exact gates, failures, new/removed stay as they are) and re-judges every timing-like
 case (not exact, ok on both sides in every round) by pairing the rounds: each round's
-head/base ratio of the case's value (its median), then ``spread.paired_shift`` (a sign
-test over the rounds, and the band). Fewer than ``MIN_ROUNDS`` rounds cannot reach
+head/base ratio of the case's value (its median), then ``spread.paired_shift`` (a
+signed-rank test over the rounds, and the band). Fewer than ``MIN_ROUNDS`` rounds cannot reach
 p < ``P_THRESHOLD`` (the smallest two-sided p of n rounds is 2/2^n): such verdicts are
 indicative, like quick mode's.
 """
@@ -21,7 +21,7 @@ from vlmpath.compare.comparison import ComparisonReport, Verdict
 from vlmpath.compare.results import RunResults
 from vlmpath.compare.thresholds import Thresholds
 
-#: The sign test's level for paired rounds (its p moves in steps of 2/2^n).
+#: The signed-rank test's level for paired rounds (its smallest p at n rounds is 2/2^n).
 P_THRESHOLD = 0.05
 MIN_ROUNDS = 6
 
@@ -60,7 +60,7 @@ def paired_report(base_rounds: Sequence[RunResults], head_rounds: Sequence[RunRe
             rows.append(replace(c, verdict=verdict, method="paired", significant=r.p_value < P_THRESHOLD,
                                 indicative=c.indicative or n < MIN_ROUNDS,
                                 reason=f"{n} interleaved rounds: median head/base {r.median_ratio:.3f}, "
-                                       f"sign test p={r.p_value:.3g}"))
+                                       f"signed-rank p={r.p_value:.3g}"))
         machines.append(replace(mc, comparisons=tuple(rows)))
     note = f"base and head measured in {n} interleaved rounds (ABAB); timings judged on paired rounds"
     return replace(report, machines=tuple(machines), notes=report.notes + (note,))
