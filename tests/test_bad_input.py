@@ -121,8 +121,8 @@ def test_mixed_trace_routes_per_item_in_one_tower_call():
     from vlmpath.measure.traces import parse_trace_bytes
     from vlmpath.measure.workload import build_requests
 
-    specs = parse_trace_bytes(b'{"segments": [{"regions": [[224, 224]]}, {"image_grid": [1, 8, 8]}]}\n', "t")
-    items = build_requests(specs, 100, 0)[0].items
+    trace = parse_trace_bytes(b'{"segments": [{"regions": [[224, 224]]}, {"image_grid": [1, 8, 8]}]}\n', "t")
+    items = build_requests(trace.specs, 100, 0, trace.family)[0].items
     enc = build_encoder("multi_region", "tiny")
     out = enc.encode(items)
     assert out.item_rows == (64, 16) and out.embeddings.shape[0] == 80

@@ -10,8 +10,9 @@ from vlmpath.core.errors import LengthMismatchError
 from vlmpath.engines.reference import Pipeline
 from vlmpath.measure.cache import EmbeddingCache
 from vlmpath.measure.encoders import EncodeOutput
+from vlmpath.measure.families.qwen2_5_vl import REGION_TOKENS
 from vlmpath.measure.fidelity import TOLERANCES, relative_error
-from vlmpath.measure.workload import PRESETS, REGION_TOKENS
+from vlmpath.measure.workload import PRESETS
 from vlmpath.paths.encode import ENCODE_STRATEGIES, EncodeContext, RequestChunk
 
 QWEN_PRESETS = [p for p in PRESETS if p != "multi_region"]

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from vlmpath.core.errors import UnknownNameError, VlmpathError
-from vlmpath.measure.encoders import ENCODERS, TOWERS, build_vision_tower
+from vlmpath.measure.encoders import ENCODERS
+from vlmpath.measure.families.qwen2_5_vl import REGION_TOKENS, TOWERS, build_vision_tower
 from vlmpath.measure.fidelity import TOLERANCES, relative_error
 from vlmpath.measure.workload import (
-    REGION_TOKENS,
     MediaSpec,
     RequestSpec,
     build_requests,
@@ -115,7 +115,7 @@ def test_grid_thw_is_host_bookkeeping_on_cpu_and_device_resident_on_a_gpu():
     # transformers' tower multiplies position ids built from grid_thw with device
     # frequencies, so on a GPU the grid must live there; on a CPU run it stands for the
     # engine's host bookkeeping and must not be counted as syncs.
-    from vlmpath.measure.encoders import _grid_tensor
+    from vlmpath.measure.families.qwen2_5_vl import _grid_tensor
     from vlmpath.measure.syncs import is_host
     from vlmpath.measure.workload import preset
 

@@ -9,7 +9,7 @@ import torch
 
 from vlmpath.core.errors import LengthMismatchError
 from vlmpath.engines.reference import DEFAULT_PIPELINE, EvsBatchError, Pipeline
-from vlmpath.measure.encoders import EvsEncoder
+from vlmpath.measure.families.qwen2_5_vl import EvsEncoder, tokens_of_grid
 from vlmpath.measure.evs_layout import (
     EVS_TIMESTAMP,
     evs_kept_tokens,
@@ -135,7 +135,7 @@ def test_processor_presizes_to_the_pruned_total_with_an_even_split(runner):
     req, item = _evs_item(wl)
     t, h, w = item.grid_thw[0]
     per = h * w // 4
-    assert item.span == evs_kept_tokens(item.grid_thw[0]) == per + round(0.5 * (t - 1) * per)
+    assert item.span == evs_kept_tokens(t, tokens_of_grid((1, h, w))) == per + round(0.5 * (t - 1) * per)
     assert len(item.frame_tokens) == len(item.offsets) == t
     assert max(item.frame_tokens) - min(item.frame_tokens) <= 1
     for (_, b), (c, _) in zip(item.offsets, item.offsets[1:]):
@@ -197,7 +197,8 @@ def test_presized_total_disagreeing_with_the_encoder_is_a_length_mismatch(runner
     _, item = _evs_item(wl)
     base = runner.encoder("evs")
     greedy = EvsEncoder(base.qwen.tower, base.qwen.device, keep=0.75)  # keeps more than pre-sized
-    kept = evs_kept_tokens(item.grid_thw[0], 0.75)
+    t, h, w = item.grid_thw[0]
+    kept = evs_kept_tokens(t, tokens_of_grid((1, h, w)), 0.75)
     assert kept != item.span
     routine = runner.routine(wl, Pipeline(encode=encode), encoder=greedy)
     with pytest.raises(LengthMismatchError) as e:
@@ -264,4 +265,5 @@ def test_evs_preset_is_deterministic_and_full_scale_builds():
     assert torch.equal(a.requests[0].input_ids, b.requests[0].input_ids)
     full = preset(NAME, "full")
     (item,) = full.requests[0].items
-    assert item.span == evs_kept_tokens(item.grid_thw[0]) and len(full.steps) > 1
+    t, h, w = item.grid_thw[0]
+    assert item.span == evs_kept_tokens(t, tokens_of_grid((1, h, w))) and len(full.steps) > 1

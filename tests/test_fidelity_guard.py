@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from vlmpath.engines.reference import Pipeline
-from vlmpath.measure.encoders import build_vision_tower, is_norm
+from vlmpath.measure.families import is_norm
+from vlmpath.measure.families.qwen2_5_vl import build_vision_tower
 from vlmpath.measure.fidelity import (
     DegenerateGoldenError,
     check_golden,

@@ -29,6 +29,8 @@ json_values = st.recursive(
 SEGMENT_KEYS = st.sampled_from(["text", "image", "image_grid", "video_grid", "regions", "audio"])
 segments = st.lists(st.dictionaries(SEGMENT_KEYS, json_values, min_size=1, max_size=2), max_size=4)
 trace_objects = st.fixed_dictionaries({"segments": segments}, optional={"arrival": json_values})
+#: The optional first line naming the encoder (any value: an unknown name is an error).
+encoder_lines = st.fixed_dictionaries({"encoder": st.sampled_from(["qwen2_5_vl", "multi_region", "evs", "nope"]) | json_values})
 
 
 def _ok_or_own_error(fn, *args):
@@ -48,20 +50,20 @@ def test_trace_bytes(data):
 
 
 @FAST
-@given(st.lists(trace_objects | json_values, min_size=1, max_size=3))
+@given(st.lists(trace_objects | json_values | encoder_lines, min_size=1, max_size=3))
 def test_trace_json(objs):
     from vlmpath.measure.traces import check_trace_size, parse_trace_bytes
 
     data = "\n".join(json.dumps(o) for o in objs).encode()
-    specs = _ok_or_own_error(parse_trace_bytes, data, "t.jsonl")
-    if specs is not None:
-        _ok_or_own_error(check_trace_size, specs, "tiny", "t.jsonl")
+    trace = _ok_or_own_error(parse_trace_bytes, data, "t.jsonl")
+    if trace is not None:
+        _ok_or_own_error(check_trace_size, trace, "tiny", "t.jsonl")
 
 
 def test_trace_known_good_parses():
     from vlmpath.measure.traces import parse_trace_bytes
 
-    assert len(parse_trace_bytes(b'{"segments": [{"text": 3}, {"image": [28, 28]}]}\n', "t")) == 1
+    assert len(parse_trace_bytes(b'{"segments": [{"text": 3}, {"image": [28, 28]}]}\n', "t").specs) == 1
 
 
 # --- the failures file --------------------------------------------------------------------

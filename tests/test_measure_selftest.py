@@ -25,7 +25,8 @@ import pytest
 import torch
 
 from vlmpath.engines.reference import EmbedRoutine, Pipeline, text_table
-from vlmpath.measure.encoders import ENCODERS, TOWERS, build_vision_tower
+from vlmpath.measure.encoders import ENCODERS
+from vlmpath.measure.families.qwen2_5_vl import TOWERS, build_vision_tower
 from vlmpath.measure.fidelity import (
     TOLERANCES,
     Assembler,

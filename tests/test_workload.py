@@ -9,18 +9,17 @@ import pytest
 import torch
 
 from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.core.scales import check_scale
 from vlmpath.engines.reference import Pipeline
 from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.evs_layout import EVS_TIMESTAMP, evs_kept_tokens
+from vlmpath.measure.families.qwen2_5_vl import REGION_SEPARATOR, REGION_TOKENS, tokens_of_grid
 from vlmpath.measure.traces import load_trace
 from vlmpath.measure.workload import (
     PRESETS,
-    REGION_SEPARATOR,
-    REGION_TOKENS,
     MediaSpec,
     RequestSpec,
     build_requests,
-    check_scale,
     preset,
     schedule,
 )
@@ -291,7 +290,8 @@ def test_evs_preset_layout():
     wl = preset("evs_video")
     assert wl.model == "evs" and len(wl.requests) == 1
     (it,) = wl.requests[0].items
-    assert it.frame_tokens and sum(it.frame_tokens) == it.span == evs_kept_tokens(it.grid_thw[0])
+    t, h, w = it.grid_thw[0]
+    assert it.frame_tokens and sum(it.frame_tokens) == it.span == evs_kept_tokens(t, tokens_of_grid((1, h, w)))
     assert [b - a + 1 for a, b in it.offsets] == list(it.frame_tokens)
     assert all(c - b - 1 == EVS_TIMESTAMP for (_, b), (c, _) in zip(it.offsets, it.offsets[1:]))
     # Every other preset's items are not EVS.

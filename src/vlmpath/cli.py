@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from vlmpath.ci.commands import add_bisect, engine_options
 from vlmpath.ci.run_commands import add_ci, add_run, add_serve
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
 
 # Each entry adds one subcommand to the parser (see the _add_* functions below).
 # Filled in the order of ``vlmpath --help``; ci, run, serve and bisect (and ci alert) are
@@ -167,7 +168,7 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hash", action="append", metavar="NAME", help="hash path (repeatable)")
     p.add_argument("--pipeline", action="append", choices=["default", "legacy"],
                    help="a named pipeline instead of per-stage choices (repeatable)")
-    p.add_argument("--scale", default="tiny", choices=["tiny", "full"])
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
     p.add_argument("--repeat", type=int, default=3, help="timed passes per case (default 3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="torch device (default: cuda:0 if available, else cpu)")
@@ -189,7 +190,7 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="re-run one routine case under torch.profiler: Chrome trace + top operators")
     p.add_argument("case", help="PATH:VARIANT/PRESET, e.g. embed:default/many_small_images, encode:batched/video")
     p.add_argument("--engine", default="reference", help="routine to profile (default: reference)")
-    p.add_argument("--scale", default="tiny", choices=["tiny", "full"])
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
     p.add_argument("--passes", type=int, default=2, help="profiled passes after one warm-up (default 2)")
     p.add_argument("--top", type=int, default=15, help="operators to print (default 15)")
     p.add_argument("--out", default="profile-out", help="directory for the trace and ops JSON")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES
+
 
 def add_bisect(sub: argparse._SubParsersAction) -> None:
     """``vlmpath bisect``: the first commit in GOOD..BAD that regressed the selected cases."""
@@ -26,7 +28,7 @@ def add_bisect(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
     p.add_argument("--results-dir", default=None, help="asv results directory (reused; default .asv/results)")
     p.add_argument("--quick", action="store_true", help="one pass per benchmark")
-    p.add_argument("--scale", default=None, choices=["tiny", "full"], help="workload scale (default tiny)")
+    p.add_argument("--scale", default=None, choices=list(SCALES), help=f"workload scale (default {DEFAULT_SCALE})")
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
 
     def run(a: argparse.Namespace) -> int:

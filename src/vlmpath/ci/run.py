@@ -105,7 +105,7 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     """Run the asv suite once for one commit on this machine (see the module docstring)."""
     from vlmpath.ci.launch import engine_machine
     from vlmpath.measure.platform import machine_name, probe
-    from vlmpath.measure.workload import check_scale
+    from vlmpath.core.scales import check_scale
     from vlmpath.render import summary as summary_mod
 
     out = sys.stdout if out is None else out

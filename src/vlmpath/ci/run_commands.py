@@ -13,6 +13,7 @@ import sys
 
 from vlmpath.ci.commands import add_ci_commands, engine_options
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
 
 
 def add_ci(sub: argparse._SubParsersAction) -> None:
@@ -34,8 +35,8 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--quick", action="store_true", help="one pass per benchmark (smoke test)")
     pr.add_argument("--interleave", type=int, default=0, metavar="N",
                     help="run base and head alternately, N rounds (fresh process each), judge timings on pairs")
-    pr.add_argument("--scale", default=None, choices=["tiny", "full"],
-                    help="workload scale passed to `vlmpath run` (default: its default, tiny)")
+    pr.add_argument("--scale", default=None, choices=list(SCALES),
+                    help=f"workload scale passed to `vlmpath run` (default: its default, {DEFAULT_SCALE})")
     pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
     pr.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
     pr.add_argument("--results-dir", default=None,
@@ -99,7 +100,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="each benchmark once (smoke run; results saved)")
     p.add_argument("--bench", "-b", default=None, metavar="REGEX",
                    help="only benchmarks whose 'module.Class.method(params)' matches")
-    p.add_argument("--scale", default="tiny", choices=["tiny", "full"], help="full needs a GPU")
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
     p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
     p.add_argument("--results-dir", default=None, help="asv results dir (default .asv/results)")
     p.add_argument("--html-dir", default=None, help="published dashboard dir (default .asv/html)")

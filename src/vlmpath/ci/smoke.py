@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, check_scale, scale_help
 from vlmpath.render.summary import write_atomic as write_text_atomic
 from vlmpath.suite import cases
 
@@ -113,11 +114,11 @@ def timing_check(preset_name: str, scale: str, session) -> dict:
             "events_within_wall": events <= wall * 1.05}
 
 
-def run_smoke(out_dir: str | Path, scale: str = "tiny", presets: Sequence[str] | None = None,
+def run_smoke(out_dir: str | Path, scale: str = DEFAULT_SCALE, presets: Sequence[str] | None = None,
               device: str | None = None) -> dict:
     """Write ``syncs.json``, ``timing.json`` and ``smoke.json`` (both, plus the fingerprint)."""
     from vlmpath.measure.platform import probe
-    from vlmpath.measure.workload import PRESETS, check_scale
+    from vlmpath.measure.workload import PRESETS
     from vlmpath.suite.measure import Session
 
     check_scale(scale)
@@ -126,8 +127,8 @@ def run_smoke(out_dir: str | Path, scale: str = "tiny", presets: Sequence[str] |
         if p not in PRESETS:
             raise VlmpathError(f"unknown preset {p!r} for the smoke run: choose from {', '.join(PRESETS)}")
     plat = probe()
-    if scale == "full" and not plat.is_gpu:
-        raise VlmpathError("--scale full needs a CUDA or ROCm device; use --scale tiny on a CPU")
+    if SCALES[scale].gpu and not plat.is_gpu:
+        raise VlmpathError(f"--scale {scale} needs a CUDA or ROCm device; use --scale {DEFAULT_SCALE} on a CPU")
     session = Session(device or plat.device)
     out = Path(out_dir)
     syncs = sync_checks(presets, scale, session)
@@ -142,7 +143,7 @@ def run_smoke(out_dir: str | Path, scale: str = "tiny", presets: Sequence[str] |
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m vlmpath.ci.smoke", description=__doc__.splitlines()[0])
     p.add_argument("out_dir")
-    p.add_argument("--scale", default="tiny", choices=["tiny", "full"])
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
     p.add_argument("--preset", action="append", help="preset (repeatable; default: the headline presets)")
     a = p.parse_args(argv)
     try:

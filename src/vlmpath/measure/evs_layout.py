@@ -9,8 +9,8 @@ between frames and an even initial split; the item records that split in
 re-lays the frames inside the same length (``evs_relayout`` for the offsets,
 ``evs_relayout_ids`` for the token ids).
 
-The item types live in ``workload``, which builds EVS prompts with these helpers; this
-module imports it only inside functions (no import cycle).
+The item types live in ``items``; ``workload`` builds EVS prompts with these helpers and
+the family's tokens per frame (this module knows no model family).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 import torch
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.measure.items import MERGE
 
 if TYPE_CHECKING:
     from vlmpath.measure.items import Item
@@ -31,12 +30,12 @@ EVS_TIMESTAMP = 2       # timestamp text tokens between the frames of an EVS vid
 EVS_KEEP = 0.5          # share of the tokens of frames 1.. that EVS keeps (the encoder's default)
 
 
-def evs_kept_tokens(grid: Sequence[int], keep: float = EVS_KEEP) -> int:
-    """Tokens an EVS video keeps: frame 0 whole plus ``round(keep * (t - 1) * per_frame)``
-    of the later frames (Python's ``round``, exactly as ``EvsEncoder`` rounds)."""
-    t, h, w = grid
-    per = h * w // (MERGE * MERGE)
-    return per if t == 1 else per + round(keep * (t - 1) * per)
+def evs_kept_tokens(frames: int, per_frame: int, keep: float = EVS_KEEP) -> int:
+    """Tokens an EVS video of ``frames`` temporal patches, ``per_frame`` tokens each (the
+    family's tokens of one ``(1, h, w)`` grid), keeps: frame 0 whole plus
+    ``round(keep * (frames - 1) * per_frame)`` of the later frames (Python's ``round``,
+    exactly as ``EvsEncoder`` rounds)."""
+    return per_frame if frames == 1 else per_frame + round(keep * (frames - 1) * per_frame)
 
 
 def even_split(total: int, parts: int) -> tuple[int, ...]:

@@ -1,8 +1,14 @@
 """How is a trace of real traffic replayed as a workload?
 
-Trace format, one JSON object per line::
+Trace format, one JSON object per line, after an optional first line naming the encoder::
 
+    {"encoder": "qwen2_5_vl"}
     {"arrival": 0, "segments": [{"text": 20}, {"image": [448, 448]}, {"text": 8}]}
+
+The encoder's model family turns image sizes into patch grids and grids into placeholder
+tokens (``encoders.family_of``); an unknown name is one error listing the encoders. A trace
+without the line runs on ``qwen2_5_vl``, or on its family's regions encoder
+(``multi_region``) when it has a ``regions`` item, as traces did before they named one.
 
 A segment is ``{"text": n}`` (n text tokens), ``{"image": [height_px, width_px]}``,
 ``{"image_grid": [t, h, w]}`` (patches), ``{"video_grid": [t, h, w]}`` or
@@ -17,9 +23,11 @@ file, UTF-8; per scale, vision patches per item (tiny 4096: a 896 x 896 px image
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
-from vlmpath.core.errors import VlmpathError
+from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.core.scales import check_scale
 from vlmpath.core.validate import (
     LIMITS,
     MAX_TRACE_BYTES,
@@ -28,20 +36,29 @@ from vlmpath.core.validate import (
     check_int,
     check_number,
 )
+from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.measure.encoders import DEFAULT_ENCODER, family_of
+from vlmpath.measure.families import Family
 from vlmpath.measure.workload import (
-    REGION_SEPARATOR,
-    REGION_TOKENS,
     SHAPES,
     MediaSpec,
     RequestSpec,
     Workload,
     build_requests,
     build_workload,
-    check_grid,
-    check_scale,
-    grid_for_image,
-    tokens_of_grid,
 )
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A trace's request specs (arrival order) and the encoder they run on."""
+
+    encoder: str
+    specs: tuple[RequestSpec, ...]
+
+    @property
+    def family(self) -> Family:
+        return family_of(self.encoder)
 
 
 def _px(val, what: str) -> tuple[int, int]:
@@ -50,15 +67,24 @@ def _px(val, what: str) -> tuple[int, int]:
     return (check_int(val[0], f"{what} height", lo=1), check_int(val[1], f"{what} width", lo=1))
 
 
-def parse_trace_line(line: str, where: str) -> tuple[float, RequestSpec]:
-    """One trace line to ``(arrival, spec)``; ``where`` ("file:line") goes into errors.
-    Every number is checked (no booleans, at most ``MAX_TRACE_INT``) before any use."""
-    fix = ('expected {"arrival": 0, "segments": [{"text": 20}, {"image": [448, 448]}, ...]}')
+def _json_line(line: str, where: str, fix: str):
     try:
-        obj = json.loads(line)
+        return json.loads(line)
     except (json.JSONDecodeError, RecursionError) as exc:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         raise VlmpathError(f"{where}: not valid JSON ({msg}); {fix}") from None
+
+
+def parse_trace_line(line: str, where: str, family: Family | None = None,
+                     scale: str = DEFAULT_SCALE) -> tuple[float, RequestSpec]:
+    """One trace line to ``(arrival, spec)`` with ``family``'s arithmetic at ``scale``
+    (default: the family of ``DEFAULT_ENCODER``); ``where`` ("file:line") goes into errors.
+    Every number is checked (no booleans, at most ``MAX_TRACE_INT``) before any use."""
+    fam = family if family is not None else family_of(DEFAULT_ENCODER)
+    fix = ('expected {"arrival": 0, "segments": [{"text": 20}, {"image": [448, 448]}, ...]}')
+    obj = _json_line(line, where, fix)
+    if isinstance(obj, dict) and "encoder" in obj and "segments" not in obj:
+        raise VlmpathError(f'{where}: an {{"encoder": NAME}} line must be the first line of the trace')
     if not isinstance(obj, dict) or not isinstance(obj.get("segments"), list):
         raise VlmpathError(f"{where}: missing 'segments' list; {fix}")
     arrival = check_number(obj.get("arrival", 0), f"{where}: 'arrival'")
@@ -72,16 +98,18 @@ def parse_trace_line(line: str, where: str) -> tuple[float, RequestSpec]:
         if kind == "text":
             segs.append(check_int(val, f"{here}: text length"))
         elif kind == "image":
-            segs.append(MediaSpec("image", (grid_for_image(*_px(val, f"{here}: image")),)))
+            segs.append(MediaSpec("image", (fam.grid_for_image(*_px(val, f"{here}: image"), scale),)))
         elif kind in ("image_grid", "video_grid"):
-            grid = check_grid(val if isinstance(val, list) else [val], here)
+            grid = fam.check_grid(val if isinstance(val, list) else [val], here, scale)
             for v in grid:
                 check_int(v, f"{here}: each {kind} value", lo=1)
             segs.append(MediaSpec(kind.split("_")[0], (grid,)))
         elif kind == "regions":
+            if fam.region_tokens is None:
+                raise VlmpathError(f"{here}: model family {fam.name!r} has no multi-region items")
             if not (isinstance(val, list) and 0 < len(val) <= 64):
                 raise VlmpathError(f"{here}: regions is a non-empty list of at most 64 [height_px, width_px]")
-            grids = tuple(grid_for_image(*_px(r, f"{here}: region {j}")) for j, r in enumerate(val))
+            grids = tuple(fam.grid_for_image(*_px(r, f"{here}: region {j}"), scale) for j, r in enumerate(val))
             segs.append(MediaSpec("image", grids, regions=True))
         else:
             raise VlmpathError(f"{here}: unknown segment kind {str(kind)[:40]!r}: use text, image, "
@@ -89,13 +117,14 @@ def parse_trace_line(line: str, where: str) -> tuple[float, RequestSpec]:
     return arrival, RequestSpec(tuple(segs))
 
 
-def check_trace_size(specs: list[RequestSpec], scale: str, where: str) -> None:
+def check_trace_size(trace: Trace, scale: str, where: str) -> None:
     """Refuse a trace over the scale's stated limits (``vlmpath.core.validate.LIMITS``)."""
     lim = LIMITS[check_scale(scale)]
+    fam = trace.family
     fix = f"stay within the {scale} limits, or use --scale full on a GPU" if scale == "tiny" else \
         "split the trace"
     total_tokens = total_patches = 0
-    for n, spec in enumerate(specs):
+    for n, spec in enumerate(trace.specs):
         tokens = 0
         for seg in spec.segments:
             if isinstance(seg, int):
@@ -106,8 +135,8 @@ def check_trace_size(specs: list[RequestSpec], scale: str, where: str) -> None:
                 raise VlmpathError(f"{where}: request {n} has an item of {patches} vision patches, over "
                                    f"the {scale} limit of {lim.item_patches} per item; {fix}")
             total_patches += patches
-            tokens += ((REGION_TOKENS + REGION_SEPARATOR) * len(seg.grids) - REGION_SEPARATOR
-                       if seg.regions else sum(tokens_of_grid(g) for g in seg.grids))
+            tokens += ((fam.region_tokens + fam.region_separator) * len(seg.grids) - fam.region_separator
+                       if seg.regions else sum(fam.tokens_of_grid(g) for g in seg.grids))
         if tokens > lim.request_tokens:
             raise VlmpathError(f"{where}: request {n} has {tokens} prefill tokens, over the {scale} "
                                f"limit of {lim.request_tokens}; {fix}")
@@ -118,8 +147,37 @@ def check_trace_size(specs: list[RequestSpec], scale: str, where: str) -> None:
                            f"{lim.trace_patches} patches; {fix}")
 
 
-def parse_trace_bytes(data: bytes, name: str) -> list[RequestSpec]:
-    """A trace's bytes to its request specs in arrival order; ``VlmpathError`` otherwise."""
+def _named_encoder(line: str, where: str) -> str | None:
+    """The encoder an ``{"encoder": NAME}`` line names (None: ``line`` is a request)."""
+    obj = _json_line(line, where, 'the first line may be {"encoder": NAME}, then one request per line')
+    if not (isinstance(obj, dict) and "encoder" in obj):
+        return None
+    if set(obj) != {"encoder"} or not isinstance(obj["encoder"], str):
+        raise VlmpathError(f'{where}: the encoder line is {{"encoder": NAME}} alone, got {line.strip()[:80]}')
+    try:
+        family_of(obj["encoder"])
+    except UnknownNameError as exc:
+        raise VlmpathError(f"{where}: {exc}") from None
+    return obj["encoder"]
+
+
+def _trace_encoder(named: str | None, specs: list[RequestSpec], name: str) -> str:
+    """The named encoder, checked against the trace's items; unnamed: the default encoder,
+    or its family's regions encoder when a regions item needs it."""
+    fam = family_of(named or DEFAULT_ENCODER)
+    regions = any(isinstance(m, MediaSpec) and m.regions for s in specs for m in s.segments)
+    if named is None:
+        return fam.regions_encoder if regions else DEFAULT_ENCODER
+    if regions and named != fam.regions_encoder:
+        raise VlmpathError(f"trace file {name!r} has regions items, which encoder {named!r} does not read; "
+                           f"name {fam.regions_encoder!r} in its encoder line" if fam.regions_encoder else
+                           f"trace file {name!r} has regions items, which model family {fam.name!r} has not")
+    return named
+
+
+def parse_trace_bytes(data: bytes, name: str, scale: str = DEFAULT_SCALE) -> Trace:
+    """A trace's bytes to its encoder and request specs in arrival order, with the
+    encoder's family arithmetic at ``scale``; ``VlmpathError`` otherwise."""
     if len(data) > MAX_TRACE_BYTES:
         raise VlmpathError(f"trace file {name!r} is {len(data)} bytes, over the limit of "
                            f"{MAX_TRACE_BYTES}; split it")
@@ -129,43 +187,45 @@ def parse_trace_bytes(data: bytes, name: str) -> list[RequestSpec]:
         line = data[:exc.start].count(b"\n") + 1
         raise VlmpathError(f"{name}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset "
                            f"{exc.start}); save the trace as UTF-8 JSON Lines") from None
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    named = _named_encoder(lines[0][1], f"{name}:{lines[0][0]}") if lines else None
+    fam = family_of(named or DEFAULT_ENCODER)
     rows: list[tuple[float, int, RequestSpec]] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            if len(rows) >= MAX_TRACE_REQUESTS:
-                raise VlmpathError(f"trace file {name!r} holds more than {MAX_TRACE_REQUESTS} "
-                                   "requests; split it")
-            arrival, spec = parse_trace_line(line, f"{name}:{n}")
-            rows.append((arrival, n, spec))
+    for n, line in lines[1:] if named else lines:
+        if len(rows) >= MAX_TRACE_REQUESTS:
+            raise VlmpathError(f"trace file {name!r} holds more than {MAX_TRACE_REQUESTS} "
+                               "requests; split it")
+        arrival, spec = parse_trace_line(line, f"{name}:{n}", fam, scale)
+        rows.append((arrival, n, spec))
     if not rows:
         raise VlmpathError(f"trace file {name!r} holds no requests")
     rows.sort(key=lambda r: (r[0], r[1]))
-    return [s for _, _, s in rows]
+    specs = [s for _, _, s in rows]
+    return Trace(_trace_encoder(named, specs, name), tuple(specs))
 
 
-def read_trace(path: str | Path, scale: str | None = None) -> list[RequestSpec]:
-    """A JSONL trace's request specs in arrival order (cheap: builds no features); with a
-    ``scale``, also checked against that scale's size limits."""
+def read_trace(path: str | Path, scale: str | None = None) -> Trace:
+    """A JSONL trace's encoder and request specs in arrival order (cheap: builds no
+    features); with a ``scale``, also checked against that scale's size limits."""
     path = check_input_file(path, "trace file", 'pass trace:FILE.jsonl, one {"segments": [...]} per line')
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise VlmpathError(f"cannot read trace file {str(path)!r} ({exc.strerror}); check the path") from None
-    specs = parse_trace_bytes(data, str(path))
+    trace = parse_trace_bytes(data, str(path), check_scale(scale or DEFAULT_SCALE))
     if scale is not None:
-        check_trace_size(specs, scale, str(path))
-    return specs
+        check_trace_size(trace, scale, str(path))
+    return trace
 
 
-def load_trace(path: str | Path, scale: str = "tiny", seed: int = 0,
+def load_trace(path: str | Path, scale: str = DEFAULT_SCALE, seed: int = 0,
                chunk_size: int | None = None) -> Workload:
-    """Replay a JSONL trace (see the module docstring) as a workload. A trace with any
-    ``regions`` item runs on the multi-region encoder, which routes its plain images and
-    videos straight through the tower (rows per grid), as an engine serving both does."""
+    """Replay a JSONL trace (see the module docstring) as a workload on its encoder. The
+    multi-region encoder routes a trace's plain images and videos straight through the
+    tower (rows per grid), as an engine serving both does."""
     path = Path(path)
-    specs = read_trace(path, scale)
+    trace = read_trace(path, scale)
     shapes = SHAPES[check_scale(scale)]
-    model = "multi_region" if any(isinstance(m, MediaSpec) and m.regions for s in specs for m in s.segments) else "qwen2_5_vl"
-    requests = build_requests(specs, shapes.vocab, seed)
-    return build_workload(f"trace:{path.stem}", scale, model, requests,
+    requests = build_requests(trace.specs, shapes.vocab, seed, trace.family)
+    return build_workload(f"trace:{path.stem}", scale, trace.encoder, requests,
                           shapes.chunk if chunk_size is None else chunk_size, shapes.vocab, seed)

@@ -4,8 +4,10 @@ A ``Workload`` is a list of ``Request``s (token ids with placeholder spans and t
 ``Item``s that fill them) plus a chunked-prefill schedule. It mirrors the engine's data
 model (embed-path.md section 1): an item has a modality, a content hash, a pad value
 derived from the hash, one or more *inclusive* ``(start, end)`` offsets into the request's
-full token ids, and its processor output (Qwen2.5-VL ``pixel_values`` ``[patches, 1176]``
-plus ``grid_thw``; one grid row per image, video or region).
+full token ids, and its processor output (``pixel_values`` ``[patches, patch_dim]`` plus
+``grid_thw``; one grid row per image, video or region). The processor arithmetic (image ->
+grid, grid -> placeholder tokens, row width, region spans) is asked of the model family of
+the workload's encoder (``encoders.family_of``); this module imports no family.
 
 Workloads come from named presets (seeded, deterministic) at two scales, or from a JSONL
 trace of real traffic (``traces.load_trace``; ``catalog.workload_by_name`` resolves both).
@@ -15,12 +17,14 @@ traces share one builder. EVS videos are laid out by ``evs_layout``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import torch
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import check_scale
 from vlmpath.measure.content_hash import compute_pad_value, tensor_hash
 from vlmpath.measure.evs_layout import (
     EVS_TIMESTAMP,
@@ -28,23 +32,14 @@ from vlmpath.measure.evs_layout import (
     evs_kept_tokens,
     evs_layout,
 )
+from vlmpath.measure.encoders import DEFAULT_ENCODER, family_of
+from vlmpath.measure.families import Family, Grid
 from vlmpath.measure.items import (  # noqa: F401  (the data model, used and re-exported here)
-    MERGE,
-    PATCH,
-    PATCH_DIM,
-    REGION_SEPARATOR,
-    REGION_TOKENS,
-    SCALES,
-    TEMPORAL_PATCH,
     Item,
     Request,
     Step,
     StepEntry,
-    check_grid,
-    grid_for_image,
     iter_item_positions,
-    smart_resize,
-    tokens_of_grid,
 )
 
 
@@ -82,7 +77,7 @@ class MediaSpec:
 
     modality: str
     grids: tuple[tuple[int, int, int], ...]
-    regions: bool = False          # MiniCPM-like: one 64-token span per grid
+    regions: bool = False          # MiniCPM-like: one span of region_tokens per grid
     content_id: int | None = None  # equal ids give equal content (cache reuse)
     evs: bool = False              # EVS video: pre-sized to the pruned total, one range per frame
 
@@ -92,14 +87,17 @@ class RequestSpec:
     segments: tuple[int | MediaSpec, ...]   # ints are text lengths
 
 
-def _feature(grids: Sequence[tuple[int, int, int]], seed: int) -> torch.Tensor:
+def _feature(grids: Sequence[tuple[int, int, int]], seed: int, patch_dim: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     patches = sum(t * h * w for t, h, w in grids)
-    return torch.randn(patches, PATCH_DIM, generator=g)
+    return torch.randn(patches, patch_dim, generator=g)
 
 
-def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int) -> tuple[Request, ...]:
-    """Turn specs into requests: token ids, offsets, features, hashes and pad values."""
+def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int,
+                   family: Family | None = None) -> tuple[Request, ...]:
+    """Turn specs into requests: token ids, offsets, features, hashes and pad values, with
+    ``family``'s arithmetic (default: the family of ``DEFAULT_ENCODER``)."""
+    fam = family if family is not None else family_of(DEFAULT_ENCODER)
     gen = torch.Generator().manual_seed(seed)
     content: dict[int, torch.Tensor] = {}
     requests = []
@@ -118,13 +116,13 @@ def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int) -> 
                    else seed * 100_003 + rid * 1009 + k)
             feature = content.get(key)
             if feature is None:
-                feature = content[key] = _feature(seg.grids, key)
+                feature = content[key] = _feature(seg.grids, key, fam.patch_dim)
             h = tensor_hash(feature)  # sender-side hash, as the tokenizer process computes it
             pad = compute_pad_value(h)
             offsets = []
             frame_tokens: tuple[int, ...] = ()
             if seg.evs:
-                frame_tokens = _evs_frames(seg, rid)
+                frame_tokens = _evs_frames(seg, rid, fam)
                 n = sum(frame_tokens) + EVS_TIMESTAMP * (len(frame_tokens) - 1)
                 ids.append(torch.full((n,), pad, dtype=torch.int64))
                 offs, stamps = evs_layout(pos, frame_tokens)
@@ -134,15 +132,16 @@ def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int) -> 
                 offsets.extend(offs)
                 pos += n
             elif seg.regions:
+                region, sep = _region_tokens(fam, rid), fam.region_separator
                 for j in range(len(seg.grids)):
                     if j:
-                        ids.append(torch.randint(0, vocab_size, (REGION_SEPARATOR,), generator=gen))
-                        pos += REGION_SEPARATOR
-                    offsets.append((pos, pos + REGION_TOKENS - 1))
-                    ids.append(torch.full((REGION_TOKENS,), pad, dtype=torch.int64))
-                    pos += REGION_TOKENS
+                        ids.append(torch.randint(0, vocab_size, (sep,), generator=gen))
+                        pos += sep
+                    offsets.append((pos, pos + region - 1))
+                    ids.append(torch.full((region,), pad, dtype=torch.int64))
+                    pos += region
             else:
-                n = sum(tokens_of_grid(gr) for gr in seg.grids)
+                n = sum(fam.tokens_of_grid(gr) for gr in seg.grids)
                 offsets.append((pos, pos + n - 1))
                 ids.append(torch.full((n,), pad, dtype=torch.int64))
                 pos += n
@@ -153,14 +152,22 @@ def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int) -> 
     return tuple(requests)
 
 
-def _evs_frames(seg: MediaSpec, rid: int) -> tuple[int, ...]:
+def _region_tokens(fam: Family, rid: int) -> int:
+    if fam.region_tokens is None:
+        raise VlmpathError(f"request {rid}: model family {fam.name!r} has no multi-region items; "
+                           "use plain images, or an encoder of a family that has them")
+    return fam.region_tokens
+
+
+def _evs_frames(seg: MediaSpec, rid: int, fam: Family) -> tuple[int, ...]:
     """The processor's even initial split of an EVS video's expected total over its frames."""
     where = f"request {rid}: EVS video {seg.grids!r}"
     if seg.modality != "video" or seg.regions or len(seg.grids) != 1:
         raise VlmpathError(f"{where}: an EVS item is one video grid (modality 'video', no regions)")
     if seg.grids[0][0] < 2:
         raise VlmpathError(f"{where}: EVS needs at least 2 temporal patches (t >= 2) to prune")
-    split = even_split(evs_kept_tokens(seg.grids[0]), seg.grids[0][0])
+    t, h, w = seg.grids[0]
+    split = even_split(evs_kept_tokens(t, fam.tokens_of_grid((1, h, w))), t)
     if min(split) == 0:
         raise VlmpathError(f"{where}: the expected total {sum(split)} leaves a frame without tokens "
                            "in the even split; use a larger h x w")
@@ -228,46 +235,50 @@ def _text(gen: torch.Generator, shapes: ScaleShapes) -> int:
     return int(torch.randint(lo, hi + 1, (1,), generator=gen))
 
 
-def _image(px: int, content_id: int | None = None) -> MediaSpec:
-    return MediaSpec("image", (grid_for_image(px, px),), content_id=content_id)
-
-
-def _regions(n: int, shapes: ScaleShapes, variable: bool, gen: torch.Generator) -> MediaSpec:
+def _regions(n: int, shapes: ScaleShapes, variable: bool, gen: torch.Generator,
+             square: Callable[[int], Grid]) -> MediaSpec:
     grids = []
     for j in range(n):
-        # Slices differ in shape; the resampler still makes 64 rows of each.
+        # Slices differ in shape; the resampler still makes region_tokens rows of each.
         side = shapes.region_px if not variable or j == 0 else shapes.region_px // 2 * int(torch.randint(1, 3, (1,), generator=gen))
-        grids.append(grid_for_image(side, side))
+        grids.append(square(side))
     return MediaSpec("image", tuple(grids), regions=True)
 
 
-def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator) -> tuple[str, list[RequestSpec], int]:
+def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator,
+                  square: Callable[[int], Grid]) -> tuple[list[RequestSpec], int]:
+    """A preset's request specs and chunk size; ``square(px)`` is the family's grid of a
+    ``px`` x ``px`` image at the workload's scale."""
     t = lambda: _text(gen, shapes)  # noqa: E731 - a local shorthand
+
+    def _image(px: int, content_id: int | None = None) -> MediaSpec:
+        return MediaSpec("image", (square(px),), content_id=content_id)
+
     if name == "many_small_images":
         specs = [RequestSpec((t(), _image(shapes.small_px), t(), _image(shapes.small_px), t()))
                  for _ in range(shapes.n_small)]
-        return "qwen2_5_vl", specs, shapes.chunk
+        return specs, shapes.chunk
     if name == "few_large_images":
         specs = [RequestSpec((t(), _image(shapes.large_px), t())) for _ in range(2)]
-        return "qwen2_5_vl", specs, -1
+        return specs, -1
     if name == "video":
         specs = [RequestSpec((t(), MediaSpec("video", (shapes.video_grid,)), t())) for _ in range(2)]
-        return "qwen2_5_vl", specs, shapes.chunk
+        return specs, shapes.chunk
     if name == "multi_region":
         # The first request is a plain single-region image, so a batch-level gate that
         # looks only at the first item lets the multi-region items after it through.
-        specs = [RequestSpec((t(), _regions(1, shapes, False, gen), t()))]
-        specs += [RequestSpec((t(), _regions(n, shapes, True, gen), t())) for n in (3, 2, 4)]
-        specs += [RequestSpec((t(), _regions(1, shapes, False, gen), t()))]
-        return "multi_region", specs, shapes.chunk
+        specs = [RequestSpec((t(), _regions(1, shapes, False, gen, square), t()))]
+        specs += [RequestSpec((t(), _regions(n, shapes, True, gen, square), t())) for n in (3, 2, 4)]
+        specs += [RequestSpec((t(), _regions(1, shapes, False, gen, square), t()))]
+        return specs, shapes.chunk
     if name == "chunked_long":
         specs = [RequestSpec((t(), _image(shapes.region_px), t(), _image(shapes.region_px), t(),
                               _image(shapes.small_px), t())) for _ in range(2)]
-        return "qwen2_5_vl", specs, shapes.long_chunk
+        return specs, shapes.long_chunk
     if name == "cache_reuse":
         pool = [_image(shapes.small_px, content_id=9000 + k) for k in range(2)]
         specs = [RequestSpec((t(), pool[i % 2], t(), pool[(i + 1) % 2], t())) for i in range(6)]
-        return "qwen2_5_vl", specs, shapes.chunk
+        return specs, shapes.chunk
     if name == "mixed":
         specs = [
             RequestSpec((t(), _image(shapes.small_px), t())),
@@ -276,25 +287,24 @@ def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator) -> tuple
             RequestSpec((t(), MediaSpec("video", (shapes.video_grid,)), t())),
             RequestSpec((t(), _image(shapes.small_px, content_id=7000), t())),
         ]
-        return "qwen2_5_vl", specs, shapes.chunk
+        return specs, shapes.chunk
     if name == "evs_video":
         # One request: its frame re-layout rewrites the step's input ids, which the engine
         # supports only when that request is the whole batch. The long-prompt chunk size
         # puts step boundaries inside the video.
         specs = [RequestSpec((t(), MediaSpec("video", (shapes.evs_grid,), evs=True), t()))]
-        return "evs", specs, shapes.long_chunk
+        return specs, shapes.long_chunk
     raise AssertionError(name)  # guarded by PRESETS
 
 
-# New presets go at the end: a preset's seed derives from its index.
-PRESETS = ("many_small_images", "few_large_images", "video", "multi_region",
-           "chunked_long", "cache_reuse", "mixed", "evs_video")
-
-
-def check_scale(scale: str) -> str:
-    if scale not in SHAPES:
-        raise VlmpathError(f"unknown scale {scale!r}: choose one of {', '.join(SCALES)}")
-    return scale
+# Each preset's encoder: its family gives the preset's arithmetic. New presets go at the
+# end: a preset's seed derives from its index.
+PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
+    "many_small_images": "qwen2_5_vl", "few_large_images": "qwen2_5_vl", "video": "qwen2_5_vl",
+    "multi_region": "multi_region", "chunked_long": "qwen2_5_vl", "cache_reuse": "qwen2_5_vl",
+    "mixed": "qwen2_5_vl", "evs_video": "evs",
+})
+PRESETS = tuple(PRESET_ENCODERS)
 
 
 def preset(name: str, scale: str = "tiny", seed: int = 0) -> Workload:
@@ -304,9 +314,11 @@ def preset(name: str, scale: str = "tiny", seed: int = 0) -> Workload:
     if name not in PRESETS:
         raise UnknownNameError("workload preset", name, PRESETS)
     shapes = SHAPES[check_scale(scale)]
+    model = PRESET_ENCODERS[name]
+    fam = family_of(model)
     gen = torch.Generator().manual_seed(seed * 7919 + PRESETS.index(name))
-    model, specs, chunk = _preset_specs(name, shapes, gen)
-    requests = build_requests(specs, shapes.vocab, seed * 7919 + PRESETS.index(name))
+    specs, chunk = _preset_specs(name, shapes, gen, lambda px: fam.grid_for_image(px, px, scale))
+    requests = build_requests(specs, shapes.vocab, seed * 7919 + PRESETS.index(name), fam)
     return build_workload(name, scale, model, requests, chunk, shapes.vocab, seed)
 
 

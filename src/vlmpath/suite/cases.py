@@ -26,8 +26,9 @@ import torch
 from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.core.metrics import METRICS
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES
 from vlmpath.engines.reference import Pipeline
-from vlmpath.measure.workload import PRESETS, SCALES, Workload, preset
+from vlmpath.measure.workload import PRESETS, Workload, preset
 from vlmpath.paths.count import COUNTERS, CountQuery
 from vlmpath.paths.encode import ENCODE_STRATEGIES
 from vlmpath.paths.hashing import HASH_PATHS
@@ -56,7 +57,7 @@ HEADLINE_PRESETS: tuple[str, ...] = ("many_small_images", "few_large_images", "m
 def scale_from_env(env: Mapping[str, str] | None = None) -> str:
     """``VLMPATH_SCALE`` (default ``tiny``); an unknown value is an error naming the choices."""
     env = os.environ if env is None else env
-    scale = env.get(SCALE_ENV, "tiny") or "tiny"
+    scale = env.get(SCALE_ENV, DEFAULT_SCALE) or DEFAULT_SCALE
     if scale not in SCALES:
         raise VlmpathError(f"{SCALE_ENV}={scale!r} is not a scale: choose one of {', '.join(SCALES)}")
     return scale
@@ -82,9 +83,9 @@ def bench_device(scale: str) -> str:
     from vlmpath.measure.platform import probe
 
     plat = probe()
-    if scale == "full" and not plat.is_gpu:
+    if SCALES[scale].gpu and not plat.is_gpu:
         # asv turns NotImplementedError raised in setup into "skipped" (n/a), not a failure.
-        raise NotImplementedError(f"scale 'full' needs a {gpu_labels()} device; this machine is CPU-only")
+        raise NotImplementedError(f"scale {scale!r} needs a {gpu_labels()} device; this machine is CPU-only")
     return plat.device
 
 
@@ -237,7 +238,7 @@ def _busiest_step(wl: Workload):
 def inject_inputs(preset_name: str, scale: str = "tiny", device: str | torch.device = "cpu",
                   seed: int = 0) -> InjectInputs:
     """Inputs for the inject and count benchmarks (see ``InjectInputs``)."""
-    from vlmpath.measure.encoders import TOWERS
+    from vlmpath.measure.encoders import family_of
 
     if preset_name not in PRESETS:
         raise UnknownNameError("workload preset", preset_name, PRESETS)
@@ -248,10 +249,10 @@ def inject_inputs(preset_name: str, scale: str = "tiny", device: str | torch.dev
     pads = torch.tensor(sorted({it.pad_value for r in reqs for it in r.items}), dtype=torch.int64)
     mask = torch.isin(ids, pads).unsqueeze(-1)
     count = int(mask.sum())
-    cfg = TOWERS[scale]
+    cfg = family_of(wl.model).tower(scale)
     gen = torch.Generator().manual_seed(seed + 101)
-    dest = torch.randn(ids.shape[0], cfg.out_hidden_size, generator=gen).to(device=device, dtype=cfg.dtype)
-    rows = torch.randn(count, cfg.out_hidden_size, generator=gen).to(device=device, dtype=cfg.dtype)
+    dest = torch.randn(ids.shape[0], cfg.out_dim, generator=gen).to(device=device, dtype=cfg.dtype)
+    rows = torch.randn(count, cfg.out_dim, generator=gen).to(device=device, dtype=cfg.dtype)
     query = CountQuery(
         mask.to(device),
         tuple(e.prefix for e in step.entries),

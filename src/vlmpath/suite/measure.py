@@ -40,7 +40,7 @@ from vlmpath.engines.reference import (
 )
 from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.content_hash import HashStats
-from vlmpath.measure.encoders import ENCODERS, build_vision_tower
+from vlmpath.measure.encoders import family_of
 from vlmpath.measure.fidelity import Assembler, GoldenRows, golden_rows, score
 from vlmpath.measure.memory import NOT_MEASURED_NO_COUNT, PeakMemory, peak_memory
 from vlmpath.measure.pinning import load_average, pinned
@@ -117,7 +117,7 @@ class Session:
     def __init__(self, device: torch.device | str = "cpu", weights_dir: str | None = None):
         self.device = torch.device(device)
         self.weights_dir = weights_dir
-        self._towers: dict[str, torch.nn.Module] = {}
+        self._towers: dict[tuple[str, str], torch.nn.Module] = {}  # (family, scale)
         self._encoders: dict[tuple[str, str], object] = {}
         # Golden rows per encoder, keyed by content hash: shared by every case that sees
         # the same item (any preset, any pipeline).
@@ -126,9 +126,10 @@ class Session:
     def encoder(self, model: str, scale: str):
         key = (model, scale)
         if key not in self._encoders:
-            if scale not in self._towers:
-                self._towers[scale] = build_vision_tower(scale, self.device, weights_dir=self.weights_dir)
-            self._encoders[key] = ENCODERS[model](self._towers[scale], self.device, 0)
+            fam = family_of(model)  # its encoders share one tower per scale
+            if (fam.name, scale) not in self._towers:
+                self._towers[fam.name, scale] = fam.build_tower(scale, self.device, weights_dir=self.weights_dir)
+            self._encoders[key] = fam.encoders[model](self._towers[fam.name, scale], self.device, 0)
         return self._encoders[key]
 
     def golden(self, wl: Workload, encoder) -> dict[int, torch.Tensor]:
@@ -296,9 +297,10 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
     ``encode`` defaults to every non-known-bad strategy). Unknown names fail up front."""
     from itertools import product
 
+    from vlmpath.core.scales import check_scale
     from vlmpath.engines.reference import DEFAULT_PIPELINE, NAMED_PIPELINES
     from vlmpath.measure.traces import read_trace
-    from vlmpath.measure.workload import PRESETS, check_scale
+    from vlmpath.measure.workload import PRESETS
     from vlmpath.paths.encode import ENCODE_STRATEGIES
 
     check_scale(scale)
