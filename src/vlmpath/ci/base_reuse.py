@@ -33,8 +33,9 @@ from vlmpath.compare.asv_results import param_display, read_fingerprint
 from vlmpath.compare.records import RUN_INFO_PREFIX
 from vlmpath.core.atomic import write_text
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import DEFAULT_SCALE
 
-DEFAULT_SCALE = "tiny"  # what `vlmpath run` measures when --scale is not given
+# DEFAULT_SCALE (core.scales): what `vlmpath run` measures when --scale is not given
 
 
 def run_info_path(results_dir: Path, machine: str, commit: str) -> Path:

@@ -42,6 +42,7 @@ from vlmpath.ci.pr_side import _log
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.validate import json_lines
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
+from vlmpath.core.scales import DEFAULT_SCALE
 
 RECORDS_SUBDIR = "records"
 DEFAULT_WORKLOADS = ("multi_region", "many_small_images", "mixed")
@@ -124,7 +125,7 @@ def _default_machine() -> str:
 
 def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
                   out_dir: str | os.PathLike[str], subdir: str | None = None,
-                  workloads: Sequence[str] | None = None, scale: str = "tiny", repeat: int = 3,
+                  workloads: Sequence[str] | None = None, scale: str = DEFAULT_SCALE, repeat: int = 3,
                   engine_python: str | None = None, machine: str | None = None,
                   thresholds: str | os.PathLike[str] | None = None, fail_on_regression: bool = True,
                   charts: bool = True, measure: Measure | None = None) -> FlowResult:
@@ -219,6 +220,6 @@ def add_arguments(pr) -> None:
 def run_from_args(a) -> FlowResult:
     """``vlmpath ci pr --engine-src``: the parsed namespace as a ``run_engine_pr`` call."""
     return run_engine_pr(a.engine_src, a.base, a.head, out_dir=a.out, subdir=a.engine_subdir,
-                         workloads=a.workload, scale=a.scale or "tiny", repeat=a.repeat,
+                         workloads=a.workload, scale=a.scale or DEFAULT_SCALE, repeat=a.repeat,
                          engine_python=a.engine_python, machine=a.machine, thresholds=a.config,
                          fail_on_regression=not a.no_fail, charts=not a.no_charts)

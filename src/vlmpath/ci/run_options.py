@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vlmpath.core.scales import DEFAULT_SCALE
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -19,7 +21,7 @@ class RunOptions:
     repo: str = "."
     quick: bool = False
     bench: str | None = None
-    scale: str = "tiny"
+    scale: str = DEFAULT_SCALE
     machine: str | None = None
     results_dir: str | None = None       # default: the config's (.asv/results)
     html_dir: str | None = None          # default: the config's (.asv/html)
