@@ -3,8 +3,8 @@ keeps the Encoder contract, workloads built with its arithmetic have placeholder
 equal to its encoder's rows (and place every row through the embedding routine), and the
 real registries are untouched (discovery is a function of a package, not a registration).
 
-The toy family is written as source into a temporary package next to a copy of the real
-Qwen2.5-VL module, exactly as a contributor would add ``families/<name>.py``.
+The toy family is written as source into a temporary package next to copies of the real
+family modules, exactly as a contributor would add ``families/<name>.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from vlmpath.measure.families import discover
 from vlmpath.measure.fidelity import Assembler, golden_rows, score
 from vlmpath.measure.workload import MediaSpec, RequestSpec, build_requests, build_workload
 
-QWEN_SOURCE = Path(real.__file__).parent / "families" / "qwen2_5_vl.py"
+REAL_PACKAGE = Path(real.__file__).parent / "families"
 
 #: 8 x 8 px patches, 32 px tiles (4 x 4 patches), 2 x 2 patches per token: 4 tokens a tile.
 TOY = textwrap.dedent('''
@@ -135,7 +135,8 @@ def family_package(tmp_path, monkeypatch):
 
 
 def _toy(family_package):
-    pkg = family_package({"qwen2_5_vl": QWEN_SOURCE.read_text(), "toy": TOY})
+    copies = {p.stem: p.read_text() for p in REAL_PACKAGE.glob("*.py") if not p.stem.startswith("_")}
+    pkg = family_package({**copies, "toy": TOY})
     return pkg, discover(pkg)
 
 
@@ -209,5 +210,5 @@ def test_an_encoder_name_in_two_families_is_refused(family_package):
 
 
 def test_the_real_package_is_one_module_per_family():
-    modules = sorted(p.stem for p in QWEN_SOURCE.parent.glob("*.py") if not p.stem.startswith("_"))
+    modules = sorted(p.stem for p in REAL_PACKAGE.glob("*.py") if not p.stem.startswith("_"))
     assert modules == sorted(real.FAMILIES)

@@ -30,7 +30,7 @@ SEGMENT_KEYS = st.sampled_from(["text", "image", "image_grid", "video_grid", "re
 segments = st.lists(st.dictionaries(SEGMENT_KEYS, json_values, min_size=1, max_size=2), max_size=4)
 trace_objects = st.fixed_dictionaries({"segments": segments}, optional={"arrival": json_values})
 #: The optional first line naming the encoder (any value: an unknown name is an error).
-encoder_lines = st.fixed_dictionaries({"encoder": st.sampled_from(["qwen2_5_vl", "multi_region", "evs", "nope"]) | json_values})
+encoder_lines = st.fixed_dictionaries({"encoder": st.sampled_from(["qwen2_5_vl", "multi_region", "evs", "internvl", "nope"]) | json_values})
 
 
 def _ok_or_own_error(fn, *args):

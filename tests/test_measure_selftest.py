@@ -1,8 +1,9 @@
 """Can the placement measure see a misplaced row? A self-test on the real encoders.
 
-For every encoder (``qwen2_5_vl``, ``multi_region``, ``evs``) and every scale this CPU can
-run (``tiny`` as shipped; ``full`` as a shape-reduced smoke: the 7B vision widths, heads,
-output size and bf16, with 2 blocks instead of 32 and small images, see ``SCALES``):
+For every encoder (``qwen2_5_vl``, ``multi_region``, ``evs`` and InternVL's ``internvl``)
+and every scale this CPU can run (``tiny`` as shipped; ``full`` as a shape-reduced smoke:
+the full vision widths, heads, output size, tiles and bf16, with 2 blocks and few items,
+see ``CONFIGS``):
 
 - golden rows are non-degenerate: no all-zero, constant or non-finite row;
 - different items are far apart (relative distance far above the placement tolerance),
@@ -25,8 +26,8 @@ import pytest
 import torch
 
 from vlmpath.engines.reference import EmbedRoutine, Pipeline, text_table
-from vlmpath.measure.encoders import ENCODERS
-from vlmpath.measure.families.qwen2_5_vl import TOWERS, build_vision_tower
+from vlmpath.measure.encoders import ENCODERS, family_of
+from vlmpath.measure.families import internvl, qwen2_5_vl
 from vlmpath.measure.fidelity import (
     TOLERANCES,
     Assembler,
@@ -38,10 +39,15 @@ from vlmpath.measure.fidelity import (
 )
 from vlmpath.measure.workload import MediaSpec, RequestSpec, build_requests, build_workload
 
-# ``full`` on a CPU: every width of the 7B tower, two blocks (one windowed, one full).
-SCALES = {"tiny": TOWERS["tiny"],
-          "full": replace(TOWERS["full"], depth=2, fullatt_block_indexes=(1,))}
-ENCODER_NAMES = ("qwen2_5_vl", "multi_region", "evs")
+# ``full`` on a CPU: every width of the full towers, two blocks (Qwen: one windowed, one full).
+CONFIGS = {
+    ("qwen2_5_vl", "tiny"): qwen2_5_vl.TOWERS["tiny"],
+    ("qwen2_5_vl", "full"): replace(qwen2_5_vl.TOWERS["full"], depth=2, fullatt_block_indexes=(1,)),
+    ("internvl", "tiny"): internvl.TOWERS["tiny"],
+    ("internvl", "full"): replace(internvl.TOWERS["full"], depth=2),
+}
+SCALES = ("tiny", "full")
+ENCODER_NAMES = ("qwen2_5_vl", "multi_region", "evs", "internvl")
 # Misplaced rows must be this far (relative) from the golden rows: 4x the loosest
 # tolerance of any dtype, so no tolerance can ever accept them.
 SEPARATION = 4 * max(TOLERANCES.values())
@@ -51,9 +57,13 @@ def _image(grid, **kw):
     return MediaSpec("image", (grid,), **kw)
 
 
-def _specs(encoder: str) -> list[RequestSpec]:
+def _specs(encoder: str, scale: str) -> list[RequestSpec]:
     """Each workload holds two different items of the same size (for the swap) and, but for
     EVS (one video per request), a request with two items (another's offsets nearby)."""
+    if encoder == "internvl":  # whole tiles: one-tile images, a two-frame video
+        side = internvl.TILE_PATCHES[scale]
+        return [RequestSpec((3, _image((1, side, side)), 2, _image((1, side, side)), 3)),
+                RequestSpec((2, MediaSpec("video", ((2, side, side),)), 4))]
     if encoder == "multi_region":
         region = lambda *grids: MediaSpec("image", grids, regions=True)  # noqa: E731
         return [RequestSpec((3, region((1, 8, 8)), 2, region((1, 8, 8), (1, 4, 4)), 3)),
@@ -68,9 +78,9 @@ def _specs(encoder: str) -> list[RequestSpec]:
 class Measured:
     """One encoder at one scale: its workload, golden rows and one real run's rows."""
 
-    def __init__(self, encoder: str, tower: torch.nn.Module):
+    def __init__(self, encoder: str, scale: str, tower: torch.nn.Module):
         self.encoder = ENCODERS[encoder](tower, torch.device("cpu"), 0)
-        requests = build_requests(_specs(encoder), vocab_size=512, seed=11)
+        requests = build_requests(_specs(encoder, scale), vocab_size=512, seed=11, family=family_of(encoder))
         # EVS re-lays a request's placeholders only when it is the whole step.
         chunk = requests[0].length if encoder == "evs" else -1
         self.workload = build_workload("selftest", "tiny", encoder, requests, chunk, 512, 11)
@@ -95,14 +105,16 @@ class Measured:
 
 @pytest.fixture(scope="module")
 def measured():
-    towers: dict[str, torch.nn.Module] = {}  # one per scale, shared by the encoders (as Session does)
+    # one per family and scale, shared by the family's encoders (as Session does)
+    towers: dict[tuple[str, str], torch.nn.Module] = {}
     built: dict[tuple[str, str], Measured] = {}
 
     def get(encoder: str, scale: str) -> Measured:
-        if scale not in towers:
-            towers[scale] = build_vision_tower(scale, "cpu", seed=0, config=SCALES[scale])
+        fam = family_of(encoder)
+        if (fam.name, scale) not in towers:
+            towers[fam.name, scale] = fam.build_tower(scale, "cpu", seed=0, config=CONFIGS[fam.name, scale])
         if (encoder, scale) not in built:
-            built[encoder, scale] = Measured(encoder, towers[scale])
+            built[encoder, scale] = Measured(encoder, scale, towers[fam.name, scale])
         return built[encoder, scale]
 
     return get
@@ -114,7 +126,7 @@ CASES = [(e, s) for s in SCALES for e in ENCODER_NAMES]
 @pytest.mark.parametrize(("encoder", "scale"), CASES)
 def test_golden_rows_are_not_degenerate(measured, encoder, scale):
     m = measured(encoder, scale)
-    assert m.encoder.dtype == SCALES[scale].dtype
+    assert m.encoder.dtype == CONFIGS[family_of(encoder).name, scale].dtype
     for it in m.workload.items:
         rows = m.golden[it.hash].float()
         assert rows.shape[0] == len(m.positions(it)) > 0
