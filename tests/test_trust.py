@@ -28,6 +28,10 @@ def test_instruction_count_gate_plants_five_percent_and_sees_it_red():
     planted = judge(_ir(1_000_000), _ir(1_050_000), band, "cpu")
     assert planted.verdict is Verdict.REGRESSION and not planted.indicative  # one count is a full measurement
     assert CFG.unit_rule("instructions").deterministic
+    # The packaged thresholds judge instruction counts by their own tight band, not the
+    # 20% CPU timing band: 5% more instructions is red, 0.5% (cross-process jitter) green.
+    assert judge(_ir(1_000_000), _ir(1_050_000), CFG, "cpu").verdict is Verdict.REGRESSION
+    assert judge(_ir(1_000_000), _ir(1_005_000), CFG, "cpu").verdict is Verdict.UNCHANGED
 
 
 def test_tally_counts_false_regressions_and_detections_per_size():
