@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vlmpath.core.errors import UnknownNameError, VlmpathError
-from vlmpath.core.scales import check_scale
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, check_scale
 from vlmpath.core.validate import (
     LIMITS,
     MAX_TRACE_BYTES,
@@ -36,7 +36,6 @@ from vlmpath.core.validate import (
     check_int,
     check_number,
 )
-from vlmpath.core.scales import DEFAULT_SCALE
 from vlmpath.measure.encoders import DEFAULT_ENCODER, family_of
 from vlmpath.measure.families import Family
 from vlmpath.measure.workload import (
@@ -121,8 +120,9 @@ def check_trace_size(trace: Trace, scale: str, where: str) -> None:
     """Refuse a trace over the scale's stated limits (``vlmpath.core.validate.LIMITS``)."""
     lim = LIMITS[check_scale(scale)]
     fam = trace.family
-    fix = f"stay within the {scale} limits, or use --scale full on a GPU" if scale == "tiny" else \
-        "split the trace"
+    gpu = [s.name for s in SCALES.values() if s.gpu]
+    fix = (f"stay within the {scale} limits, or use --scale {gpu[0]} on a GPU"
+           if gpu and not SCALES[scale].gpu else "split the trace")
     total_tokens = total_patches = 0
     for n, spec in enumerate(trace.specs):
         tokens = 0

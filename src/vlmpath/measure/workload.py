@@ -24,7 +24,7 @@ from types import MappingProxyType
 import torch
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import check_scale
+from vlmpath.core.scales import DEFAULT_SCALE, check_scale
 from vlmpath.measure.content_hash import compute_pad_value, tensor_hash
 from vlmpath.measure.evs_layout import (
     EVS_TIMESTAMP,
@@ -307,7 +307,7 @@ PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
 PRESETS = tuple(PRESET_ENCODERS)
 
 
-def preset(name: str, scale: str = "tiny", seed: int = 0) -> Workload:
+def preset(name: str, scale: str = DEFAULT_SCALE, seed: int = 0) -> Workload:
     """A named, seeded workload. Same name, scale and seed give identical bytes and hashes."""
     from vlmpath.core.errors import UnknownNameError
 

@@ -235,7 +235,7 @@ def _busiest_step(wl: Workload):
     return max(wl.steps, key=mm_tokens)
 
 
-def inject_inputs(preset_name: str, scale: str = "tiny", device: str | torch.device = "cpu",
+def inject_inputs(preset_name: str, scale: str = DEFAULT_SCALE, device: str | torch.device = "cpu",
                   seed: int = 0) -> InjectInputs:
     """Inputs for the inject and count benchmarks (see ``InjectInputs``)."""
     from vlmpath.measure.encoders import family_of

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
+from vlmpath.core.scales import DEFAULT_SCALE
 from vlmpath.engines.reference import (
     DEFAULT_CACHE_BYTES,
     EmbedRoutine,
@@ -56,7 +57,7 @@ SCHEMA_VERSION = 1
 class Case:
     workload: str
     pipeline: Pipeline
-    scale: str = "tiny"
+    scale: str = DEFAULT_SCALE
     seed: int = 0
 
     @property
@@ -292,7 +293,7 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
 
 
 def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=None,
-               pipelines=None, scale: str = "tiny", seed: int = 0) -> list[Case]:
+               pipelines=None, scale: str = DEFAULT_SCALE, seed: int = 0) -> list[Case]:
     """The cartesian product of the chosen names; unchosen stages keep the default (and
     ``encode`` defaults to every non-known-bad strategy). Unknown names fail up front."""
     from itertools import product
