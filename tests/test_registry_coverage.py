@@ -24,7 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Registry entries that no benchmark param names, with the reason. Reviewed on change:
 #: the test fails when an entry here becomes covered (so the list cannot go stale).
 #: (EVS was exempt until the ``evs_video`` preset covered it through ROUTINE_PRESETS.)
-NOT_BENCHMARKED: dict[tuple[str, str], str] = {}
+NOT_BENCHMARKED: dict[tuple[str, str], str] = {
+    ("encoder", "internvl"): "the second model family (issue 15), kept out of the presets and the asv "
+                             "suite so the benchmark set is unchanged; a trace naming it measures it",
+}
 
 
 def _registries() -> dict[str, Registry]:
