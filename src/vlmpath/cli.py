@@ -237,15 +237,17 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="a `vlmpath compare --json` file: PR chart and regression marks")
     p.add_argument("--history", type=int, default=50, metavar="N",
                    help="commits shown in the history charts (default 50, newest)")
+    p.add_argument("--config", default=None, help="thresholds YAML (as given to compare): history marks, directions")
     p.add_argument("--html", default=None, metavar="DIR",
                    help="also add the charts page to this published asv html dir")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.compare.thresholds import load_thresholds
         from vlmpath.render.report import write_report
 
         if a.history < 1:
             raise VlmpathError(f"--history must be at least 1, got {a.history}")
-        out = write_report(a.results, a.out, base=a.base, head=a.head,
+        out = write_report(a.results, a.out, thresholds=load_thresholds(a.config), base=a.base, head=a.head,
                            comparison=a.comparison, history_limit=a.history)
         for w in out.warnings:
             print(f"vlmpath report: warning: {w}", file=sys.stderr)

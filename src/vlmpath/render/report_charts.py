@@ -9,7 +9,6 @@ verdict styles and axis wording the history and PR charts share.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 from matplotlib.figure import Figure
@@ -35,6 +34,7 @@ from vlmpath.render.report_figure import (
     HATCHES,
     PALETTE,
     add_note,
+    direction_label,
     draw_empty,
     draw_failed_marker,
     draw_not_run,
@@ -52,21 +52,22 @@ _VERDICT_STYLE = {  # colour, hatch
 }
 
 
-def _direction(unit: str) -> str:
-    rule = _thresholds().unit_rule(unit)
+def direction_text(thresholds: Thresholds, unit: str) -> str:
+    """The "higher is better" of ``unit`` under the thresholds the caller judged with (a
+    ``--config`` may flip a unit's direction: the charts must say what the comment says)."""
+    rule = thresholds.unit_rule(unit)
     return f"{rule.direction} is better" if rule else "direction unknown"
 
 
-@functools.lru_cache(maxsize=1)
-def _thresholds() -> Thresholds:
-    return Thresholds.default()
+def _ylabel(ax, first: str, unit: str, thresholds: Thresholds) -> None:
+    ax.set_ylabel(f"{first}\n{direction_label(ax, unit, direction_text(thresholds, unit))}")
 
 
 # --- per-path chart -----------------------------------------------------------------------
 
 
 @styled
-def path_chart(run: RunResults | None, path: str) -> Figure:
+def path_chart(run: RunResults | None, path: str, *, thresholds: Thresholds) -> Figure:
     """Throughput of every strategy per workload for one path, accuracy on each bar."""
     panels = []
     for machine in (run.machines if run else ()):
@@ -83,14 +84,14 @@ def path_chart(run: RunResults | None, path: str) -> Figure:
     missing_acc = False
     for i, (machine, bench) in enumerate(panels):
         ax = fig.add_subplot(len(panels), 1, i + 1)
-        missing_acc |= _draw_strategies(ax, machine, bench)
+        missing_acc |= _draw_strategies(ax, machine, bench, thresholds)
     if missing_acc:
         add_note(fig, "some benchmarks or cases have no accuracy record (e.g. timings of one "
                       "stage): their bars carry no 'acc' label")
     return fig
 
 
-def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
+def _draw_strategies(ax, machine: MachineRun, bench: str, thresholds: Thresholds) -> bool:
     metrics = [m for m in machine.metrics if m.benchmark == bench]
     acc = accuracy_of(machine, bench)
     unit = metrics[0].unit
@@ -128,7 +129,7 @@ def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
     ax.set_xticks(range(len(workloads)), workloads or [""], rotation=20 if many else 0,
                   ha="right" if many else "center")
     ax.set_xlabel("workload")
-    ax.set_ylabel(f"{leaf_of(bench)} ({unit})\n{_direction(unit)}")
+    _ylabel(ax, f"{leaf_of(bench)} ({unit})", unit, thresholds)
     ax.set_title(f"{bench} on {machine.machine} ({machine.backend})", loc="left")
     handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=HATCHES[i % len(HATCHES)],
                      edgecolor="black", label=s) for i, s in enumerate(strategies)]
@@ -142,7 +143,7 @@ def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
 
 
 @styled
-def vendor_chart(run: RunResults | None) -> Figure:
+def vendor_chart(run: RunResults | None, *, thresholds: Thresholds) -> Figure:
     """Every GPU machine side by side for the same cases, one panel per headline benchmark."""
     gpus = [m for m in (run.machines if run else ()) if m.backend in VENDOR_PAIR]
     gpus.sort(key=lambda m: (m.backend, m.machine))
@@ -167,11 +168,11 @@ def vendor_chart(run: RunResults | None) -> Figure:
         return fig
     for i, bench in enumerate(benches):
         ax = fig.add_subplot(len(benches), 1, i + 1)
-        _draw_vendors(ax, gpus, bench)
+        _draw_vendors(ax, gpus, bench, thresholds)
     return fig
 
 
-def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str) -> None:
+def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str, thresholds: Thresholds) -> None:
     per = {g.machine: {m.params: m for m in g.metrics if m.benchmark == bench} for g in gpus}
     cases = sorted({p for d in per.values() for p in d})
     labels = [" ".join(v for _, v in p) or "(no params)" for p in cases]
@@ -203,7 +204,7 @@ def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str) -> None:
     ax.set_xlim(-0.5, len(cases) - 0.5)
     ax.set_xticks(range(len(cases)), labels, rotation=30, ha="right")
     ax.set_xlabel("case (parameters)")
-    ax.set_ylabel(f"{leaf_of(bench)} ({unit})\n{_direction(unit)}")
+    _ylabel(ax, f"{leaf_of(bench)} ({unit})", unit, thresholds)
     ax.set_title(bench, loc="left")
     handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=backend(g.backend).hatch,
                      edgecolor="black", label=f"{g.machine} ({g.backend.upper()})")
