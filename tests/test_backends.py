@@ -63,3 +63,11 @@ def test_probe_takes_the_device_string_from_the_table():
     plat = probe()  # this machine: CPU in CI
     assert plat.device == backend(plat.backend).device
     assert plat.is_gpu == backend(plat.backend).is_gpu
+
+
+def test_noise_band_and_gpu_come_from_the_table(monkeypatch):
+    assert [backends.noise_band(n) for n in ("cuda", "rocm", "cpu", None, "gpu-box")] == ["gpu", "gpu", "cpu", "cpu", "cpu"]
+    assert backends.is_gpu("rocm") and not backends.is_gpu("cpu") and not backends.is_gpu("xpu")
+    xpu = dataclasses.replace(backend("cuda"), name="xpu", label="XPU")
+    monkeypatch.setattr(backends, "BACKEND_BY_NAME", {**backends.BACKEND_BY_NAME, "xpu": xpu})
+    assert backends.noise_band("xpu") == "gpu" and backends.is_gpu("xpu")

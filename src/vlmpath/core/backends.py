@@ -66,6 +66,18 @@ def backend_from_machine(machine: str) -> str:
     return "cpu"
 
 
+def noise_band(name: str | None) -> str:
+    """The noise band (``gpu``/``cpu``) a backend's timings are judged with; ``cpu`` for a
+    name the table does not know (a machine named by hand)."""
+    b = BACKEND_BY_NAME.get(name or "")
+    return b.band if b is not None else "cpu"
+
+
+def is_gpu(name: str | None) -> bool:
+    b = BACKEND_BY_NAME.get(name or "")
+    return b is not None and b.is_gpu
+
+
 def gpu_labels() -> str:
     """``CUDA or ROCm``: for messages that ask for a GPU."""
     return " or ".join(b.label for b in BACKENDS if b.is_gpu)
