@@ -165,7 +165,9 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--inject", action="append", metavar="NAME", help="inject strategy (repeatable)")
     p.add_argument("--count", action="append", metavar="NAME", help="token-count strategy (repeatable)")
     p.add_argument("--hash", action="append", metavar="NAME", help="hash path (repeatable)")
-    p.add_argument("--pipeline", action="append", choices=["default", "legacy"],
+    from vlmpath.engines.pipelines import NAMED_PIPELINES  # torch-free: the registry itself
+
+    p.add_argument("--pipeline", action="append", choices=list(NAMED_PIPELINES),
                    help="a named pipeline instead of per-stage choices (repeatable)")
     p.add_argument("--scale", default="tiny", choices=["tiny", "full"])
     p.add_argument("--repeat", type=int, default=3, help="timed passes per case (default 3)")
