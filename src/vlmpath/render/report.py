@@ -6,7 +6,7 @@ Draws matplotlib figures from what ``report_data.py`` loads (asv results through
 - ``path_chart``: one path (encode / inject / hash / embed), strategies side by side per
   workload, throughput bars with the accuracy of the same case written on each bar, so a
   fast but wrong strategy cannot look good; a failed case is a red "FAILED" marker.
-- ``vendor_chart``: CUDA and ROCm machines side by side for the same cases.
+- ``vendor_chart``: every GPU backend's machines side by side for the same cases.
 - ``history_chart``: a headline metric over commits (date order), one line per machine,
   regressions marked.
 - ``pr_chart``: base vs head for every changed case, per machine (uploaded beside the PR
