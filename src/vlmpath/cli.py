@@ -227,7 +227,7 @@ def _add_trust(sub: argparse._SubParsersAction) -> None:
 # --- report ----------------------------------------------------------------------------
 @_command
 def _add_report(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="draw the charts (per path, CUDA vs ROCm, history, PR) from recorded results",
+    p = sub.add_parser("report", help="draw the charts (per path, GPU vendors side by side, history, PR) from recorded results",
                        description="Reads asv results only (never measures). Charts go to OUT/charts/ as PNG "
                        "(history and PR also as SVG) with a charts.json manifest; anything a reader must know "
                        "is written in the chart and printed here as a warning.")
