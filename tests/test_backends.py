@@ -47,19 +47,29 @@ def test_a_new_row_is_all_a_prefix_needs(monkeypatch):
     assert backend_from_machine("xpu-max1550") == "xpu"
 
 
-def test_the_vendor_comparison_reads_the_pair(monkeypatch):
+def test_the_vendor_comparison_reads_the_table():
     base = _run("b" * 40, {"cuda-h200": 1000.0, "rocm-mi300x": 900.0, "cpu-epyc": 10.0})
     head = _run("h" * 40, {"cuda-h200": 1000.0, "rocm-mi300x": 450.0, "cpu-epyc": 10.0})
     rows = verdict.compare(base, head, Thresholds.default()).cross_vendor
-    assert [(r.cuda_machine, r.rocm_machine) for r in rows] == [("cuda-h200", "rocm-mi300x")]
+    assert [(r.reference_machine, r.other_machine) for r in rows] == [("cuda-h200", "rocm-mi300x")]
     assert rows[0].head_ratio == pytest.approx(0.45) and rows[0].flagged
-    # Planted: the pair names the CPU as the other side; the rows follow the table.
-    monkeypatch.setattr(verdict, "VENDOR_PAIR", ("cuda", "cpu"))
-    rows = verdict.compare(base, head, Thresholds.default()).cross_vendor
-    assert [(r.cuda_machine, r.rocm_machine) for r in rows] == [("cuda-h200", "cpu-epyc")]
+    # Planted: rows that make the CPU a GPU backend; the comparison follows the rows given.
+    cpu_as_gpu = dataclasses.replace(backend("cpu"), band="gpu")
+    rows = verdict.compare(base, head, Thresholds.default(), backends=(backend("cuda"), cpu_as_gpu)).cross_vendor
+    assert [(r.reference_machine, r.other, r.other_machine) for r in rows] == [("cuda-h200", "cpu", "cpu-epyc")]
+    # Without the reference among the rows there is nothing to set beside it.
+    assert verdict.compare(base, head, Thresholds.default(), backends=(backend("rocm"),)).cross_vendor == ()
 
 
 def test_probe_takes_the_device_string_from_the_table():
     plat = probe()  # this machine: CPU in CI
     assert plat.device == backend(plat.backend).device
     assert plat.is_gpu == backend(plat.backend).is_gpu
+
+
+def test_noise_band_and_gpu_come_from_the_table(monkeypatch):
+    assert [backends.noise_band(n) for n in ("cuda", "rocm", "cpu", None, "gpu-box")] == ["gpu", "gpu", "cpu", "cpu", "cpu"]
+    assert backends.is_gpu("rocm") and not backends.is_gpu("cpu") and not backends.is_gpu("xpu")
+    xpu = dataclasses.replace(backend("cuda"), name="xpu", label="XPU")
+    monkeypatch.setattr(backends, "BACKEND_BY_NAME", {**backends.BACKEND_BY_NAME, "xpu": xpu})
+    assert backends.noise_band("xpu") == "gpu" and backends.is_gpu("xpu")

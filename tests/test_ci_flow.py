@@ -480,3 +480,22 @@ def test_merge_shows_each_machines_profiles_sanitised_and_a_malformed_file_as_a_
     assert "`aten::sort   b ` | 0 → 3" in comment  # no code-span, table or HTML break-out
     assert "(bench-nvidia/profiles/x/base.trace.json)" in comment and "passwd" not in comment
     assert "is malformed" in comment and "bench\\-amd" in comment
+
+
+@pytest.mark.parametrize("head_speed, band, expected", [(900.0, 0.05, 1), (700.0, 0.5, 0)])
+def test_pr_flow_charts_agree_with_the_comment_under_config(repo, tmp_path, head_speed, band, expected):
+    # --config whose band disagrees with the packaged one (20% on CPU): the charts get the
+    # flow's own report and thresholds, so their marks count what the comment counts.
+    from test_inproc_charts import chart_regressions, comment_regressions, manifest
+
+    good = commit_value(repo, 1.0, "good")
+    bad = commit_value(repo, 1.0, "bad", speed=head_speed)
+    (tmp_path / "t.yaml").write_text(f"factor: {{gpu: {band}, cpu: {band}}}\n")
+    res = ci_flow.run_pr(good, bad, out_dir=tmp_path / "out", repo=repo, machine=MACHINE, run_suite=FakeSuite(),
+                         env={"PATH": os.environ["PATH"]}, results_dir=tmp_path / "store",
+                         thresholds=tmp_path / "t.yaml", profile=False)
+    out = tmp_path / "out"
+    assert len(res.report.regressions) == comment_regressions(out) == expected
+    man = manifest(out)
+    assert chart_regressions(man, bad) == {"history": expected, "pr": expected}
+    assert "t.yaml" in man["thresholds"]

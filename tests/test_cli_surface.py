@@ -78,3 +78,26 @@ def test_compare_resolves_git_revisions(tmp_path, capsys):
     assert main(["compare", "HEAD~5", "HEAD", "--repo", str(repo), "--results", str(res)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("vlmpath compare: error: unknown commit 'HEAD~5'") and "Traceback" not in err
+
+
+def _choices(argv_prefix: list[str], option: str):
+    from vlmpath.cli import build_parser
+
+    parser = build_parser()
+    for name in argv_prefix:  # walk down the subcommands
+        sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+        parser = sub.choices[name]
+    return next(a for a in parser._actions if option in a.option_strings).choices
+
+
+def test_cli_choices_are_read_from_their_registries(monkeypatch):
+    from vlmpath.ci.launch import LAUNCH_METHODS
+    from vlmpath.engines import pipelines
+    from vlmpath.engines.pipelines import NAMED_PIPELINES, Pipeline
+    from vlmpath.suite.cases import PIPELINE_NAMES
+
+    assert list(_choices(["measure"], "--pipeline")) == list(NAMED_PIPELINES) == list(PIPELINE_NAMES)
+    assert list(_choices(["run"], "--launch-method")) == list(LAUNCH_METHODS)
+    # Planted: a pipeline registered and nothing else changed is offered by the CLI.
+    monkeypatch.setattr(pipelines, "NAMED_PIPELINES", {**NAMED_PIPELINES, "mine": Pipeline(inject="where_index")})
+    assert "mine" in _choices(["measure"], "--pipeline")

@@ -277,9 +277,9 @@ def test_cross_vendor_ratio_exposes_a_rocm_only_regression(tmp_path):
     rows = {r.params: r for r in rep.cross_vendor}
     assert len(rows) == 2
     bad = rows[(("workload", "multi_region"),)]
-    assert (bad.cuda_machine, bad.rocm_machine) == ("cuda-h200", "gpu-box")
+    assert (bad.reference, bad.reference_machine, bad.other, bad.other_machine) == ("cuda", "cuda-h200", "rocm", "gpu-box")
     assert bad.base_ratio == pytest.approx(0.9) and bad.head_ratio == pytest.approx(100 / 1100)
-    assert bad.flagged and bad.rocm_change == pytest.approx(-8 / 9) and bad.cuda_change == pytest.approx(0.1)
+    assert bad.flagged and bad.other_change == pytest.approx(-8 / 9) and bad.reference_change == pytest.approx(0.1)
     same = rows[(("workload", "single"),)]
     assert same.base_ratio == pytest.approx(0.9) and same.head_ratio == pytest.approx(0.99)
     assert not same.flagged  # both vendors' relation moved only 10% -> inside the GPU band

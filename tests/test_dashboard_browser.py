@@ -39,7 +39,7 @@ import pytest
 from report_fixture import FIXTURE, asv_conf, make_repo
 from test_report import assert_not_blank
 
-from vlmpath.compare.verdict import compare
+from vlmpath.compare.verdict import Thresholds, compare
 from vlmpath.render import dashboard
 from vlmpath.render.comment import render_json, render_markdown
 from vlmpath.render.dashboard import localize_assets, write_dashboard
@@ -125,7 +125,7 @@ def site(tmp_path_factory) -> dict:
     (t / "reports").mkdir()
     (t / "reports" / "summary.md").write_text(render_markdown(report))
     (t / "reports" / "summary.json").write_text(render_json(report))
-    out = write_report(results, t / "reports", comparison=report)
+    out = write_report(results, t / "reports", thresholds=Thresholds.default(), comparison=report)
     page = write_dashboard(t / "html", t / "reports")
     bench_meta = json.loads((results / "benchmarks.json").read_text())
     return {"html": t / "html", "page": page, "asv_index": asv_index, "charts": out.charts,

@@ -10,12 +10,15 @@ from pathlib import Path
 
 from asv_fixtures import fingerprint, sha, write_asv_run
 
+from vlmpath.core.backends import BACKENDS, backend
 from vlmpath.measure.gpu_state import (
+    READERS,
     GpuState,
     parse_amd_smi_json,
     parse_nvidia_smi_xml,
     parse_rocm_smi_json,
     query_gpu_state,
+    table_tools,
 )
 
 FIX = Path(__file__).parent / "fixtures" / "gpu_state"
@@ -67,6 +70,24 @@ def test_the_first_answering_tool_wins():
                "amd-smi metric --json": _read("amd-smi-metric.json")}
     s = query_gpu_state(which=lambda n: None if n == "nvidia-smi" else n, run=lambda argv: outputs.get(" ".join(argv)))
     assert s.tool == "amd-smi"
+
+
+def test_the_tools_are_the_backend_tables_and_each_has_a_reader():
+    assert table_tools() == ("nvidia-smi", "amd-smi", "rocm-smi")
+    assert not [t for t in table_tools() if t not in READERS]
+    # Planted: a row naming a tool nobody reads is seen (and skipped when asked, not an error).
+    xpu = replace(backend("cuda"), name="xpu", label="XPU", smi=("xpu-smi",))
+    assert [t for t in table_tools(BACKENDS + (xpu,)) if t not in READERS] == ["xpu-smi"]
+    assert query_gpu_state(which=lambda n: n, run=lambda argv: "x", tools=("xpu-smi",)) is None
+
+
+def test_the_tables_order_decides_which_tool_answers():
+    outputs = {"nvidia-smi -q -x": _read("nvidia-smi-q-x.xml"),
+               "rocm-smi --showclocks --showmaxpower --showperflevel --json": _read("rocm-smi.json")}
+    ask = dict(which=lambda n: n, run=lambda argv: outputs.get(" ".join(argv)))
+    assert query_gpu_state(**ask).tool == "nvidia-smi"
+    rocm_first = (replace(backend("rocm"), smi=("rocm-smi",)), backend("cuda"))
+    assert query_gpu_state(**ask, tools=table_tools(rocm_first)).tool == "rocm-smi"
 
 
 def test_fingerprint_records_gpu_state_on_gpu_backends_only(monkeypatch):

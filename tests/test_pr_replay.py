@@ -91,7 +91,7 @@ class Replay:
         for needed in ("asv.conf.json", "benchmarks/bench_embed.py", "src/vlmpath/ci/run.py"):
             assert (self.repo / needed).is_file(), f"{source} has no committed {needed}: commit the suite first"
         self.good = git(self.repo, "rev-parse", "HEAD")
-        self.bad = edit_and_commit(self.repo, "src/vlmpath/engines/reference.py", DEFAULT_ENCODE,
+        self.bad = edit_and_commit(self.repo, "src/vlmpath/engines/pipelines.py", DEFAULT_ENCODE,
                                    'encode: str = "batched_by_span"', "default encode: batched_by_span (#25910)")
         git(self.repo, "revert", "--no-edit", self.bad)
         self.revert = git(self.repo, "rev-parse", "HEAD")

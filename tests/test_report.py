@@ -36,6 +36,7 @@ from vlmpath.render.report import (
     write_report,
 )
 
+TH = Thresholds.default()  # the thresholds every chart here is told it was judged with
 OTHER_FIXTURE = Path(__file__).parent / "fixtures" / "asv_results"  # `vlmpath run`'s recording
 MIN_PNG_BYTES = 15_000
 
@@ -103,7 +104,7 @@ def test_path_chart_labels_units_accuracy_and_failed_marker(history, tmp_path):
     run = history.latest
     checked_failures = 0
     for path in sorted({path_of(m.benchmark) for m in run.metrics()}):
-        fig = path_chart(run, path)
+        fig = path_chart(run, path, thresholds=TH)
         assert fig.get_suptitle().startswith(f"{path} path")
         benches = _expected_panels(run, path)
         assert len(fig.axes) == max(1, len(benches) * len(run.machines))
@@ -141,7 +142,7 @@ def test_path_chart_labels_units_accuracy_and_failed_marker(history, tmp_path):
 
 
 def test_path_chart_without_results_is_a_note_not_a_crash(tmp_path):
-    fig = path_chart(None, "inject")
+    fig = path_chart(None, "inject", thresholds=TH)
     assert any("no inject results yet" in n for n in figure_notes(fig))
     assert_not_blank(save_figure(fig, tmp_path / "x.png"), 5_000)
 
@@ -149,7 +150,7 @@ def test_path_chart_without_results_is_a_note_not_a_crash(tmp_path):
 def test_charts_do_not_touch_global_rcparams(history):
     before = dict(matplotlib.rcParams)
     backend = matplotlib.get_backend()
-    vendor_chart(history.latest)
+    vendor_chart(history.latest, thresholds=TH)
     assert dict(matplotlib.rcParams) == before and matplotlib.get_backend() == backend
 
 
@@ -173,7 +174,7 @@ def _gpu_results(root: Path, machines: dict[str, str], label: str = "c1", **kw) 
 
 def test_vendor_chart_puts_cuda_and_rocm_side_by_side(tmp_path):
     commit = _gpu_results(tmp_path, {"cuda-h200": "cuda", "rocm-mi300x": "rocm", "cpu-epyc": "cpu"})
-    fig = vendor_chart(load_asv(tmp_path, commit))
+    fig = vendor_chart(load_asv(tmp_path, commit), thresholds=TH)
     assert figure_notes(fig) == []
     (ax,) = fig.axes
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -186,10 +187,10 @@ def test_vendor_chart_puts_cuda_and_rocm_side_by_side(tmp_path):
 
 def test_vendor_chart_with_one_vendor_or_none_says_so(tmp_path, history):
     commit = _gpu_results(tmp_path, {"cuda-h200": "cuda"})
-    fig = vendor_chart(load_asv(tmp_path, commit))
+    fig = vendor_chart(load_asv(tmp_path, commit), thresholds=TH)
     assert any("only CUDA results (cuda-h200)" in n and "no ROCM machine" in n for n in figure_notes(fig))
     assert len(fig.axes[0].patches) == 3  # the CUDA bars are still drawn
-    fig = vendor_chart(history.latest)  # the real recording is CPU only
+    fig = vendor_chart(history.latest, thresholds=TH)  # the real recording is CPU only
     assert any("no CUDA or ROCm results" in n for n in figure_notes(fig))
     assert_not_blank(save_figure(fig, tmp_path / "none.png"), 5_000)
 
@@ -199,7 +200,7 @@ def test_vendor_chart_with_one_vendor_or_none_says_so(tmp_path, history):
 
 def test_history_chart_from_real_results(history, tmp_path):
     bench = sorted({m.benchmark for m in history.latest.metrics() if m.unit == "tok/s"})[0]
-    fig = history_chart(history, bench)
+    fig = history_chart(history, bench, thresholds=TH)
     ax = fig.axes[0]
     ticks = [t.get_text().split("\n")[0] for t in ax.get_xticklabels()]
     assert ticks == [r.commit[:8] for r in history.runs]
@@ -218,9 +219,9 @@ def test_history_marks_regressions_between_consecutive_commits(tmp_path):
                 "tok/s", ["pipeline", "preset"], [["default"], _CASES], [1000.0 * scale, 800.0 * scale], None),
         }, fingerprint("cuda"), date=1_700_000_000_000 + i * 86_400_000)
     h = load_history(tmp_path)
-    regs = consecutive_regressions(h)
+    regs = consecutive_regressions(h, TH)
     assert {k[0] for k in regs} == {sha("c2")}
-    fig = history_chart(h, "bench_embed.EmbedRoutine.track_tok_per_s", regs)
+    fig = history_chart(h, "bench_embed.EmbedRoutine.track_tok_per_s", regs, thresholds=TH)
     texts = _texts(fig)
     assert sum(t.startswith("regression (2 cases)") for t in texts) == 1
     assert any(line.get_marker() == "v" and line.get_markeredgecolor() == FAIL for line in fig.axes[0].lines)
@@ -237,7 +238,7 @@ def test_pr_chart_from_real_results_and_its_json(history, tmp_path):
     changed = [c for c in report.all() if c.verdict not in (Verdict.UNCHANGED, Verdict.NOT_COMPARABLE)]
     assert changed
     (tmp_path / "cmp.json").write_text(render_json(report))
-    fig = pr_chart(load_comparison(tmp_path / "cmp.json"))
+    fig = pr_chart(load_comparison(tmp_path / "cmp.json"), thresholds=TH)
     assert fig.get_suptitle().startswith(f"base {base.commit[:8]} vs head {head.commit[:8]}")
     ax = fig.axes[0]
     assert ax.get_xlabel() == "value relative to base (base = 1.0)"
@@ -254,7 +255,7 @@ def test_pr_chart_with_a_benchmark_new_at_head(tmp_path):
             "tok/s", ["pipeline", "preset"], [["default", "legacy"], _CASES], [400.0, 900.0, None, 700.0], None),
         "bench_hash.HashPath.track_gb_per_s": ("GB/s", ["path"], [["xxh3"]], [9.0], None),
     }, fingerprint("cuda"))
-    fig = pr_chart(compare(load_asv(tmp_path, base), load_asv(tmp_path, head)))
+    fig = pr_chart(compare(load_asv(tmp_path, base), load_asv(tmp_path, head)), thresholds=TH)
     assert any("exist at head but not at base" in n for n in figure_notes(fig))
     texts = _texts(fig)
     assert any(t.startswith("new:") and "(not in base)" in t for t in texts)
@@ -263,7 +264,7 @@ def test_pr_chart_with_a_benchmark_new_at_head(tmp_path):
 
 
 def test_pr_chart_with_nothing_changed_says_so(history, tmp_path):
-    fig = pr_chart(compare(history.latest, history.latest))
+    fig = pr_chart(compare(history.latest, history.latest), thresholds=TH)
     assert any("unchanged" in n for n in figure_notes(fig))
     assert_not_blank(save_figure(fig, tmp_path / "same.png"), 5_000)
 
@@ -272,7 +273,7 @@ def test_pr_chart_with_nothing_changed_says_so(history, tmp_path):
 
 
 def test_write_report_on_real_results(real, history, tmp_path):
-    out = write_report(real, tmp_path / "reports", base=history.runs[0].commit[:8],
+    out = write_report(real, tmp_path / "reports", thresholds=TH, base=history.runs[0].commit[:8],
                        head=history.runs[-1].commit[:8])
     kinds = {c.kind for c in out.charts}
     assert kinds == {"path", "vendor", "history", "pr"}
@@ -334,14 +335,14 @@ def test_unreadable_results_dir_is_a_clear_error(tmp_path, capsys, make, expect)
     res = tmp_path / "results"
     make(res)
     with pytest.raises(VlmpathError, match=expect):
-        write_report(res, tmp_path / "out")
+        write_report(res, tmp_path / "out", thresholds=TH)
     assert cli.main(["report", "--results", str(res), "--out", str(tmp_path / "out")]) == 2
     assert expect in capsys.readouterr().err
 
 
 def test_bad_arguments_are_clear_errors(tmp_path, history, real):
     with pytest.raises(VlmpathError, match="both --base and --head"):
-        write_report(real, tmp_path, base=history.runs[0].commit)
+        write_report(real, tmp_path, thresholds=TH, base=history.runs[0].commit)
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(VlmpathError, match="not a vlmpath comparison JSON|schema_version"):
         load_comparison(tmp_path / "bad.json")
@@ -356,7 +357,7 @@ def test_dashboard_page_links_charts_and_summary_and_leaves_asv_alone(real, tmp_
     html = tmp_path / "html"
     html.mkdir()
     (html / "index.html").write_text("<html>asv</html>")
-    out = write_report(real, tmp_path / "reports")
+    out = write_report(real, tmp_path / "reports", thresholds=TH)
     (tmp_path / "reports" / "summary.md").write_text("**No regressions** <b> on cpu\\-ci\n| a | b |\n")
     page = write_dashboard(html, tmp_path / "reports")
     text = page.read_text()

@@ -166,7 +166,9 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--inject", action="append", metavar="NAME", help="inject strategy (repeatable)")
     p.add_argument("--count", action="append", metavar="NAME", help="token-count strategy (repeatable)")
     p.add_argument("--hash", action="append", metavar="NAME", help="hash path (repeatable)")
-    p.add_argument("--pipeline", action="append", choices=["default", "legacy"],
+    from vlmpath.engines.pipelines import NAMED_PIPELINES  # torch-free: the registry itself
+
+    p.add_argument("--pipeline", action="append", choices=list(NAMED_PIPELINES),
                    help="a named pipeline instead of per-stage choices (repeatable)")
     p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
     p.add_argument("--repeat", type=int, default=3, help="timed passes per case (default 3)")
@@ -226,7 +228,7 @@ def _add_trust(sub: argparse._SubParsersAction) -> None:
 # --- report ----------------------------------------------------------------------------
 @_command
 def _add_report(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="draw the charts (per path, CUDA vs ROCm, history, PR) from recorded results",
+    p = sub.add_parser("report", help="draw the charts (per path, GPU vendors side by side, history, PR) from recorded results",
                        description="Reads asv results only (never measures). Charts go to OUT/charts/ as PNG "
                        "(history and PR also as SVG) with a charts.json manifest; anything a reader must know "
                        "is written in the chart and printed here as a warning.")
@@ -238,15 +240,17 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="a `vlmpath compare --json` file: PR chart and regression marks")
     p.add_argument("--history", type=int, default=50, metavar="N",
                    help="commits shown in the history charts (default 50, newest)")
+    p.add_argument("--config", default=None, help="thresholds YAML (as given to compare): history marks, directions")
     p.add_argument("--html", default=None, metavar="DIR",
                    help="also add the charts page to this published asv html dir")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.compare.thresholds import load_thresholds
         from vlmpath.render.report import write_report
 
         if a.history < 1:
             raise VlmpathError(f"--history must be at least 1, got {a.history}")
-        out = write_report(a.results, a.out, base=a.base, head=a.head,
+        out = write_report(a.results, a.out, thresholds=load_thresholds(a.config), base=a.base, head=a.head,
                            comparison=a.comparison, history_limit=a.history)
         for w in out.warnings:
             print(f"vlmpath report: warning: {w}", file=sys.stderr)

@@ -31,6 +31,7 @@ from vlmpath.ci.github_issues import close_issue, comment_issue, create_issue, l
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.records import MachineRun, Metric, backend_from_name
 from vlmpath.compare.verdict import FAILING_VERDICTS, Comparison, Thresholds, Verdict, judge
+from vlmpath.core.backends import noise_band
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.fmt import fmt_pair
 from vlmpath.render.headline import case_text
@@ -99,7 +100,7 @@ def judge_latest(results_dir: str | Path, commit: str, *, window: int = 10,
             continue  # the first commit with results: nothing to judge against
         base_runs = [m for sha in prev for m in load_asv(root, sha).machines if m.machine == run.machine]
         base = _baseline(base_runs)
-        kind = "gpu" if run.backend in ("cuda", "rocm") else "cpu"
+        kind = noise_band(run.backend)
         for m in run.metrics:
             b = base.get(m.case)
             if b is None or m.skipped:
@@ -198,7 +199,7 @@ def sync_issues(findings: list[Finding], repo: str, links: Links, *, thresholds:
         base = Metric(f.machine, f.comparison.benchmark, f.comparison.params, f.comparison.unit, float(before))
         head = Metric(f.machine, f.comparison.benchmark, f.comparison.params, f.comparison.unit,
                       float(f.comparison.head))
-        vs_before = judge(base, head, cfg, "gpu" if backend_from_name(f.machine) in ("cuda", "rocm") else "cpu")
+        vs_before = judge(base, head, cfg, noise_band(backend_from_name(f.machine)))
         if vs_before.verdict in FAILING_VERDICTS:
             continue  # still slower than when the issue opened
         comment_issue(client, owner, name, int(have[0]["number"]),

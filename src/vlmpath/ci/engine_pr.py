@@ -102,13 +102,13 @@ def read_records(path: Path, commit: str) -> list[dict]:
     return json_lines(path.read_text(encoding="utf-8"), str(path), "; re-run the measurement")
 
 
-def _draw_pr_chart(out: Path, report) -> list[str]:
+def _draw_pr_chart(out: Path, report, thresholds) -> list[str]:
     """The PR chart (base vs head per changed case) into OUT/report/charts; a note on failure."""
     try:
         from vlmpath.render.report_figure import save_figure
         from vlmpath.render.report_history import pr_chart
 
-        fig = pr_chart(report)
+        fig = pr_chart(report, thresholds=thresholds)
         for ext in ("png", "svg"):
             save_figure(fig, out / "report" / "charts" / f"pr.{ext}")
         fig.clear()
@@ -189,7 +189,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
               f"measured by: base {', '.join(engines_of(base_recs)) or '?'}; head {', '.join(engines_of(head_recs)) or '?'}",
               *(f"note: {n}" for n in notes)]
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
-    chart_notes = _draw_pr_chart(out, report) if charts else []
+    chart_notes = _draw_pr_chart(out, report, cfg) if charts else []
     for n in chart_notes:
         _log(n)
     write_json(out / RUN_FILE, {

@@ -200,8 +200,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
 
     copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
                  sources={base_sha: store} if reused and base_sha != head_sha else None)
-    report = compare.compare(results.load_asv(out / RESULTS_SUBDIR, base_sha),
-                             results.load_asv(out / RESULTS_SUBDIR, head_sha), cfg, quick=quick)
+    head_run = results.load_asv(out / RESULTS_SUBDIR, head_sha)
+    report = compare.compare(results.load_asv(out / RESULTS_SUBDIR, base_sha), head_run, cfg, quick=quick)
     if interleave:
         report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
     report = drop_unselected(report, {machine: bench})
@@ -211,7 +211,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
     if profile if profile is not None else (run_suite is None or profiler is not None):
         notes.extend(_profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler))
-    chart_notes = draw_charts(out, base_sha, head_sha) if charts else []
+    chart_notes = draw_charts(out, report, cfg, head_run) if charts else []
     for n in chart_notes:
         _log(n)
     write_json(out / RUN_FILE, {

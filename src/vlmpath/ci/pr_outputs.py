@@ -102,14 +102,17 @@ def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
     return code
 
 
-def draw_charts(out: Path, base_sha: str, head_sha: str) -> list[str]:
-    """PR charts into OUT/report/charts with ``vlmpath report``; a failure is a note, not fatal
-    (the comparison is what gates the PR)."""
+def draw_charts(out: Path, report, thresholds, head_run=None) -> list[str]:
+    """PR charts into OUT/report/charts with ``vlmpath report``'s writer; a failure is a note,
+    not fatal (the comparison is what gates the PR). ``report`` is the comparison the
+    comment was written from and ``thresholds`` the ones it was judged with, passed as
+    objects: the charts never re-read comparison.json nor judge with other thresholds."""
     try:
         from vlmpath.render.report import write_report
 
-        rep = write_report(out / RESULTS_SUBDIR, out / "report", base=base_sha, head=head_sha,
-                           comparison=out / COMPARISON_FILE)
+        rep = write_report(out / RESULTS_SUBDIR, out / "report", thresholds=thresholds,
+                           base=report.base_commit, head=report.head_commit, comparison=report,
+                           head_run=head_run)
     except (ImportError, VlmpathError) as exc:
         return [f"charts not drawn: {exc}"]
     return [f"chart warning: {w}" for w in rep.warnings]

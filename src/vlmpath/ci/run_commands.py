@@ -112,7 +112,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--package-src", default=None, metavar="DIR",
                    help="directory put first on the benchmarks' path (default <repo>/src; '' = installed vlmpath)")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra variable for the benchmarks")
-    p.add_argument("--launch-method", default="auto", choices=["auto", "spawn", "forkserver"],
+    from vlmpath.ci.launch import LAUNCH_METHODS
+
+    p.add_argument("--launch-method", default="auto", choices=LAUNCH_METHODS,
                    help="auto: forkserver on CPU, spawn on GPU")
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")

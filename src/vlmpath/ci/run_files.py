@@ -83,9 +83,11 @@ def gpu_state(backend: str | None) -> dict | None:
     """The GPU's clocks, power limit and modes from the vendor tool (``vlmpath.measure.gpu_state``),
     or None on CPU or when no tool answers. Read here, in the runner, because the tools see
     the whole machine (the benchmark interpreter need not be this one)."""
-    if backend not in ("cuda", "rocm"):
-        return None
+    from vlmpath.core.backends import is_gpu
     from vlmpath.measure.gpu_state import query_gpu_state
+
+    if not is_gpu(backend):
+        return None
 
     state = query_gpu_state()
     return None if state is None else state.to_dict()

@@ -1,7 +1,7 @@
 """Do our sync counts and device timings agree with the driver's on this machine?
 
-The Python half of ``ci/gpu-smoke.sh`` (one prepared check for a CUDA or ROCm box; runs
-on CPU too at ``--scale tiny``). It writes JSON into an output directory:
+The Python half of ``ci/gpu-smoke.sh`` (one prepared check for a box of any GPU backend
+of ``core.backends``; runs on CPU too at ``--scale tiny``). It writes JSON into an output directory:
 
 - ``syncs.json``: ``count_syncs`` over a whole schedule of the ``default`` and ``legacy``
   pipelines, and over one ``masked_scatter_`` / ``where_index`` injection, each with
@@ -24,6 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES, check_scale, scale_help
 from vlmpath.render.summary import write_atomic as write_text_atomic
@@ -128,7 +129,7 @@ def run_smoke(out_dir: str | Path, scale: str = DEFAULT_SCALE, presets: Sequence
             raise VlmpathError(f"unknown preset {p!r} for the smoke run: choose from {', '.join(PRESETS)}")
     plat = probe()
     if SCALES[scale].gpu and not plat.is_gpu:
-        raise VlmpathError(f"--scale {scale} needs a CUDA or ROCm device; use --scale {DEFAULT_SCALE} on a CPU")
+        raise VlmpathError(f"--scale {scale} needs a {gpu_labels()} device; use --scale {DEFAULT_SCALE} on a CPU")
     session = Session(device or plat.device)
     out = Path(out_dir)
     syncs = sync_checks(presets, scale, session)

@@ -1,8 +1,9 @@
 """What did the comparison decide, as records: verdicts, rows, per-machine and whole reports?
 
 ``Verdict`` names what happened to one case; ``Comparison`` is one case's row,
-``CrossVendorRow`` one ROCm/CUDA ratio, ``MachineComparison`` and ``ComparisonReport`` the
-groups, with the JSON round trip the PR flow and the comment workflow share.
+``CrossVendorRow`` one other-backend / reference-backend ratio, ``MachineComparison`` and
+``ComparisonReport`` the groups, with the JSON round trip the PR flow and the comment
+workflow share (older two-vendor rows are still read: ``CrossVendorRow.from_dict``).
 """
 
 from __future__ import annotations
@@ -74,18 +75,35 @@ class Comparison:
 
 @dataclass(frozen=True)
 class CrossVendorRow:
-    """ROCm/CUDA value ratio of one case at base and head, on one machine pair."""
+    """One case's value on another backend's machine divided by its value on the reference
+    backend's machine (``core.backends.VENDOR_REFERENCE``), at base and head. One row per
+    (reference machine, other machine) pair: N GPU backends give N - 1 rows per case."""
 
     benchmark: str
     params: tuple[tuple[str, str], ...]
     unit: str
-    cuda_machine: str
-    rocm_machine: str
-    base_ratio: float | None
+    reference: str  # the reference backend ("cuda")
+    reference_machine: str
+    other: str  # the backend set beside it ("rocm", ...)
+    other_machine: str
+    base_ratio: float | None  # other / reference
     head_ratio: float | None
-    cuda_change: float | None  # head/base - 1 on the CUDA machine
-    rocm_change: float | None
+    reference_change: float | None  # head/base - 1 on the reference machine
+    other_change: float | None
     flagged: bool  # the ratio moved beyond the GPU factor (or at all, for exact units)
+
+    @classmethod
+    def from_dict(cls, r: Mapping[str, Any]) -> CrossVendorRow:
+        """A row as ``to_dict`` wrote it, or in the two-vendor shape of older artifacts
+        (``cuda_machine``/``rocm_machine``, ``cuda_change``/``rocm_change``: reference CUDA,
+        other ROCm)."""
+        r = dict(r)
+        if "reference" not in r and "cuda_machine" in r:
+            r = {**{k: v for k, v in r.items() if not k.startswith(("cuda_", "rocm_"))},
+                 "reference": "cuda", "reference_machine": r["cuda_machine"], "other": "rocm",
+                 "other_machine": r["rocm_machine"], "reference_change": r.get("cuda_change"),
+                 "other_change": r.get("rocm_change")}
+        return cls(**{**r, "params": tuple((str(k), str(v)) for k, v in r["params"])})
 
 
 @dataclass(frozen=True)
@@ -182,7 +200,7 @@ class ComparisonReport:
             )
             for m in d["machines"]
         )
-        cross = tuple(CrossVendorRow(**{**r, "params": params(r["params"])}) for r in d.get("cross_vendor", ()))
+        cross = tuple(CrossVendorRow.from_dict(r) for r in d.get("cross_vendor", ()))
         return cls(
             base_commit=d["base_commit"], head_commit=d["head_commit"], machines=machines,
             cross_vendor=cross, notes=tuple(d.get("notes", ())),

@@ -14,6 +14,7 @@ base's for ``FIXED``), when the run filed one (``results.Metric.message``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from vlmpath.compare.comparison import (  # noqa: F401 (re-exported: the comparison's records)
     FAILING_VERDICTS,
@@ -26,13 +27,14 @@ from vlmpath.compare.comparison import (  # noqa: F401 (re-exported: the compari
 from vlmpath.compare import dedupe, spread
 from vlmpath.compare.results import MachineRun, Metric, RunResults
 from vlmpath.compare.thresholds import Rule, Thresholds, UnitRule, load_thresholds  # noqa: F401 (re-exported)
-from vlmpath.core.backends import GPU_BACKENDS, VENDOR_PAIR  # noqa: F401 (GPU_BACKENDS re-exported)
+from vlmpath.core.backends import BACKENDS, GPU_BACKENDS, Backend, vendor_backends  # noqa: F401 (GPU_BACKENDS re-exported)
 
 # --- comparing ----------------------------------------------------------------------------
 
 
-def _kind(*runs: MachineRun | None) -> str:
-    return "gpu" if any(r is not None and r.backend in GPU_BACKENDS for r in runs) else "cpu"
+def _kind(rows: Sequence[Backend], *runs: MachineRun | None) -> str:
+    gpus = {b.name for b in rows if b.is_gpu}
+    return "gpu" if any(r is not None and r.backend in gpus for r in runs) else "cpu"
 
 
 def _is_different(b: Metric, h: Metric, p: float) -> bool:
@@ -121,7 +123,8 @@ def _one_side(m: Metric, verdict: Verdict, reason: str) -> Comparison:
 
 
 def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds,
-                     base_commit: str, head_commit: str, quick: bool = False) -> MachineComparison:
+                     base_commit: str, head_commit: str, quick: bool = False,
+                     rows: Sequence[Backend] = BACKENDS) -> MachineComparison:
     if b is None or h is None:
         present = h if b is None else b
         assert present is not None
@@ -136,7 +139,7 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
         note = f"{present.machine}: no {missing_side} results (commit {commit[:8]}); nothing compared on this machine"
         return MachineComparison(present.machine, "head-only" if b is None else "base-only", rows, notes=(note,))
 
-    kind = _kind(b, h)
+    kind = _kind(rows, b, h)
     base_by = {m.case: m for m in b.metrics}
     head_by = {m.case: m for m in h.metrics}
     rows: list[Comparison] = []
@@ -172,7 +175,10 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
     return MachineComparison(h.machine, "both", tuple(rows), changes, tuple(notes))
 
 
-def _cross_vendor(base: RunResults, head: RunResults, cfg: Thresholds) -> tuple[CrossVendorRow, ...]:
+def _cross_vendor(base: RunResults, head: RunResults, cfg: Thresholds,
+                  rows: Sequence[Backend] = BACKENDS) -> tuple[CrossVendorRow, ...]:
+    """Every other GPU backend's machines set beside each reference machine (``rows``'
+    ``vendor_backends``: the reference first); one row per case and machine pair."""
     def by_backend(run: RunResults, backend: str) -> list[MachineRun]:
         return [m for m in run.machines if m.backend == backend]
 
@@ -185,40 +191,42 @@ def _cross_vendor(base: RunResults, head: RunResults, cfg: Thresholds) -> tuple[
     def ratio(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None or b == 0 else a / b
 
-    # The pair is the backend table's (reference, other); the row's fields keep the names
-    # of today's pair (cuda_*: the reference, rocm_*: the other).
-    reference, other = VENDOR_PAIR
-    rows: list[CrossVendorRow] = []
-    for cuda_h in by_backend(head, reference):
-        for rocm_h in by_backend(head, other):
-            cuda_b, rocm_b = base.machine(cuda_h.machine), base.machine(rocm_h.machine)
-            rocm_cases = {m.case: m for m in rocm_h.metrics}
-            for cm in cuda_h.metrics:
-                rm = rocm_cases.get(cm.case)
-                if rm is None or rm.unit != cm.unit:
-                    continue
-                hr = ratio(value(rocm_h, cm.case), value(cuda_h, cm.case))
-                br = ratio(value(rocm_b, cm.case), value(cuda_b, cm.case))
-                if hr is None and br is None:
-                    continue
-                rule = cfg.unit_rule(cm.unit)
-                if hr is None or br is None:
-                    flagged = False
-                elif rule is not None and rule.exact:
-                    flagged = not math.isclose(hr, br, rel_tol=1e-12)
-                else:
-                    f = cfg.factor_for(cm.benchmark, cm.unit, "gpu")
-                    moved = hr / br if br else math.inf
-                    flagged = moved > 1 + f or moved < 1 / (1 + f)
-                rows.append(CrossVendorRow(
-                    benchmark=cm.benchmark, params=cm.params, unit=cm.unit,
-                    cuda_machine=cuda_h.machine, rocm_machine=rocm_h.machine,
-                    base_ratio=br, head_ratio=hr,
-                    cuda_change=_change(value(cuda_b, cm.case), value(cuda_h, cm.case)),
-                    rocm_change=_change(value(rocm_b, cm.case), value(rocm_h, cm.case)),
-                    flagged=flagged,
-                ))
-    return tuple(rows)
+    sides = vendor_backends(rows)
+    if not sides:
+        return ()
+    reference, others = sides[0].name, [b.name for b in sides[1:]]
+    out: list[CrossVendorRow] = []
+    for other in others:
+        for ref_h in by_backend(head, reference):
+            for oth_h in by_backend(head, other):
+                ref_b, oth_b = base.machine(ref_h.machine), base.machine(oth_h.machine)
+                oth_cases = {m.case: m for m in oth_h.metrics}
+                for cm in ref_h.metrics:
+                    om = oth_cases.get(cm.case)
+                    if om is None or om.unit != cm.unit:
+                        continue
+                    hr = ratio(value(oth_h, cm.case), value(ref_h, cm.case))
+                    br = ratio(value(oth_b, cm.case), value(ref_b, cm.case))
+                    if hr is None and br is None:
+                        continue
+                    rule = cfg.unit_rule(cm.unit)
+                    if hr is None or br is None:
+                        flagged = False
+                    elif rule is not None and rule.exact:
+                        flagged = not math.isclose(hr, br, rel_tol=1e-12)
+                    else:
+                        f = cfg.factor_for(cm.benchmark, cm.unit, "gpu")
+                        moved = hr / br if br else math.inf
+                        flagged = moved > 1 + f or moved < 1 / (1 + f)
+                    out.append(CrossVendorRow(
+                        benchmark=cm.benchmark, params=cm.params, unit=cm.unit,
+                        reference=reference, reference_machine=ref_h.machine,
+                        other=other, other_machine=oth_h.machine, base_ratio=br, head_ratio=hr,
+                        reference_change=_change(value(ref_b, cm.case), value(ref_h, cm.case)),
+                        other_change=_change(value(oth_b, cm.case), value(oth_h, cm.case)),
+                        flagged=flagged,
+                    ))
+    return tuple(out)
 
 
 def _change(b: float | None, h: float | None) -> float | None:
@@ -226,13 +234,14 @@ def _change(b: float | None, h: float | None) -> float | None:
 
 
 def compare(base: RunResults, head: RunResults, config: Thresholds | None = None, *,
-            quick: bool = False) -> ComparisonReport:
+            quick: bool = False, backends: Sequence[Backend] = BACKENDS) -> ComparisonReport:
     """Compare every case of every machine in ``head`` with ``base`` (pure). ``quick``: the
-    runs were quick mode (one sample each): their band verdicts are indicative only."""
+    runs were quick mode (one sample each): their band verdicts are indicative only.
+    ``backends``: the backend rows (GPU noise band, the vendor comparison's sides)."""
     cfg = config if config is not None else Thresholds.default()
     names = sorted(set(base.machine_names) | set(head.machine_names))
-    folded = [dedupe.once(_compare_machine(base.machine(n), head.machine(n), cfg, base.commit, head.commit, quick))
-              for n in names]
+    folded = [dedupe.once(_compare_machine(base.machine(n), head.machine(n), cfg, base.commit, head.commit,
+                                           quick, backends)) for n in names]
     machines = tuple(m for m, _ in folded)
     notes = list(dict.fromkeys(base.notes + head.notes))
     notes += [n for _, n in folded if n]
@@ -242,6 +251,6 @@ def compare(base: RunResults, head: RunResults, config: Thresholds | None = None
         notes.append("no machines with results on either side")
     return ComparisonReport(
         base_commit=base.commit, head_commit=head.commit, machines=machines,
-        cross_vendor=_cross_vendor(base, head, cfg), notes=tuple(notes),
+        cross_vendor=_cross_vendor(base, head, cfg, backends), notes=tuple(notes),
         thresholds_source=cfg.source,
     )

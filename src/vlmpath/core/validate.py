@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import VlmpathError
 
 
@@ -119,8 +120,8 @@ def check_device(device: str, *, cuda_available: Callable[[], bool], device_coun
         raise VlmpathError(f"--device {device!r} is not a device: use cpu, cuda or cuda:N")
     if kind == "cuda":
         if not cuda_available():
-            raise VlmpathError(f"--device {device!r}: this torch ({build or 'build'}) sees no CUDA or "
-                               "ROCm GPU; use --device cpu, or install a GPU build of torch")
+            raise VlmpathError(f"--device {device!r}: this torch ({build or 'build'}) sees no "
+                               f"{gpu_labels()} GPU; use --device cpu, or install a GPU build of torch")
         n = device_count()
         if sep and int(index) >= n:
             raise VlmpathError(f"--device {device!r}: this machine has {n} GPU(s) (cuda:0 to "

@@ -29,11 +29,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import asdict, dataclass
 
 import torch
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.engines.pipelines import (  # noqa: F401 (re-exported: the named pipelines live there)
+    DEFAULT_PIPELINE,
+    LEGACY_PIPELINE,
+    NAMED_PIPELINES,
+    Pipeline,
+)
 from vlmpath.measure.cache import EmbeddingCache
 from vlmpath.measure.evs_layout import evs_relayout_ids
 from vlmpath.measure.workload import Item, Request, Step, Workload
@@ -48,39 +53,6 @@ from vlmpath.paths.encode import (
 from vlmpath.paths.inject import INJECTORS, check_length
 
 DEFAULT_CACHE_BYTES = 100 * 2**20  # the engine's default SGLANG_VLM_CACHE_SIZE_MB
-
-
-@dataclass(frozen=True)
-class Pipeline:
-    """One strategy name per stage of the routine."""
-
-    encode: str = "batched"
-    inject: str = "masked_scatter"
-    count: str = "offsets"
-    hash: str = "forwarded"
-
-    def validate(self) -> Pipeline:
-        """Raise ``UnknownNameError`` (naming the choices) for any unknown stage name."""
-        from vlmpath.paths.hashing import HASH_PATHS
-
-        ENCODE_STRATEGIES[self.encode]
-        INJECTORS[self.inject]
-        COUNTERS[self.count]
-        HASH_PATHS[self.hash]
-        return self
-
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-    @property
-    def label(self) -> str:
-        return "+".join(f"{v}" for v in asdict(self).values())
-
-
-# After #26082 (and with correct batching); and the same stages before #26082.
-DEFAULT_PIPELINE = Pipeline()
-LEGACY_PIPELINE = Pipeline(encode="batched", inject="where_index", count="mask_sum", hash="rehash")
-NAMED_PIPELINES = {"default": DEFAULT_PIPELINE, "legacy": LEGACY_PIPELINE}
 
 
 def text_table(vocab_size: int, hidden: int, dtype: torch.dtype, device: torch.device | str,

@@ -2,7 +2,8 @@
 
 Many "regressions" on shared GPU boxes are a changed application clock, a lowered power
 cap or persistence mode switched off between two runs. ``query_gpu_state`` asks the
-vendor tool that is present and parses its machine-readable output into a ``GpuState``:
+vendor tool that is present (the tools are the backend table's, ``Backend.smi``; how each
+is asked and read is ``READERS``) and parses its machine-readable output into a ``GpuState``:
 
 - NVIDIA: ``nvidia-smi -q -x`` (XML, ``nvidia_smi_log/gpu``): ``clocks``,
   ``applications_clocks``, ``max_clocks`` (``graphics_clock``, ``sm_clock``,
@@ -29,9 +30,12 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
+from types import MappingProxyType
 from typing import Any
+
+from vlmpath.core.backends import BACKENDS, Backend
 
 #: What an operator sets; compared between base and head.
 SETTING_FIELDS = ("app_graphics_clock_mhz", "app_mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz",
@@ -207,22 +211,42 @@ def _run(argv: list[str]) -> str | None:
     return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
 
 
+def _read_nvidia_smi(run: Runner, index: int) -> GpuState | None:
+    out = run(["nvidia-smi", "-q", "-x"])
+    return parse_nvidia_smi_xml(out, index) if out else None
+
+
+def _read_amd_smi(run: Runner, index: int) -> GpuState | None:
+    return parse_amd_smi_json(run(["amd-smi", "static", "--json"]), run(["amd-smi", "metric", "--json"]), index)
+
+
+def _read_rocm_smi(run: Runner, index: int) -> GpuState | None:
+    out = run(["rocm-smi", "--showclocks", "--showmaxpower", "--showperflevel", "--json"])
+    return parse_rocm_smi_json(out, index) if out else None
+
+
+#: How each management tool named in the backend table (``Backend.smi``) is asked and read.
+#: A new backend's tool needs a reader here; ``tests/test_gpu_state.py`` checks the table
+#: names no tool without one.
+READERS: Mapping[str, Callable[[Runner, int], "GpuState | None"]] = MappingProxyType({
+    "nvidia-smi": _read_nvidia_smi, "amd-smi": _read_amd_smi, "rocm-smi": _read_rocm_smi,
+})
+
+
+def table_tools(backends: Sequence[Backend] = BACKENDS) -> tuple[str, ...]:
+    """The GPU backends' tools, in table order, each backend's preferred tool first."""
+    return tuple(dict.fromkeys(t for b in backends if b.is_gpu for t in b.smi))
+
+
 def query_gpu_state(index: int = 0, *, which: Callable[[str], str | None] = shutil.which,
-                    run: Runner = _run) -> GpuState | None:
-    """The first vendor tool present that answers (nvidia-smi, amd-smi, rocm-smi), else None."""
-    if which("nvidia-smi"):
-        out = run(["nvidia-smi", "-q", "-x"])
-        state = parse_nvidia_smi_xml(out, index) if out else None
-        if state is not None:
-            return state
-    if which("amd-smi"):
-        state = parse_amd_smi_json(run(["amd-smi", "static", "--json"]),
-                                   run(["amd-smi", "metric", "--json"]), index)
-        if state is not None:
-            return state
-    if which("rocm-smi"):
-        out = run(["rocm-smi", "--showclocks", "--showmaxpower", "--showperflevel", "--json"])
-        state = parse_rocm_smi_json(out, index) if out else None
+                    run: Runner = _run, tools: Sequence[str] | None = None) -> GpuState | None:
+    """The first tool present that answers (``tools``, default: the backend table's:
+    nvidia-smi, amd-smi, rocm-smi), else None. A tool without a reader is skipped."""
+    for tool in table_tools() if tools is None else tools:
+        reader = READERS.get(tool)
+        if reader is None or not which(tool):
+            continue
+        state = reader(run, index)
         if state is not None:
             return state
     return None

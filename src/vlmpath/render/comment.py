@@ -25,7 +25,6 @@ from vlmpath.compare.verdict import (
     MachineComparison,
     Verdict,
 )
-from vlmpath.core.backends import VENDOR_PAIR, backend
 from vlmpath.render.escape import ERROR_CHARS, clip, html_escape, md_escape  # noqa: F401 (re-exported)
 from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_pct, fmt_ratio, fmt_value  # noqa: F401 (re-exported)
 from vlmpath.render.headline import (  # noqa: F401 (re-exported)
@@ -41,6 +40,7 @@ from vlmpath.render.headline import (  # noqa: F401 (re-exported)
     warnings,
 )
 from vlmpath.render.spread_text import verdict_text
+from vlmpath.render.vendor_table import vendor_table
 
 MARKER = "<!-- vlmpath-bench -->"
 GITHUB_COMMENT_LIMIT = 65536
@@ -75,9 +75,9 @@ def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) ->
     for r in report.cross_vendor:
         if r.flagged:
             lines.append(
-                f"CROSS-VENDOR: {case_text(r.benchmark, r.params)} {VENDOR_PAIR[1]}/{VENDOR_PAIR[0]} ratio "
+                f"CROSS-VENDOR: {case_text(r.benchmark, r.params)} {r.other}/{r.reference} ratio "
                 f"{fmt_ratio(r.base_ratio)} -> {fmt_ratio(r.head_ratio)} "
-                f"({r.rocm_machine} vs {r.cuda_machine})"
+                f"({r.other_machine} vs {r.reference_machine})"
             )
     return "\n".join(lines) + "\n"
 
@@ -160,19 +160,9 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
             ["", "### What changed", ""] + _table(["machine", "case", "metric", "base", "head", "change", "verdict"]),
             rows=[_row(_cmp_cells(c, with_machine=True)) for c in changed], priority=2,
         ))
-    if report.cross_vendor:
-        cv = sorted(report.cross_vendor, key=lambda r: (not r.flagged, r.benchmark, r.params))
-        ref, other = (backend(n).label for n in VENDOR_PAIR)  # the backend table's pair
-        blocks.append(_Block(
-            ["", f"### {other} / {ref} ratio", "",
-             f"Value on {other} divided by value on {ref} for the same case, at base and head; "
-             "⚠️ marks a ratio that moved beyond the GPU noise band.", ""]
-            + _table(["case", "metric", "machines", "base ratio", "head ratio", f"{ref} change", f"{other} change", ""]),
-            rows=[_row([md_escape(case_text(r.benchmark, r.params)), md_escape(r.unit),
-                        md_escape(f"{r.rocm_machine} / {r.cuda_machine}"), fmt_ratio(r.base_ratio),
-                        fmt_ratio(r.head_ratio), fmt_pct(r.cuda_change), fmt_pct(r.rocm_change), "⚠️" if r.flagged else ""]) for r in cv],
-            priority=1,
-        ))
+    if report.cross_vendor:  # one ratio column per other backend, one change column per backend
+        heading, (header, *cells) = vendor_table(report.cross_vendor)
+        blocks.append(_Block(["", *heading] + _table(header), rows=[_row(c) for c in cells], priority=1))
     if chart_url:
         blocks.append(_Block(["", f"📈 [Charts]({_safe_url(chart_url)})"]))
     for m in report.machines:

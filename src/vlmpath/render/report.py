@@ -6,7 +6,7 @@ Draws matplotlib figures from what ``report_data.py`` loads (asv results through
 - ``path_chart``: one path (encode / inject / hash / embed), strategies side by side per
   workload, throughput bars with the accuracy of the same case written on each bar, so a
   fast but wrong strategy cannot look good; a failed case is a red "FAILED" marker.
-- ``vendor_chart``: CUDA and ROCm machines side by side for the same cases.
+- ``vendor_chart``: every GPU backend's machines side by side for the same cases.
 - ``history_chart``: a headline metric over commits (date order), one line per machine,
   regressions marked.
 - ``pr_chart``: base vs head for every changed case, per machine (uploaded beside the PR
@@ -33,9 +33,10 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from vlmpath.compare.results import load_asv
+from vlmpath.compare.results import RunResults, load_asv
 from vlmpath.compare.verdict import (
     ComparisonReport,
+    Thresholds,
     compare,
 )
 from vlmpath.core.atomic import write_text as write_text_atomic
@@ -65,6 +66,7 @@ from vlmpath.render.report_figure import (
     PALETTE,
     STYLE,
     add_note,
+    figure_marks,
     figure_notes,
     save_figure,
 )
@@ -74,7 +76,7 @@ __all__ = [  # the charts and write_report, plus the loading and figure names re
     "BASE_GREY", "CHART_DIR", "DEFAULT_PATHS", "FAIL", "HATCHES", "MANIFEST", "MARKERS",
     "NOTE_GID", "PALETTE", "STYLE", "THROUGHPUT_UNITS", "WORKLOAD_PARAMS", "Chart", "History",
     "ReportOutput", "add_note", "add_regressions", "check_results_dir", "consecutive_regressions",
-    "figure_notes", "history_chart", "leaf_of", "load_comparison", "load_history", "path_chart",
+    "figure_marks", "figure_notes", "history_chart", "leaf_of", "load_comparison", "load_history", "path_chart",
     "path_of", "pr_chart", "save_figure", "vendor_chart", "write_report",
 ]
 
@@ -92,6 +94,9 @@ class Chart:
     title: str
     files: tuple[str, ...]  # relative to <out>
     notes: tuple[str, ...]
+    # What the chart judged and says (regression markers, verdict bars, "higher is better"
+    # labels: ``report_figure.figure_marks``), for the manifest and the tests.
+    marks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,18 +111,24 @@ def _safe_name(text: str) -> str:
 
 
 def write_report(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
-                 base: str | None = None, head: str | None = None,
+                 thresholds: Thresholds, base: str | None = None, head: str | None = None,
                  comparison: str | os.PathLike[str] | ComparisonReport | None = None,
+                 head_run: RunResults | None = None,
                  history_limit: int | None = 50) -> ReportOutput:
-    """Draw every chart from ``results_dir`` into ``<out_dir>/charts/`` plus a manifest."""
+    """Draw every chart from ``results_dir`` into ``<out_dir>/charts/`` plus a manifest.
+
+    ``thresholds``: what every judgement here uses (history marks, a ``--base/--head``
+    comparison, the direction labels); a caller that already compared passes the
+    ``ComparisonReport`` itself as ``comparison`` and the thresholds it used, and
+    ``head_run`` when it holds head's results already (nothing it made is read back)."""
     if (base is None) != (head is None):
         raise VlmpathError("pass both --base and --head (or neither)")
     history = load_history(results_dir, history_limit)
     report = load_comparison(comparison) if comparison is not None else None
     if report is None and base is not None and head is not None:
-        report = compare(load_asv(results_dir, base), load_asv(results_dir, head))
-    shown = None
-    if head is not None:
+        report = compare(load_asv(results_dir, base), load_asv(results_dir, head), thresholds)
+    shown = head_run
+    if shown is None and head is not None:
         shown = load_asv(results_dir, head)
     elif report is not None:
         shown = history.find(report.head_commit)
@@ -127,18 +138,17 @@ def write_report(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike
     found = {path_of(b) for b in primary_benchmarks(shown.metrics())} if shown else set()
     paths = sorted(found | set(DEFAULT_PATHS))  # a path without results still gets its note
     for p in paths:
-        figures.append((f"path-{_safe_name(p)}", "path", path_chart(shown, p), ("png",)))
-    figures.append(("vendors", "vendor", vendor_chart(shown), ("png",)))
-    regs = consecutive_regressions(history)
-    if report is not None:
-        add_regressions(regs, report)
+        figures.append((f"path-{_safe_name(p)}", "path", path_chart(shown, p, thresholds=thresholds), ("png",)))
+    figures.append(("vendors", "vendor", vendor_chart(shown, thresholds=thresholds), ("png",)))
+    regs = consecutive_regressions(history, thresholds, judged=report)
     benches = headline_benchmarks(m for r in history.runs for m in r.metrics())
     for b in benches:
-        figures.append((f"history-{_safe_name(b)}", "history", history_chart(history, b, regs), ("png", "svg")))
+        figures.append((f"history-{_safe_name(b)}", "history",
+                        history_chart(history, b, regs, thresholds=thresholds), ("png", "svg")))
     if not benches:
-        figures.append(("history", "history", history_chart(history, "throughput"), ("png",)))
+        figures.append(("history", "history", history_chart(history, "throughput", thresholds=thresholds), ("png",)))
     if report is not None:
-        figures.append(("pr", "pr", pr_chart(report), ("png", "svg")))
+        figures.append(("pr", "pr", pr_chart(report, thresholds=thresholds), ("png", "svg")))
 
     out = Path(out_dir)
     charts: list[Chart] = []
@@ -147,17 +157,22 @@ def write_report(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike
         warnings.append(f"no results yet in {history.results_dir}: charts carry a note instead of data")
     if report is None:
         warnings.append("no --comparison or --base/--head: the PR chart was not drawn")
+    elif report.thresholds_source != thresholds.source:  # a comparison file judged elsewhere
+        warnings.append(f"the comparison was judged with thresholds {report.thresholds_source}, the history "
+                        f"marks and direction labels with {thresholds.source}: pass the same --config")
     for name, kind, fig, fmts in figures:
         files = tuple(f"{CHART_DIR}/{name}.{fmt}" for fmt in fmts)
         for f in files:
             save_figure(fig, out / f)
         notes = tuple(figure_notes(fig))
         title = fig.get_suptitle() or fig.axes[0].get_title(loc="left")
-        charts.append(Chart(name, kind, title, files, notes))
+        charts.append(Chart(name, kind, title, files, notes, tuple(figure_marks(fig))))
         warnings.extend(f"{name}: {n}" for n in notes)
         fig.clear()  # figures hold large buffers; nothing references them after saving
     manifest = {"schema_version": 1, "commit": shown.commit if shown else None,
-                "charts": [c.__dict__ | {"files": list(c.files), "notes": list(c.notes)} for c in charts],
+                "thresholds": thresholds.source,
+                "charts": [c.__dict__ | {"files": list(c.files), "notes": list(c.notes), "marks": list(c.marks)}
+                           for c in charts],
                 "warnings": list(dict.fromkeys(warnings))}
     write_text_atomic(out / CHART_DIR / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
     return ReportOutput(out, tuple(charts), tuple(dict.fromkeys(warnings)))

@@ -3,20 +3,20 @@
 ``path_chart``: one path (encode / inject / hash / embed), strategies side by side per
 workload, throughput bars with the accuracy of the same case written on each bar, so a
 fast but wrong strategy cannot look good; a failed case is a red "FAILED" marker.
-``vendor_chart``: CUDA and ROCm machines side by side for the same cases. Also the
-verdict styles and axis wording the history and PR charts share.
+``vendor_chart``: every GPU backend's machines side by side for the same cases (the
+backend table's rows, the reference first; the ratio to the reference written over each
+case). Also the verdict styles and axis wording the history and PR charts share.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from vlmpath.compare.results import MachineRun, RunResults
-from vlmpath.core.backends import VENDOR_PAIR, backend
+from vlmpath.core.backends import BACKENDS, Backend, vendor_backends
 from vlmpath.compare.verdict import (
     Thresholds,
     Verdict,
@@ -35,10 +35,12 @@ from vlmpath.render.report_figure import (
     HATCHES,
     PALETTE,
     add_note,
+    direction_label,
     draw_empty,
     draw_failed_marker,
     draw_not_run,
     fail_handle,
+    mark,
     new_figure,
     styled,
 )
@@ -52,21 +54,22 @@ _VERDICT_STYLE = {  # colour, hatch
 }
 
 
-def _direction(unit: str) -> str:
-    rule = _thresholds().unit_rule(unit)
+def direction_text(thresholds: Thresholds, unit: str) -> str:
+    """The "higher is better" of ``unit`` under the thresholds the caller judged with (a
+    ``--config`` may flip a unit's direction: the charts must say what the comment says)."""
+    rule = thresholds.unit_rule(unit)
     return f"{rule.direction} is better" if rule else "direction unknown"
 
 
-@functools.lru_cache(maxsize=1)
-def _thresholds() -> Thresholds:
-    return Thresholds.default()
+def _ylabel(ax, first: str, unit: str, thresholds: Thresholds) -> None:
+    ax.set_ylabel(f"{first}\n{direction_label(ax, unit, direction_text(thresholds, unit))}")
 
 
 # --- per-path chart -----------------------------------------------------------------------
 
 
 @styled
-def path_chart(run: RunResults | None, path: str) -> Figure:
+def path_chart(run: RunResults | None, path: str, *, thresholds: Thresholds) -> Figure:
     """Throughput of every strategy per workload for one path, accuracy on each bar."""
     panels = []
     for machine in (run.machines if run else ()):
@@ -83,14 +86,14 @@ def path_chart(run: RunResults | None, path: str) -> Figure:
     missing_acc = False
     for i, (machine, bench) in enumerate(panels):
         ax = fig.add_subplot(len(panels), 1, i + 1)
-        missing_acc |= _draw_strategies(ax, machine, bench)
+        missing_acc |= _draw_strategies(ax, machine, bench, thresholds)
     if missing_acc:
         add_note(fig, "some benchmarks or cases have no accuracy record (e.g. timings of one "
                       "stage): their bars carry no 'acc' label")
     return fig
 
 
-def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
+def _draw_strategies(ax, machine: MachineRun, bench: str, thresholds: Thresholds) -> bool:
     metrics = [m for m in machine.metrics if m.benchmark == bench]
     acc = accuracy_of(machine, bench)
     unit = metrics[0].unit
@@ -128,7 +131,7 @@ def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
     ax.set_xticks(range(len(workloads)), workloads or [""], rotation=20 if many else 0,
                   ha="right" if many else "center")
     ax.set_xlabel("workload")
-    ax.set_ylabel(f"{leaf_of(bench)} ({unit})\n{_direction(unit)}")
+    _ylabel(ax, f"{leaf_of(bench)} ({unit})", unit, thresholds)
     ax.set_title(f"{bench} on {machine.machine} ({machine.backend})", loc="left")
     handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=HATCHES[i % len(HATCHES)],
                      edgecolor="black", label=s) for i, s in enumerate(strategies)]
@@ -138,46 +141,51 @@ def _draw_strategies(ax, machine: MachineRun, bench: str) -> bool:
     return missing_acc
 
 
-# --- CUDA vs ROCm -------------------------------------------------------------------------
+# --- GPU vendors side by side ----------------------------------------------------------
 
 
 @styled
-def vendor_chart(run: RunResults | None) -> Figure:
-    """Every GPU machine side by side for the same cases, one panel per headline benchmark."""
-    gpus = [m for m in (run.machines if run else ()) if m.backend in VENDOR_PAIR]
-    gpus.sort(key=lambda m: (m.backend, m.machine))
+def vendor_chart(run: RunResults | None, *, thresholds: Thresholds,
+                 backends: Sequence[Backend] = BACKENDS) -> Figure:
+    """Every GPU machine side by side for the same cases, one panel per headline benchmark;
+    any number of GPU backends (``backends``' rows), the reference first."""
+    sides = vendor_backends(backends) or tuple(b for b in backends if b.is_gpu)
+    order = {b.name: i for i, b in enumerate(sides)}
+    gpus = [m for m in (run.machines if run else ()) if m.backend in order]
+    gpus.sort(key=lambda m: (order[m.backend], m.machine))
     benches = headline_benchmarks(x for m in gpus for x in m.metrics)
     fig = new_figure(10.0, 0.8 + 3.2 * max(1, len(benches)))
-    ref, other = (backend(n) for n in VENDOR_PAIR)
-    fig.suptitle(f"{ref.label} vs {other.label}" + (f" @ {run.commit[:8]}" if run else ""), fontweight="bold")
-    vendors = {m.backend for m in gpus}
-    if vendors != set(VENDOR_PAIR):
+    fig.suptitle(" vs ".join(b.label for b in sides) + (f" @ {run.commit[:8]}" if run else ""), fontweight="bold")
+    present = {m.backend for m in gpus}
+    lacking = [b for b in sides if b.name not in present]
+    if len(present) == 1:
+        have = next(iter(present))
+        add_note(fig, f"only {have.upper()} results ({', '.join(m.machine for m in gpus)}); "
+                      f"no {' or '.join(b.name.upper() for b in lacking)} machine has results "
+                      "for this commit, so there is nothing to set beside them")
+    elif not present:
         others = ", ".join(m.machine for m in (run.machines if run else ()) if m not in gpus)
-        if vendors:
-            have = next(iter(vendors))
-            lack = (set(VENDOR_PAIR) - vendors).pop()
-            add_note(fig, f"only {have.upper()} results ({', '.join(m.machine for m in gpus)}); "
-                          f"no {lack.upper()} machine has results "
-                          "for this commit, so there is nothing to set beside them")
-        else:
-            add_note(fig, f"no {ref.label} or {other.label} results" + (f" for commit {run.commit[:8]}" if run else " yet")
-                     + (f" (CPU machines only: {others})" if others else ""))
+        add_note(fig, f"no {' or '.join(b.label for b in sides)} results"
+                 + (f" for commit {run.commit[:8]}" if run else " yet")
+                 + (f" (CPU machines only: {others})" if others else ""))
     if not benches:
         draw_empty(fig.add_subplot(), "no GPU throughput results to compare")
         return fig
     for i, bench in enumerate(benches):
         ax = fig.add_subplot(len(benches), 1, i + 1)
-        _draw_vendors(ax, gpus, bench)
+        _draw_vendors(ax, gpus, bench, thresholds, sides)
     return fig
 
 
-def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str) -> None:
+def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str, thresholds: Thresholds,
+                  sides: Sequence[Backend]) -> None:
     per = {g.machine: {m.params: m for m in g.metrics if m.benchmark == bench} for g in gpus}
     cases = sorted({p for d in per.values() for p in d})
     labels = [" ".join(v for _, v in p) or "(no params)" for p in cases]
     width = 0.8 / len(gpus)
     unit = next(m.unit for d in per.values() for m in d.values())
     top = max((m.value for d in per.values() for m in d.values() if m.ok), default=1.0) or 1.0
+    hatch = {b.name: b.hatch for b in sides}
     for g_i, g in enumerate(gpus):
         for c_i, p in enumerate(cases):
             m = per[g.machine].get(p)
@@ -189,25 +197,31 @@ def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str) -> None:
                 draw_failed_marker(ax, x)
                 continue
             ax.bar(x, m.value, width * 0.92, color=PALETTE[g_i % len(PALETTE)],
-                   hatch=backend(g.backend).hatch, edgecolor="black", linewidth=0.6)
-    ref, other = (backend(n) for n in VENDOR_PAIR)
-    cuda = [g for g in gpus if g.backend == ref.name]
-    rocm = [g for g in gpus if g.backend == other.name]
-    if len(cuda) == 1 and len(rocm) == 1:  # one pair: write the ratio over each group
+                   hatch=hatch[g.backend], edgecolor="black", linewidth=0.6)
+    # One reference machine and one machine of another backend: write that backend's ratio
+    # over each case group (one line per other backend, stacked).
+    ref = sides[0]
+    refs = [g for g in gpus if g.backend == ref.name]
+    stacked = 0
+    for other in sides[1:]:
+        mine = [g for g in gpus if g.backend == other.name]
+        if len(refs) != 1 or len(mine) != 1:
+            continue
         for c_i, p in enumerate(cases):
-            c, r = per[cuda[0].machine].get(p), per[rocm[0].machine].get(p)
+            c, r = per[refs[0].machine].get(p), per[mine[0].machine].get(p)
             if c is not None and r is not None and c.ok and r.ok and c.value:
-                ax.annotate(f"{other.label}/{ref.label} {r.value / c.value:.2f}", (c_i, max(c.value, r.value)),
-                            xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7)
-    ax.set_ylim(0, top * 1.2)
+                text = f"{other.label}/{ref.label} {r.value / c.value:.2f}"
+                y = max(d[p].value for d in per.values() if p in d and d[p].ok)  # above every bar
+                mark(ax.annotate(text, (c_i, y), xytext=(0, 3 + 9 * stacked), textcoords="offset points",
+                                 ha="center", fontsize=7), f"ratio {labels[c_i]}: {text}")
+        stacked += 1
+    ax.set_ylim(0, top * (1.2 + 0.06 * max(stacked - 1, 0)))
     ax.set_xlim(-0.5, len(cases) - 0.5)
     ax.set_xticks(range(len(cases)), labels, rotation=30, ha="right")
     ax.set_xlabel("case (parameters)")
-    ax.set_ylabel(f"{leaf_of(bench)} ({unit})\n{_direction(unit)}")
+    _ylabel(ax, f"{leaf_of(bench)} ({unit})", unit, thresholds)
     ax.set_title(bench, loc="left")
-    handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=backend(g.backend).hatch,
+    handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=hatch[g.backend],
                      edgecolor="black", label=f"{g.machine} ({g.backend.upper()})")
                for i, g in enumerate(gpus)] + [fail_handle()]
     ax.legend(handles=handles, title="machine", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-
-

@@ -149,12 +149,20 @@ def load_history(results_dir: str | os.PathLike[str], limit: int | None = 50) ->
     return History(runs=runs, dates=tuple(d for d, _ in dated), results_dir=str(root))
 
 
-def consecutive_regressions(history: History, config: Thresholds | None = None,
+def consecutive_regressions(history: History, config: Thresholds, *,
+                            judged: ComparisonReport | None = None,
                             ) -> dict[tuple[str, str, str], list[Comparison]]:
-    """(head commit, machine, benchmark) -> failing comparisons vs the previous commit."""
+    """(head commit, machine, benchmark) -> failing comparisons vs the previous commit,
+    judged with ``config`` (the caller's: no default, so marks agree with its comment).
+    ``judged``: a comparison the caller already made; its pair is taken from it as it is
+    (a paired or ``--bench``-filtered report is not judged again), the rest are compared."""
     out: dict[tuple[str, str, str], list[Comparison]] = {}
+    done = (judged.base_commit, judged.head_commit) if judged is not None else None
     for prev, cur in zip(history.runs, history.runs[1:]):
-        add_regressions(out, compare(prev, cur, config))
+        if (prev.commit, cur.commit) != done:
+            add_regressions(out, compare(prev, cur, config))
+    if judged is not None:
+        add_regressions(out, judged)
     return out
 
 

@@ -4,8 +4,10 @@ The pieces every chart in ``report.py`` shares: the colour-blind safe palette wi
 hatches and markers (charts survive greyscale printing), the per-figure style (applied
 with ``rc_context`` only while a figure is built: no global rcParams change), a figure on
 an explicit Agg canvas (no pyplot, no display), notes drawn under the axes that
-``figure_notes`` reads back, the failed / not-run markers, and ``save_figure``, which
-writes atomically.
+``figure_notes`` reads back, marks on the drawn artists that ``figure_marks`` reads back
+(what a chart judged: regression markers, verdict bars, "higher is better" labels, so a
+test or the manifest can check them without pixels), the failed / not-run markers, and
+``save_figure``, which writes atomically.
 """
 
 from __future__ import annotations
@@ -68,6 +70,27 @@ def add_note(fig: Figure, text: str) -> None:
 
 def figure_notes(fig: Figure) -> list[str]:
     return [t.get_text().removeprefix("Note: ") for t in fig.texts if t.get_gid() == NOTE_GID]
+
+
+MARK_GID = "vlmpath-mark:"
+
+
+def mark(artist, text: str):
+    """Tag a drawn artist with what it says (read back by ``figure_marks``); returns it."""
+    artist.set_gid(MARK_GID + text)
+    return artist
+
+
+def figure_marks(fig: Figure) -> list[str]:
+    """The marks of every tagged artist in ``fig``, in drawing order, each once."""
+    found = fig.findobj(lambda a: (a.get_gid() or "").startswith(MARK_GID))
+    return list(dict.fromkeys(a.get_gid()[len(MARK_GID):] for a in found))
+
+
+def direction_label(ax, unit: str, text: str) -> str:
+    """Tag the y label of ``ax`` with the direction it states for ``unit``; returns ``text``."""
+    mark(ax.yaxis.label, f"direction {unit}: {text}")
+    return text
 
 
 def draw_empty(ax, message: str) -> None:

@@ -17,10 +17,11 @@ from matplotlib.patches import Patch
 from vlmpath.compare.verdict import (
     Comparison,
     ComparisonReport,
+    Thresholds,
     Verdict,
 )
 from vlmpath.render.fmt import fmt_value
-from vlmpath.render.report_charts import _CHANGED, _VERDICT_STYLE, _direction
+from vlmpath.render.report_charts import _CHANGED, _VERDICT_STYLE, _ylabel, direction_text
 from vlmpath.render.report_data import (
     History,
     geomean,
@@ -34,6 +35,7 @@ from vlmpath.render.report_figure import (
     add_note,
     draw_empty,
     fail_handle,
+    mark,
     new_figure,
     styled,
 )
@@ -44,15 +46,17 @@ from vlmpath.render.report_figure import (
 @styled
 def history_chart(history: History, benchmark: str,
                   regressions: Mapping[tuple[str, str, str], Sequence[Comparison]] | None = None,
-                  ) -> Figure:
-    """Geometric mean of ``benchmark`` over its cases, per machine, over commits."""
+                  *, thresholds: Thresholds) -> Figure:
+    """Geometric mean of ``benchmark`` over its cases, per machine, over commits.
+    ``regressions``: the marks, judged by the caller with ``thresholds`` (which also say
+    the direction on the axis)."""
     regressions = regressions or {}
     fig = new_figure(10.0, 4.6)
     ax = fig.add_subplot()
     unit = next((m.unit for r in history.runs for m in r.metrics() if m.benchmark == benchmark), "")
     ax.set_title(f"{benchmark}: history over commits", loc="left")
     ax.set_xlabel("commit (commit-date order)")
-    ax.set_ylabel(f"geometric mean over cases ({unit or 'no unit'})\n{_direction(unit)}")
+    _ylabel(ax, f"geometric mean over cases ({unit or 'no unit'})", unit, thresholds)
     machines = sorted({m.machine for r in history.runs for m in r.machines
                        if any(x.benchmark == benchmark for x in m.metrics)})
     if not machines:
@@ -79,8 +83,9 @@ def history_chart(history: History, benchmark: str,
             regs = regressions.get((run.commit, name, benchmark), ())
             if regs and g is not None:
                 marked = True
-                ax.plot([x], [g], marker="v", markersize=15, markerfacecolor="none",
-                        markeredgecolor=FAIL, markeredgewidth=2, linestyle="none", zorder=6)
+                line, = ax.plot([x], [g], marker="v", markersize=15, markerfacecolor="none",
+                                markeredgecolor=FAIL, markeredgewidth=2, linestyle="none", zorder=6)
+                mark(line, f"regression {run.commit[:8]} {name} {len(regs)}")
                 ax.annotate(f"regression ({len(regs)} case{'s' if len(regs) > 1 else ''})", (x, g),
                             xytext=(0, -20), textcoords="offset points", ha="center",
                             fontsize=7, color=FAIL, fontweight="bold")
@@ -109,8 +114,10 @@ def _day(ms: int) -> str:
 
 
 @styled
-def pr_chart(report: ComparisonReport, max_cases: int = 30) -> Figure:
-    """Base vs head for every changed case, per machine; head drawn relative to base = 1."""
+def pr_chart(report: ComparisonReport, max_cases: int = 30, *, thresholds: Thresholds) -> Figure:
+    """Base vs head for every changed case, per machine; head drawn relative to base = 1.
+    The verdicts are the report's own (never judged again); ``thresholds`` are the ones it
+    was judged with, for the direction each case's label states."""
     panels = [(m, [c for c in m.comparisons if c.verdict in _CHANGED]) for m in report.machines]
     shown = [(m, cs) for m, cs in panels if cs]
     rows = sum(min(len(cs), max_cases) for _, cs in shown)
@@ -131,20 +138,21 @@ def pr_chart(report: ComparisonReport, max_cases: int = 30) -> Figure:
         if len(cs) > max_cases:
             add_note(fig, f"{m.machine}: {len(cs) - max_cases} more changed cases not drawn "
                           "(see the comment's table)")
-        _draw_pr(ax, m.machine, cs[:max_cases])
+        _draw_pr(ax, m.machine, cs[:max_cases], thresholds)
         if any(c.verdict is Verdict.NEW for c in cs):
             add_note(fig, f"{m.machine}: some cases exist at head but not at base (marked 'new'); "
                           "they have no base to compare with")
     return fig
 
 
-def _draw_pr(ax, machine: str, cs: Sequence[Comparison]) -> None:
+def _draw_pr(ax, machine: str, cs: Sequence[Comparison], thresholds: Thresholds) -> None:
     labels = []
     top = 1.0
     for i, c in enumerate(cs):
         y = len(cs) - 1 - i
-        labels.append(f"{leaf_of(c.benchmark)} {' '.join(v for _, v in c.params)}\n"
-                      f"[{c.unit}, {_direction(c.unit)}]")
+        direction = direction_text(thresholds, c.unit)
+        case = f"{leaf_of(c.benchmark)} {' '.join(v for _, v in c.params)}"
+        labels.append(f"{case}\n[{c.unit}, {direction}]")
         color, hatch = _VERDICT_STYLE[c.verdict]
         ratio = c.ratio
         if c.base is not None:
@@ -153,12 +161,13 @@ def _draw_pr(ax, machine: str, cs: Sequence[Comparison]) -> None:
             ax.plot([0], [y + 0.2], marker="X", color=FAIL, markeredgecolor="black",
                     markersize=9, linestyle="none", clip_on=False)
         if c.head is None:
-            ax.plot([0], [y - 0.2], marker="X", color=FAIL, markeredgecolor="black",
-                    markersize=9, linestyle="none", clip_on=False)
+            drawn, = ax.plot([0], [y - 0.2], marker="X", color=FAIL, markeredgecolor="black",
+                             markersize=9, linestyle="none", clip_on=False)
         else:
             h = ratio if ratio is not None else 1.0
             top = max(top, h)
-            ax.barh(y - 0.2, h, 0.38, color=color, hatch=hatch, edgecolor="black", linewidth=0.5)
+            drawn = ax.barh(y - 0.2, h, 0.38, color=color, hatch=hatch, edgecolor="black", linewidth=0.5)[0]
+        mark(drawn, f"{c.verdict.value} {machine} {case} [{c.unit}, {direction}]")
         text = f"{c.verdict.value}: {fmt_value(c.base, c.unit)} -> {fmt_value(c.head, c.unit)}"
         if c.change is not None:
             text += f" ({c.change * 100:+.1f}%)"

@@ -27,6 +27,7 @@ from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.core.metrics import METRICS
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES
+from vlmpath.engines.pipelines import NAMED_PIPELINES
 from vlmpath.engines.reference import Pipeline
 from vlmpath.measure.workload import PRESETS, Workload, preset
 from vlmpath.paths.count import COUNTERS, CountQuery
@@ -43,7 +44,7 @@ ENCODE_STRATEGY_NAMES: tuple[str, ...] = tuple(ENCODE_STRATEGIES.default_names()
 INJECT_STRATEGY_NAMES: tuple[str, ...] = tuple(INJECTORS.default_names())
 COUNT_STRATEGY_NAMES: tuple[str, ...] = tuple(COUNTERS.default_names())
 HASH_PATH_NAMES: tuple[str, ...] = tuple(HASH_PATHS.default_names())
-PIPELINE_NAMES: tuple[str, ...] = ("default", "legacy")
+PIPELINE_NAMES: tuple[str, ...] = tuple(NAMED_PIPELINES)
 #: Every preset: the routine benchmarks (encode, embed) run all of them.
 ROUTINE_PRESETS: tuple[str, ...] = tuple(PRESETS)
 #: Injection inputs: the largest step of these presets (few large images: one long
@@ -93,11 +94,10 @@ def pipeline(name: str) -> Pipeline:
     """A named pipeline, read from ``vlmpath.engines.reference`` now (see the module docstring)."""
     from vlmpath.engines import reference as embed
 
-    if name == "default":
-        return embed.DEFAULT_PIPELINE
-    if name == "legacy":
-        return embed.LEGACY_PIPELINE
-    raise UnknownNameError("pipeline", name, PIPELINE_NAMES)
+    named = embed.NAMED_PIPELINES  # the registry (engines/pipelines.py), read at call time
+    if name not in named:
+        raise UnknownNameError("pipeline", name, named)
+    return named[name]
 
 
 def encode_pipeline(strategy: str) -> Pipeline:
