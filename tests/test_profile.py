@@ -88,24 +88,21 @@ def test_planted_slowdown_is_a_regression_whose_comment_names_the_operator(git_r
     from vlmpath.compare.results import MachineRun, Metric, RunResults
     from vlmpath.compare.verdict import compare
     from vlmpath.suite.cases import RoutineCase
-    from vlmpath.suite.measure import Session, measure_case
+    from vlmpath.suite.measure import Session
     from vlmpath.suite.profile import profile_case, write_ops
 
     repo, base_sha, head_sha = git_repo
     session = Session("cpu")
     case = RoutineCase("embed", "default", "many_small_images")
 
-    def measured(planted: bool) -> float:
-        with monkeypatch.context() as m:
-            if planted:
-                plant_injector(m, _sorting)
-            return measure_case(case.measure_case("tiny"), session, repeat=1, count=False).tok_per_s
-
     def run(commit, tok):
         metric = Metric("cpu-x", TOK, PARAMS, "tok/s", tok, commit=commit)
         return RunResults(commit, (MachineRun("cpu-x", commit, (metric,)),))
 
-    report = compare(run(base_sha, measured(False)), run(head_sha, measured(True)))
+    # The regression itself is given (halved tok/s): whether a timing crosses a band is the
+    # comparison's business and its tests' (timing never decides a unit test here); this
+    # test is about what the profile of a regressed case shows.
+    report = compare(run(base_sha, 1000.0), run(head_sha, 500.0))
     assert [c.verdict for c in report.all()] == [Verdict.REGRESSION]
 
     def in_process(req):  # the runner's contract, in this process: head carries the plant
