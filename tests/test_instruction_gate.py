@@ -190,3 +190,33 @@ def test_the_pr_flow_gates_on_counts_and_the_merge_keeps_them(monkeypatch, repo,
     (tmp_path / "artifacts" / "bench-cpu" / pr_instructions.OUT_FILE).write_text("{ not json")
     with pytest.raises(VlmpathError, match="instructions.json: not JSON"):
         ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged2", head_sha=head)
+
+
+def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_counts(monkeypatch, tmp_path):
+    monkeypatch.setattr(callgrind, "valgrind", lambda fix="": "/usr/bin/valgrind")
+    monkeypatch.setattr(ir_cases, "_probe", lambda src, env: None)
+    started = []
+
+    class Proc:
+        def poll(self):
+            return 0
+
+    def start(argv, tmp, env):
+        started.append((json.loads((tmp / "spec.json").read_text()), env))
+        return Proc()
+
+    def finish(proc, tmp, out, timeout):
+        if tmp.name == "side0":
+            raise VlmpathError("callgrind run failed (exit 139): Segmentation fault")
+        return {"records": [{"pipeline": "default", "preset": "video", "instructions": 5, "error": None}]}
+
+    monkeypatch.setattr(callgrind, "start", start)
+    monkeypatch.setattr(callgrind, "finish", finish)
+    base, head = ir_cases.count_sides([ir_cases.Side("base", tmp_path / "b", "a" * 40),
+                                       ir_cases.Side("head", tmp_path / "h", "b" * 40)], bench="video", threads=1)
+    assert base["not_measured"].endswith("Segmentation fault") and base["records"] == []
+    assert head["not_measured"] is None and head["records"][0]["instructions"] == 5
+    assert head["records"][0]["commit"] == "b" * 40
+    # Each side runs its own src with threads pinned and one hash seed (the same work each run).
+    assert [(s["bench"], s["threads"], e["PYTHONPATH"], e["OMP_NUM_THREADS"], e["PYTHONHASHSEED"])
+            for s, e in started] == [("video", 1, str(tmp_path / "b"), "1", "0"), ("video", 1, str(tmp_path / "h"), "1", "0")]

@@ -75,8 +75,11 @@ def _probe(src: Path, env: Mapping[str, str]) -> str | None:
     """Why this side cannot be counted (None: it can): missing imports, or a shadowed vlmpath."""
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-probe-") as tmp:
         spec = _spec(Path(tmp), probe=True)
-        r = subprocess.run(_argv(spec), env=dict(env), cwd=tmp, capture_output=True, text=True,
-                           timeout=PROBE_TIMEOUT_S, check=False)
+        try:
+            r = subprocess.run(_argv(spec), env=dict(env), cwd=tmp, capture_output=True, text=True,
+                               timeout=PROBE_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            return f"the counter's probe (plain Python, importing the side) took over {PROBE_TIMEOUT_S} s"
         out = Path(tmp) / "result.json"
         if r.returncode != 0 or not out.is_file():
             return f"the counter's probe failed (exit {r.returncode}): {r.stderr.strip()[-300:]}"
@@ -111,11 +114,20 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
             spec = _spec(tmp, bench=bench, scale=scale, threads=threads)
             log(f"instructions: counting {side.label} ({src}) under callgrind, one process (minutes)")
             running.append((res, tmp, time.monotonic(), callgrind.start(_argv(spec), tmp, side_env)))
-        for res, tmp, t0, proc in running:
-            out = callgrind.finish(proc, tmp, tmp / "result.json", timeout)
-            res["not_measured"] = out.get("not_measured")
-            res["records"] = [_record(r, res["commit"]) for r in out.get("records", ())]
-            res["seconds"] = round(time.monotonic() - t0, 1)
+        try:
+            for res, tmp, t0, proc in running:
+                try:
+                    out = callgrind.finish(proc, tmp, tmp / "result.json", timeout)
+                except VlmpathError as exc:  # this side's run broke: said, and the other sides still count
+                    out = {"not_measured": str(exc)}
+                res["not_measured"] = out.get("not_measured")
+                res["records"] = [_record(r, res["commit"]) for r in out.get("records", ())]
+                res["seconds"] = round(time.monotonic() - t0, 1)
+        finally:
+            for *_, proc in running:  # never leave a valgrind behind (an interrupt, a timeout)
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
     return results
 
 
