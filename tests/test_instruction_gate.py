@@ -201,7 +201,7 @@ def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_c
         def poll(self):
             return 0
 
-    def start(argv, tmp, env):
+    def start(argv, tmp, env, instrument=True):
         started.append((json.loads((tmp / "spec.json").read_text()), env))
         return Proc()
 

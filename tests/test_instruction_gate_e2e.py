@@ -21,7 +21,7 @@ from vlmpath.compare.verdict import Thresholds, Verdict, compare
 ROOT = Path(__file__).resolve().parents[1]
 CASE = r"\('default', 'video'\)"
 #: Extra 96x96 products after the step: ~5% of the video pass (measured: see the assertion).
-PLANT_MM = 200
+PLANT_MM = 100
 PLANT = f"""
 
 # --- planted by tests/test_instruction_gate_e2e.py: extra work after every step ---------

@@ -49,17 +49,21 @@ def valgrind(fix: str = "or leave out --instructions") -> str:
     return path
 
 
-def command(argv: Sequence[str], dumps: Path) -> list[str]:
-    """``argv`` under callgrind, collecting nothing until the worker toggles it on."""
-    return [valgrind(), "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={dumps}.%p", *argv]
+def command(argv: Sequence[str], dumps: Path, instrument: bool = True) -> list[str]:
+    """``argv`` under callgrind, collecting nothing until the worker toggles it on.
+    ``instrument=False``: not even simulating (~4x slower than native instead of ~50x) until
+    the worker switches it on (``Counter.instrument``): import and set-up cost minutes less."""
+    return [valgrind(), "--tool=callgrind", "--collect-atstart=no", f"--instr-atstart={'yes' if instrument else 'no'}",
+            f"--callgrind-out-file={dumps}.%p", *argv]
 
 
-def start(argv: Sequence[str], tmp: Path, env: Mapping[str, str], cwd: Path | None = None) -> subprocess.Popen:
+def start(argv: Sequence[str], tmp: Path, env: Mapping[str, str], cwd: Path | None = None,
+          instrument: bool = True) -> subprocess.Popen:
     """One worker under callgrind; its dumps go to ``tmp/cg.<pid>.<n>``, stderr to ``tmp/stderr``.
     Several may run at once (one core each: valgrind runs a process's threads one at a time)."""
     err = (tmp / "stderr").open("w", encoding="utf-8", errors="replace")
     try:
-        return subprocess.Popen(command(argv, tmp / "cg"), stdout=subprocess.DEVNULL, stderr=err,
+        return subprocess.Popen(command(argv, tmp / "cg", instrument), stdout=subprocess.DEVNULL, stderr=err,
                                 env=dict(env), cwd=str(cwd or tmp), text=True)
     finally:
         err.close()  # the child holds its own descriptor
@@ -104,6 +108,19 @@ class Counter:
         newest = max(fresh, key=lambda p: p.stat().st_mtime_ns)
         self.seen.add(newest)
         return newest
+
+    def instrument(self, on: bool) -> None:
+        """Switch this process's instrumentation (started with ``instrument=False``) through
+        ``callgrind_control`` (Valgrind's gdbserver; it discards the translations made so far)."""
+        import os
+
+        ctl = subprocess.Popen(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        while ctl.poll() is None:  # keep running guest code: the gdbserver polls between blocks
+            sum(range(100))
+        said = ctl.stdout.read() if ctl.stdout else ""
+        if ctl.returncode != 0 or "OK" not in said:
+            raise RuntimeError(f"callgrind_control -i {'on' if on else 'off'} failed: {said.strip()[-300:]}")
 
     def count(self, fn: Callable[[], object]) -> int:
         import torch

@@ -113,7 +113,7 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
             tmp.mkdir()
             spec = _spec(tmp, bench=bench, scale=scale, threads=threads)
             log(f"instructions: counting {side.label} ({src}) under callgrind, one process (minutes)")
-            running.append((res, tmp, time.monotonic(), callgrind.start(_argv(spec), tmp, side_env)))
+            running.append((res, tmp, time.monotonic(), callgrind.start(_argv(spec), tmp, side_env, instrument=False)))
         try:
             for res, tmp, t0, proc in running:
                 try:

@@ -62,8 +62,12 @@ def _count_case(api: dict, counter, session, pipeline: str, preset: str, scale: 
             routine = api["EmbedRoutine"](wl, prep.encoder, pipe, prep.table)  # built outside the count
             return lambda: [routine.run_step(step) for step in wl.steps]
 
-        one_pass()()  # warm-up, not counted
-        rec["instructions"] = counter.count(one_pass())
+        counter.instrument(True)  # set-up ran uninstrumented (~4x, not ~50x); warm-up and count do not
+        try:
+            one_pass()()  # warm-up, not counted
+            rec["instructions"] = counter.count(one_pass())
+        finally:
+            counter.instrument(False)
         rec["steps"] = len(wl.steps)
     except Exception as exc:  # a case that fails is a result (the benchmark's failure), not a crash
         rec["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
