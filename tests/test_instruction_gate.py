@@ -220,3 +220,14 @@ def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_c
     # Each side runs its own src with threads pinned and one hash seed (the same work each run).
     assert [(s["bench"], s["threads"], e["PYTHONPATH"], e["OMP_NUM_THREADS"], e["PYTHONHASHSEED"])
             for s, e in started] == [("video", 1, str(tmp_path / "b"), "1", "0"), ("video", 1, str(tmp_path / "h"), "1", "0")]
+
+
+def test_the_cpu_pr_job_counts_instructions_with_valgrind_installed():
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    steps = yaml.safe_load((root / ".github" / "workflows" / "bench-pr.yml").read_text())["jobs"]["cpu"]["steps"]
+    runs = [str(s.get("run", "")) for s in steps]
+    install = next(i for i, r in enumerate(runs) if "apt-get install -y -qq valgrind" in r)
+    bench = next(i for i, r in enumerate(runs) if "ci/pr-bench.sh" in r)
+    assert install < bench and "--instructions" in runs[bench] and steps[install]["timeout-minutes"] <= 5
