@@ -5,7 +5,9 @@ twin rows are reported once, and the paired (interleaved) test on known shifts."
 from __future__ import annotations
 
 import json
+import math
 import random
+import statistics
 
 import pytest
 
@@ -78,6 +80,26 @@ def test_tok_per_s_with_samples_gets_mann_whitney_and_reports_its_interval():
     assert ComparisonReport.from_dict(json.loads(json.dumps(rep.to_dict()))) == rep
 
 
+def test_mde_is_the_shift_at_which_the_verdicts_own_test_fires():
+    """The MDE a row states is checked against the test itself: a shift just above it is
+    judged significant, just below it is not; one stalled pass (4x) sets the range, so the
+    old range estimate said ~150%, while the test needs only a few percent."""
+    rng = random.Random(7)
+    base = [1.0 + rng.uniform(0, 0.03) for _ in range(16)]
+    head = [1.0 + rng.uniform(0, 0.03) for _ in range(15)] + [4.0]
+    c = judge(_m(1.0, samples=base), _m(1.0, samples=head), CFG, "cpu")
+    assert c.mde is not None and c.mde < 0.1 < spread.mde(base, head)  # exact vs range estimate
+    centred = [x * statistics.median(base) / statistics.median(head) for x in head]
+    for d, fires in ((c.mde * 1.02, True), (c.mde * 0.9, False)):
+        shifted = [x * (1 + d) for x in centred]
+        got = judge(_m(1.0, samples=base), _m(statistics.median(shifted), samples=shifted), CFG, "cpu")
+        assert got.significant is fires, d
+    # At 6 samples per side asv's test can never fire (2/C(12,6) > 0.002): no shift is visible.
+    six = CFG.__class__(CFG.gpu_factor, CFG.cpu_factor, 6, CFG.p_threshold, CFG.units, CFG.rules)
+    blind = judge(_m(1.0, samples=base[:6]), _m(1.0, samples=head[:6]), six, "cpu")
+    assert blind.mde is None and blind.too_noisy and spread.mde(base[:6], head[:6], lambda x, y: False) == math.inf
+
+
 def test_unchanged_beyond_the_runs_sight_is_too_noisy_to_judge():
     wide = [0.5, 1.0, 2.0, 0.7, 1.5, 1.1, 0.9]  # range 150% of the median > the 50% CPU band
     c = judge(_m(1.0, samples=wide), _m(1.0, samples=list(reversed(wide))), CFG, "cpu")
@@ -137,6 +159,27 @@ def test_paired_detects_a_known_shift_under_drift():
 def test_paired_aa_is_not_significant(seed):
     base, head = _rounds(0.0, 8, seed=seed)
     assert not spread.paired_shift(base, head, factor=0.05).significant
+
+
+def test_signed_rank_p_matches_the_exact_null_distribution():
+    # n = 6, W+ = 15 (ranks 1-5 up, 6 down): 14 of the 64 sign patterns have W+ >= 15.
+    assert spread.signed_rank_p([1, 2, 3, 4, 5, -6]) == pytest.approx(2 * 14 / 64)
+    assert spread.signed_rank_p([0.1] * 6) == pytest.approx(2 / 64)  # all tied, all up: the smallest p
+    assert spread.signed_rank_p([1, -1, 2, -2]) == 1.0
+    assert spread.signed_rank_p([0.0, 0.0]) == 1.0  # no non-zero pair: no evidence
+
+
+def test_paired_shift_survives_flipped_pairs_that_sink_a_sign_test():
+    """16 pairs with a 25% slowdown, 4 of them flipped by a neighbour's burst on the base pass
+    (the trust runs saw this): a sign test needs 13 of 16 in one direction and misses it; the
+    signed-rank test weighs the 12 large up-moves against 4 small down-moves and catches it."""
+    base = [1.0] * 16
+    head = [1.25] * 12 + [0.97, 0.98, 0.96, 0.99]
+    r = spread.paired_shift(base, head, factor=0.10)
+    assert r.significant and r.p_value < 0.01
+    up = sum(h > b for b, h in zip(base, head))
+    sign_p = 2 * sum(math.comb(16, i) for i in range(16 - up + 1)) / 2**16
+    assert sign_p > 0.05  # what the sign test would have said
 
 
 def test_paired_rejects_unequal_rounds():

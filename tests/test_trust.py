@@ -28,6 +28,10 @@ def test_instruction_count_gate_plants_five_percent_and_sees_it_red():
     planted = judge(_ir(1_000_000), _ir(1_050_000), band, "cpu")
     assert planted.verdict is Verdict.REGRESSION and not planted.indicative  # one count is a full measurement
     assert CFG.unit_rule("instructions").deterministic
+    # The packaged thresholds judge instruction counts by their own tight band, not the
+    # 20% CPU timing band: 5% more instructions is red, 0.5% (cross-process jitter) green.
+    assert judge(_ir(1_000_000), _ir(1_050_000), CFG, "cpu").verdict is Verdict.REGRESSION
+    assert judge(_ir(1_000_000), _ir(1_005_000), CFG, "cpu").verdict is Verdict.UNCHANGED
 
 
 def test_tally_counts_false_regressions_and_detections_per_size():
@@ -46,6 +50,26 @@ def test_tally_counts_false_regressions_and_detections_per_size():
     assert "time" in trust.render({"preset": "p", "scale": "tiny", "rounds": 2, "samples": 8, "instruction_rounds": 0,
                                    "threads": 1, "cores": 2, "load_avg": None, "seconds": 1.0, "sizes": [0.05, 0.25],
                                    "gates": [{"gate": "time", "band": 0.1, **t.to_dict([0.05, 0.25])}]})
+
+
+def test_paired_tally_catches_a_shift_the_pooled_samples_hide_and_keeps_aa_green():
+    """Base and head passes measured next to each other on a machine that jumps between a
+    fast and a slow state (the trust runs saw 51 ms vs 71 ms): pooled, the states overlap the
+    25% shift; paired, every neighbour pair shows it."""
+    states = [1.0, 1.4] * 8
+    base = [s * (1 + i / 1000) for i, s in enumerate(states)]
+    aa = [s * (1.0005 + i / 1000) for i, s in enumerate(states)]
+    planted = {0.25: [x * 1.25 for x in base]}
+    tallies: dict = {}
+    cfg = trust.thresholds_with_band(CFG, 0.2, "time")
+    trust.tally(tallies, "time", 0.2, cfg, base, aa, planted)
+    trust.tally_paired(tallies, "time", 0.2, "lower", base, aa, planted)
+    trust.tally_paired(tallies, "tok/s", 0.2, "higher", [1 / x for x in base], [1 / x for x in aa],
+                       {0.25: [1 / x for x in planted[0.25]]})
+    assert tallies[("time", 0.2)].detected == {"25%": 0}  # pooled: the states swamp it
+    for gate in ("time (paired)", "tok/s (paired)"):
+        t = tallies[(gate, 0.2)]
+        assert t.detected == {"25%": 1} and t.false_regressions == 0, gate
 
 
 def test_parse_totals_and_missing_valgrind(monkeypatch):
@@ -71,5 +95,6 @@ def test_trust_runs_end_to_end_and_writes_json(tmp_path, capsys):
     out = tmp_path / "trust.json"
     assert main(["trust", "--rounds", "1", "--samples", "2", "--band", "0.2", "--json", str(out)]) == 0
     rep = json.loads(out.read_text())
-    assert {g["gate"] for g in rep["gates"]} == {"time", "tok/s"} and rep["threads"] == 1
+    assert {g["gate"] for g in rep["gates"]} == {"time", "tok/s", "time (paired)", "tok/s (paired)"}
+    assert rep["threads"] == 1 and set(rep["realized"]) == {"5%", "10%", "25%"}
     assert "false regressions" in capsys.readouterr().out

@@ -5,11 +5,13 @@ The statistics behind the throughput gate (issue 12), kept in this one module so
 metric table (layout phase 2) can take them over unchanged:
 
 - ``interval``: the 99% interval asv stored for a metric (its ``ci_99``), else None.
-- ``mde``: the smallest relative change a run can judge, from that run's own spread. With
-  n samples per side asv's Mann-Whitney test reaches p < 0.002 only when the two sides
-  barely overlap (at n = 6: not at all), so a shift must clear roughly half of each
-  side's range: ``(range_base + range_head) / 2 / median_base``. Without samples (a
-  plain track) there is no spread to judge from: None (the band alone decides).
+- ``mde``: the smallest relative change a run can judge, from that run's own spread: the
+  smallest shift of head (centred on base) at which the very test the verdict uses
+  (asv's Mann-Whitney at p < 0.002) fires, found by bisection. A range estimate (half of
+  each side's relative range) was used before; on the shared 2-core runner it said
+  70-100% while the test caught 25% in most rounds, because one stalled pass sets the
+  range but moves only one rank. Without samples (a plain track) there is no spread to
+  judge from: None (the band alone decides).
 - ``indicative``: a verdict from fewer samples than the test needs (1-5, e.g. quick mode)
   is a hint, never a gate on its own.
 - ``paired_shift``: base and head measured in alternating rounds (ABAB, see
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -34,11 +36,32 @@ def _rel_range(samples: Sequence[float]) -> float:
     return (max(samples) - min(samples)) / abs(statistics.median(samples))
 
 
-def mde(base: Sequence[float], head: Sequence[float]) -> float | None:
-    """The minimum detectable relative effect of one comparison (see the module docstring)."""
+def mde(base: Sequence[float], head: Sequence[float],
+        different: Callable[[Sequence[float], Sequence[float]], bool] | None = None,
+        *, most: float = 16.0, steps: int = 24) -> float | None:
+    """The minimum detectable relative effect of one comparison (see the module docstring).
+
+    With ``different`` (the significance test the verdict uses) it is exact for this run:
+    head's samples are centred on base's median and shifted up by d until the test fires,
+    by bisection (a shift only ever moves the samples' ranks apart, so the test's answer is
+    monotone in d). A run whose test cannot fire at any shift (too few samples) gives inf.
+    Without it, the range estimate: about half of each side's relative range."""
     if len(base) < 2 or len(head) < 2 or statistics.median(base) == 0 or statistics.median(head) == 0:
         return None
-    return (_rel_range(base) + _rel_range(head)) / 2
+    if different is None:
+        return (_rel_range(base) + _rel_range(head)) / 2
+    centred = [x * statistics.median(base) / statistics.median(head) for x in head]
+
+    def sees(d: float) -> bool:
+        return different(base, [x * (1 + d) for x in centred])
+
+    if not sees(most):
+        return math.inf
+    lo, hi = 0.0, most
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if sees(mid) else (mid, hi)
+    return hi
 
 
 def indicative(n_base: int, n_head: int, min_samples: int, quick: bool = False) -> bool:

@@ -46,6 +46,14 @@ def _is_different(b: Metric, h: Metric, p: float) -> bool:
     return bool(is_different(list(b.samples), list(h.samples), stats_b, stats_h, p))
 
 
+def _samples_differ(p: float):
+    """asv's test on two sample lists alone (no stored intervals): what the MDE bisects."""
+    from asv._stats import is_different
+
+    wide = {"ci_99_a": -float("inf"), "ci_99_b": float("inf")}
+    return lambda xs, ys: bool(is_different(list(xs), list(ys), wide, wide, p))
+
+
 def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False) -> Comparison:
     """Verdict for one case present on both sides (any state: ok, failed, skipped).
     ``quick``: the runs were quick (one sample): band verdicts are indicative only."""
@@ -92,8 +100,10 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False)
         method = "threshold"
         counts = beyond
     verdict = (Verdict.REGRESSION if worse else Verdict.IMPROVEMENT) if counts else Verdict.UNCHANGED
-    mde = spread.mde(b.samples, h.samples)
+    mde = spread.mde(b.samples, h.samples, _samples_differ(cfg.p_threshold) if method == "mann-whitney" else None)
     too_noisy = verdict is Verdict.UNCHANGED and mde is not None and mde > factor
+    if mde is not None and math.isinf(mde):  # the test cannot fire at this sample count
+        mde = None  # (kept out of the JSON: no finite shift would be seen)
     return Comparison(**common, verdict=verdict, direction=direction, method=method,
                       factor=factor, significant=significant,
                       base_ci=spread.interval(b.ci_99), head_ci=spread.interval(h.ci_99), mde=mde,
