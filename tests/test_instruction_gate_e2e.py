@@ -58,6 +58,7 @@ def _copy(tmp: Path, name: str, plant: bool) -> Path:
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(1800)  # valgrind's start-up with torch: minutes per process, more on a loaded box
 def test_a_planted_five_percent_turns_the_instruction_gate_red_under_callgrind(tmp_path):
     sides = [ir_cases.Side("base", ROOT / "src", "a" * 40), ir_cases.Side("head", _copy(tmp_path, "planted", True), "c" * 40)]
     base, planted = ir_cases.count_sides(sides, bench=CASE, threads=1, log=lambda m: None)
