@@ -158,6 +158,7 @@ class FakeCounter:
 
     def __call__(self, sides, **kw):
         self.sides.extend(sides)
+        self.bench = kw["bench"]
         out = []
         for s in sides:
             n = int((s.src / "vlmpath" / "ir.txt").read_text())
@@ -171,8 +172,8 @@ def test_the_pr_flow_gates_on_counts_and_the_merge_keeps_them(monkeypatch, repo,
     monkeypatch.setattr(pr_instructions, "count_sides", counter)
     monkeypatch.setattr(callgrind, "valgrind", lambda fix="": "/usr/bin/valgrind")
     res = run(repo, tmp_path, base, head, FakeSuite(benches=("bench_embed.Embed.track_tok_per_s",)),
-              instructions=True, bench="bench_embed")
-    assert [s.label for s in counter.sides] == ["base", "head"]
+              instructions=True, bench="bench_embed", instructions_bench="'video'")
+    assert [s.label for s in counter.sides] == ["base", "head"] and counter.bench == "'video'"
     assert [s.commit for s in counter.sides] == [base, head]
     assert all(not s.src.exists() for s in counter.sides)  # the side checkouts are removed again
     assert [(c.benchmark, c.base, c.head) for c in res.report.regressions] == [(ir_cases.BENCH, 400e6, 420e6)]
@@ -222,12 +223,16 @@ def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_c
             for s, e in started] == [("video", 1, str(tmp_path / "b"), "1", "0"), ("video", 1, str(tmp_path / "h"), "1", "0")]
 
 
-def test_the_cpu_pr_job_counts_instructions_with_valgrind_installed():
+def test_the_cpu_pr_job_counts_the_cases_a_repository_variable_names_with_valgrind_installed():
     import yaml
 
     root = Path(__file__).resolve().parents[1]
-    steps = yaml.safe_load((root / ".github" / "workflows" / "bench-pr.yml").read_text())["jobs"]["cpu"]["steps"]
+    job = yaml.safe_load((root / ".github" / "workflows" / "bench-pr.yml").read_text())["jobs"]["cpu"]
+    steps = job["steps"]
     runs = [str(s.get("run", "")) for s in steps]
     install = next(i for i, r in enumerate(runs) if "apt-get install -y -qq valgrind" in r)
     bench = next(i for i, r in enumerate(runs) if "ci/pr-bench.sh" in r)
-    assert install < bench and "--instructions" in runs[bench] and steps[install]["timeout-minutes"] <= 5
+    assert install < bench and steps[install]["timeout-minutes"] <= 5
+    assert steps[install]["if"] == "env.CPU_INSTRUCTIONS_REGEX != ''"
+    assert job["env"]["CPU_INSTRUCTIONS_REGEX"] == "${{ vars.CPU_INSTRUCTIONS_REGEX || '' }}"
+    assert '${CPU_INSTRUCTIONS_REGEX:+--instructions --instructions-bench "$CPU_INSTRUCTIONS_REGEX"}' in runs[bench]

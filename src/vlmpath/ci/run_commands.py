@@ -36,6 +36,8 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                     help="run base and head alternately, N rounds (fresh process each), judge timings on pairs")
     pr.add_argument("--instructions", action="store_true",
                     help="also count each routine case's instructions on both sides (callgrind; CPU runners only)")
+    pr.add_argument("--instructions-bench", default=None, metavar="REGEX",
+                    help="with --instructions: count only the routine cases matching REGEX (default: --bench's)")
     pr.add_argument("--scale", default=None, choices=["tiny", "full"],
                     help="workload scale passed to `vlmpath run` (default: its default, tiny)")
     pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
@@ -58,7 +60,8 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                 a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
-                trusted_results=a.trusted_results, instructions=a.instructions)
+                trusted_results=a.trusted_results, instructions=a.instructions,
+                instructions_bench=a.instructions_bench)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
