@@ -6,8 +6,8 @@ does extra work after every step (``ci.plant.Plant``: fixed 96x96 matrix product
 ``PLANT_MM`` of them, about 5% of the ``video`` case's pass). One small case only
 (``EmbedRoutine('default', 'video')``, one counted pass): valgrind's start-up with torch is
 the cost (minutes), so this is ``e2e``. The unchanged pair is judged green on synthetic
-counts in ``test_instruction_gate.py``; two real counts of unchanged code differed by under
-0.02% (the A/A figures in the issue-12 irpr note), far inside the 2% band.
+counts in ``test_instruction_gate.py``; real counts of unchanged code differed by at most
+0.03% (the A/A figures in the issue-12 irpr note), far inside the 2% band.
 """
 
 from __future__ import annotations
