@@ -2,7 +2,7 @@
 # Benchmark a pull request on this machine: merge-base(BASE, HEAD) vs HEAD.
 #
 #   ci/pr-bench.sh --base <ref> --head <ref> [--machine NAME] [--bench REGEX] [--quick]
-#                  [--out DIR] [--results-dir DIR] [--rerun-base] [--no-fail]
+#                  [--out DIR] [--results-dir DIR] [--rerun-base] [--no-fail] [--instructions]
 #
 # A thin wrapper over `vlmpath ci pr` (src/vlmpath/ci_flow.py has the logic): it only
 # picks the vlmpath executable (the console script, else ./.venv's, else the module).

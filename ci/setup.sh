@@ -8,8 +8,9 @@
 #   - VLMPATH_SETUP_DRY_RUN=1 prints the torch install command it would run, and stops;
 #   - the package (editable) with its test extra, and the pinned validators;
 #   - Debian's chromium for the dashboard's browser test (root + apt only; else a warning);
-#   - Debian's valgrind for the instruction-count gate (`vlmpath trust --instructions`,
-#     callgrind; root + apt only; else a warning);
+#   - Debian's valgrind for the instruction-count gate (`vlmpath ci pr --instructions`,
+#     `vlmpath instructions`, `vlmpath trust --instructions`: callgrind; root + apt only;
+#     else a warning);
 #   - with VLMPATH_ENGINE_INSTALL=sglang==X, that release's engine environment.
 # Safe to run again: it only installs what is missing or changed.
 set -euo pipefail

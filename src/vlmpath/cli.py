@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from vlmpath.ci.commands import add_bisect, engine_options
+from vlmpath.ci.pr_instructions import add_command as add_instructions
 from vlmpath.ci.run_commands import add_ci, add_run, add_serve
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
@@ -266,7 +267,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
 
 
 # --- ci --------------------------------------------------------------------------------
-_COMMANDS += [add_run, add_serve, add_ci, add_bisect]
+_COMMANDS += [add_run, add_serve, add_ci, add_bisect, add_instructions]
 
 
 def build_parser() -> argparse.ArgumentParser:

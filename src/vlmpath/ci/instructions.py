@@ -4,11 +4,8 @@ Instruction counts are deterministic on a noisy CPU (CodSpeed's and PyTorch's ow
 them): a 1-2% change is visible where time moves 30%. ``torch.utils.benchmark.Timer.
 collect_callgrind`` does not work here (torch 2.13: its helper starts ``python`` from
 PATH, not this interpreter, and then hung for 5 minutes on this machine), so this module
-runs the routine under ``valgrind --tool=callgrind --collect-atstart=no`` in ONE
-subprocess (Valgrind's start-up with torch and transformers costs minutes) and brackets
-each pass with torch's own client requests (``torch._C._valgrind_toggle`` to start,
-``_valgrind_toggle_and_dump_stats`` to stop and dump). Each dump file's ``totals:`` line
-is that pass's instruction count (Ir; counters are zeroed at every dump).
+runs the routine in ONE callgrind subprocess and brackets each pass (the shared driver,
+``ci.callgrind``: Valgrind's start-up with torch and transformers costs minutes).
 
 ``count_trust`` is what ``vlmpath trust --instructions`` uses: a plain pass, a planted
 unit of work (to calibrate the plants in instructions: ``size`` x the pass's own count),
@@ -20,31 +17,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from vlmpath.core.errors import VlmpathError
-
-TIMEOUT_S = 3600
-
-
-def parse_totals(text: str) -> int:
-    for line in text.splitlines():
-        if line.startswith(("totals:", "summary:")):
-            return int(line.split()[1])
-    raise VlmpathError("callgrind output has no totals/summary line: is it a callgrind file?")
-
-
-def valgrind() -> str:
-    path = shutil.which("valgrind")
-    if path is None:
-        raise VlmpathError("instruction counts need Valgrind: install it (Debian: apt-get install -y valgrind; "
-                           "ci/setup.sh does it as root) or leave out --instructions")
-    return path
+from vlmpath.ci.callgrind import Counter, parse_totals, run, valgrind  # noqa: F401 (parse_totals, valgrind: re-exported)
 
 
 def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], threads: int,
@@ -54,27 +32,13 @@ def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], th
         spec = {"preset": preset, "scale": scale, "rounds": rounds, "sizes": list(sizes), "threads": threads,
                 "dumps": str(Path(tmp) / "cg"), "out": str(Path(tmp) / "ir.json")}
         (Path(tmp) / "spec.json").write_text(json.dumps(spec))
-        cmd = [valgrind(), "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={tmp}/cg.%p",
-               sys.executable, "-m", "vlmpath.ci.instructions", str(Path(tmp) / "spec.json")]
         log(f"trust: counting instructions under callgrind (one process, {rounds} rounds; slow)")
         env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False)
-        out = Path(spec["out"])
-        if proc.returncode != 0 or not out.is_file():
-            raise VlmpathError(f"callgrind run failed (exit {proc.returncode}): {proc.stderr.strip()[-600:]}")
-        return json.loads(out.read_text())
+        return run([sys.executable, "-m", "vlmpath.ci.instructions", str(Path(tmp) / "spec.json")],
+                   Path(tmp), Path(spec["out"]), env)
 
 
 # --- the worker (runs under callgrind) ----------------------------------------------------------
-
-
-def _newest_dump(prefix: str, seen: set[str]) -> Path:
-    files = [p for p in Path(prefix).parent.glob(Path(prefix).name + ".*") if str(p) not in seen]
-    if not files:
-        raise VlmpathError("callgrind wrote no dump: is this process running under valgrind --tool=callgrind?")
-    newest = max(files, key=lambda p: p.stat().st_mtime_ns)
-    seen.add(str(newest))
-    return newest
 
 
 def _worker(spec_path: str) -> None:
@@ -89,13 +53,7 @@ def _worker(spec_path: str) -> None:
     prep = prepare(spec["preset"], DEFAULT_PIPELINE.hash, spec["scale"], Session("cpu"))
     wl = prep.workload
     a = torch.randn(UNIT_N, UNIT_N, generator=torch.Generator().manual_seed(0))
-    seen = {str(p) for p in Path(spec["dumps"]).parent.glob("*")}
-
-    def counted(fn) -> int:
-        torch._C._valgrind_toggle()
-        fn()
-        torch._C._valgrind_toggle_and_dump_stats()
-        return parse_totals(_newest_dump(spec["dumps"], seen).read_text())
+    counted = Counter(spec["dumps"]).count
 
     def one_pass(plant):
         routine = EmbedRoutine(wl, prep.encoder, DEFAULT_PIPELINE, prep.table)

@@ -35,6 +35,7 @@ from vlmpath.ci.pr_outputs import (
     write_outputs,
 )
 from vlmpath.ci.merge_engine import is_engine_run, load_engine_artifact
+from vlmpath.ci.pr_instructions import load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_PREFIX
@@ -189,6 +190,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     prs: dict[int, list[str]] = {}
     owner: dict[str, str] = {}
     engine_runs: list[tuple[results.RunResults, results.RunResults]] = []
+    counts: list[tuple[results.RunResults, results.RunResults]] = []
     for art in _artifact_dirs(root):
         name = art.name
         if (art / PR_NUMBER_FILE).exists():
@@ -208,6 +210,9 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
             engine_runs.append(load_engine_artifact(art, data))
         else:
             _merge_results(art / RESULTS_SUBDIR, dest, owner, name)
+            counted = load_artifact(art, data["machine"], data["base_sha"], data["head_sha"])
+            if counted is not None:  # instruction counts (``ci pr --instructions``) join the asv rows
+                counts.append(counted)
         runs.append((name, data))
     if len(prs) > 1:
         raise VlmpathError(f"artifacts disagree on the pull request number: {dict(sorted(prs.items()))}")
@@ -230,7 +235,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     if head_sha is not None and head != head_sha.lower():
         raise VlmpathError(f"artifacts measured head {head[:12]}, but the workflow run is for {head_sha[:12]}")
     sides = [[results.load_asv(dest, sha)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
-    for b, h in engine_runs:
+    for b, h in engine_runs + counts:
         sides[0].append(b)
         sides[1].append(h)
     report = compare.compare(*(functools.reduce(results.merge_runs, side) for side in sides), cfg)

@@ -121,24 +121,28 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            thresholds: str | os.PathLike[str] | None = None, scale: str | None = None,
            charts: bool = True, env: Mapping[str, str] | None = None,
            trusted_results: str | os.PathLike[str] | None = None,
-           profile: bool | None = None, profiler=None, interleave: int = 0) -> FlowResult:
+           profile: bool | None = None, profiler=None, interleave: int = 0,
+           instructions: bool = False, instructions_bench: str | None = None) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them.
 
     ``trusted_results``: the trusted store a base may be reused from (default: the results
     directory). ``profile``: re-run each regressed routine case on both sides under
     torch.profiler (``vlmpath.ci.pr_profile``); default: with the real suite runner only (a
     fake runner's numbers belong to no code), or whenever a ``profiler`` runner is given.
-    ``interleave`` N >= 2: N alternating rounds, judged on pairs (``ci.pr_interleave``)."""
+    ``interleave`` N >= 2: N alternating rounds, judged on pairs (``ci.pr_interleave``).
+    ``instructions``: also count each routine case's instructions on both sides (CPU only;
+    ``ci.pr_instructions``), merged into the same comparison; ``instructions_bench``: only the
+    routine cases it matches (default: ``bench``'s), as counting all of them costs a lot."""
     from vlmpath.compare import results
     from vlmpath.ci import pr_interleave
     from vlmpath.compare import verdict as compare
     from vlmpath.compare.paired import paired_report
 
-    if bench is not None:
+    for flag, pattern in (("--bench", bench), ("--instructions-bench", instructions_bench)):
         try:
-            re.compile(bench)
+            re.compile(pattern or "")
         except re.error as exc:
-            raise VlmpathError(f"--bench {bench!r} is not a regular expression: {exc}") from None
+            raise VlmpathError(f"{flag} {pattern!r} is not a regular expression: {exc}") from None
     root = repo_root(repo)
     base_tip = resolve_commit(root, base)
     head_sha = resolve_commit(root, head)
@@ -156,6 +160,10 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         pr_interleave.check_rounds(interleave)
         shutil.rmtree(out / pr_interleave.ROUNDS_SUBDIR, ignore_errors=True)  # no stale rounds
     runner = run_suite or run_suite_subprocess
+    if instructions:  # before any measuring: a GPU backend or a missing valgrind is one clear error
+        from vlmpath.ci import pr_instructions
+        pr_instructions.refuse_gpu()
+        pr_instructions.callgrind.valgrind("or leave out --instructions")
     notes: list[str] = []
     _log(f"base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {head} -> {head_sha[:8]}; "
          f"machine {machine}; results {rdir}")
@@ -200,8 +208,13 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
 
     copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
                  sources={base_sha: store} if reused and base_sha != head_sha else None)
-    head_run = results.load_asv(out / RESULTS_SUBDIR, head_sha)
-    report = compare.compare(results.load_asv(out / RESULTS_SUBDIR, base_sha), head_run, cfg, quick=quick)
+    sides = [results.load_asv(out / RESULTS_SUBDIR, sha) for sha in (base_sha, head_sha)]
+    if instructions:  # the counts join each side's results: same comparison, comment and exit code
+        ir = pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
+                                      bench=instructions_bench or bench, scale=scale, log=_log)
+        sides = [results.merge_runs(run, counted) for run, counted in zip(sides, ir)]
+    head_run = sides[1]
+    report = compare.compare(*sides, cfg, quick=quick)
     if interleave:
         report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
     report = drop_unselected(report, {machine: bench})
@@ -218,7 +231,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         "schema_version": RUN_SCHEMA_VERSION, "base_ref": base, "head_ref": head,
         "base_sha": base_sha, "base_tip": base_tip, "head_sha": head_sha, "machine": machine,
         "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
-        "interleave": interleave,
+        "interleave": interleave, "instructions": instructions,
+        "instructions_bench": instructions_bench,
         "chart_notes": chart_notes,
         "regressions": len(report.regressions), "not_judged": len(report.not_judged),
         "incomplete": report.incomplete, "exit_code": code,

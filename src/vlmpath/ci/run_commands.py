@@ -35,6 +35,10 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--quick", action="store_true", help="one pass per benchmark (smoke test)")
     pr.add_argument("--interleave", type=int, default=0, metavar="N",
                     help="run base and head alternately, N rounds (fresh process each), judge timings on pairs")
+    pr.add_argument("--instructions", action="store_true",
+                    help="also count each routine case's instructions on both sides (callgrind; CPU runners only)")
+    pr.add_argument("--instructions-bench", default=None, metavar="REGEX",
+                    help="with --instructions: count only the routine cases matching REGEX (default: --bench's)")
     pr.add_argument("--scale", default=None, choices=list(SCALES),
                     help=f"workload scale passed to `vlmpath run` (default: its default, {DEFAULT_SCALE})")
     pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
@@ -51,11 +55,14 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
 
     def run_pr(a: argparse.Namespace) -> int:
         try:
+            if a.engine_src and a.instructions:
+                raise VlmpathError("--instructions counts vlmpath's own routine cases: leave it out with --engine-src")
             res = engine_pr.run_from_args(a) if a.engine_src else ci_flow.run_pr(
                 a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
-                trusted_results=a.trusted_results)
+                trusted_results=a.trusted_results, instructions=a.instructions,
+                instructions_bench=a.instructions_bench)
         except VlmpathError as exc:
             ci_flow.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise

@@ -1,0 +1,238 @@
+"""Do per-case instruction counts gate a pull request like every other metric (issue 12, item 3)?
+
+Synthetic records (no valgrind) through the same code the PR flow uses: records to
+``Metric`` rows, merged with a side's asv results, judged by the ``track_instructions``
+band (2%, deterministic: one value per side is a full measurement). A planted 5% turns the
+gate red, an unchanged pair and a 1% move stay green; a side that could not be counted is a
+note, never a crash; the flow (fake suite, fake counter) carries the rows into the
+comment, the exit code, ``OUT/instructions.json`` and the comment workflow's merge.
+The real counter under callgrind runs in ``test_instruction_gate_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_ci_flow import MACHINE, FakeSuite, commit_value, repo, run  # noqa: F401 (repo: a fixture)
+
+from vlmpath.ci import callgrind, ir_cases, ir_worker, pr_instructions
+from vlmpath.ci import merge as ci_merge
+from vlmpath.cli import main
+from vlmpath.compare.records import MachineRun, Metric, RunResults, merge_runs
+from vlmpath.compare.verdict import Thresholds, Verdict, compare
+from vlmpath.core.errors import VlmpathError
+
+SHA_B, SHA_H = "a" * 40, "b" * 40
+PRESETS = ("video", "few_large_images")
+
+
+def side(counts: dict[str, int | None], label: str = "head", not_measured: str | None = None,
+         commit: str | None = None) -> dict:
+    recs = [ir_cases._record({"pipeline": "default", "preset": p, "instructions": n,
+                              "error": None if n is not None else "RuntimeError: boom"}, commit)
+            for p, n in counts.items()]
+    return {"side": label, "not_measured": not_measured, "records": [] if not_measured else recs}
+
+
+def asv_side(commit: str) -> RunResults:
+    m = Metric(machine=MACHINE, benchmark="bench_embed.EmbedRoutine.track_accuracy", params=(), unit="fraction",
+               value=1.0, commit=commit)
+    return RunResults(commit=commit, machines=(MachineRun(MACHINE, commit, (m,)),))
+
+
+def judged(base: dict, head: dict):
+    runs = [merge_runs(asv_side(sha), ir_cases.run_results(s, MACHINE, sha))
+            for s, sha in ((base, SHA_B), (head, SHA_H))]
+    return compare(*runs, Thresholds.default())
+
+
+def ir_rows(report) -> dict[str, Verdict]:
+    return {dict(c.params)["preset"]: c.verdict for c in report.all() if c.unit == "instructions"}
+
+
+def test_a_planted_five_percent_is_red_and_an_unchanged_pair_green():
+    base = side({"video": 400_000_000, "few_large_images": 900_000_000}, "base")
+    assert ir_rows(judged(base, side({"video": 400_000_000, "few_large_images": 900_000_000}))) == {
+        "video": Verdict.UNCHANGED, "few_large_images": Verdict.UNCHANGED}
+    report = judged(base, side({"video": 420_000_000, "few_large_images": 909_000_000}))  # +5%, +1%
+    assert ir_rows(report) == {"video": Verdict.REGRESSION, "few_large_images": Verdict.UNCHANGED}
+    (reg,) = report.regressions
+    assert (reg.benchmark, dict(reg.params), reg.indicative) == (ir_cases.BENCH, {"pipeline": "default", "preset": "video"},
+                                                                   False)  # deterministic: never indicative
+    assert report.exit_code(fail_on_regression=True) == 1
+    assert ir_rows(judged(base, side({"video": 380_000_000, "few_large_images": 900_000_000})))["video"] is Verdict.IMPROVEMENT
+
+
+def test_a_side_not_measured_is_a_note_and_a_failed_case_is_a_failure():
+    report = judged(side({}, "base", not_measured="the checkout lacks what the counter imports (ImportError: x)"),
+                    side({"video": 400_000_000}))
+    assert ir_rows(report) == {"video": Verdict.NEW}
+    assert any("base aaaaaaaa not measured: the checkout lacks" in n for n in report.notes)
+    assert report.exit_code(fail_on_regression=True) == 0
+    failed = judged(side({"video": 400_000_000}, "base"), side({"video": None}))
+    assert ir_rows(failed) == {"video": Verdict.NEWLY_FAILING}
+    assert failed.regressions[0].error == "RuntimeError: boom"
+
+
+def test_the_records_file_round_trips_and_a_malformed_one_is_one_clear_error():
+    text = ir_cases.to_json([side({"video": 12}, "base"), side({"video": 13})])
+    sides = ir_cases.load_sides(text, "f")
+    assert [s["records"][0]["instructions"] for s in sides] == [12, 13]
+    assert sides[0]["records"][0]["case"] == "embed:default/video"
+    for bad in ("{", json.dumps({"schema_version": 1}),
+                text.replace('"instructions": 12', '"instructions": "12"'),
+                text.replace('"preset": "video"', '"preset": 3', 1)):
+        with pytest.raises(VlmpathError, match="f: "):
+            ir_cases.load_sides(bad, "f")
+
+
+def test_the_worker_selects_cases_like_asv_and_names_what_a_checkout_lacks(tmp_path, monkeypatch):
+    assert ir_worker._wanted(None, "default", "video")
+    assert ir_worker._wanted(r"EmbedRoutine\.track_instructions\('default', 'video'\)", "default", "video")
+    assert ir_worker._wanted("bench_embed", "legacy", "video")
+    assert not ir_worker._wanted("legacy", "default", "video")
+    assert not ir_worker._wanted("track_tok_per_s", "default", "video")
+
+    def lacking():
+        raise ImportError("cannot import name 'prepare' from 'vlmpath.suite.measure'")
+
+    monkeypatch.setattr(ir_worker, "_imports", lacking)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"out": str(tmp_path / "r.json"), "probe": False}))
+    ir_worker.main(str(spec))
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["records"] == [] and "lacks what the counter imports" in result["not_measured"]
+    assert "'prepare'" in result["not_measured"]
+
+
+def test_a_missing_valgrind_is_one_error_naming_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(VlmpathError, match=r"Valgrind.*apt-get install -y valgrind.*ci/setup.sh"):
+        ir_cases.count_sides([ir_cases.Side("head", None)])
+    assert main(["instructions", "--out", str(tmp_path / "x.json")]) == 2
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_the_pr_flow_refuses_before_measuring_without_valgrind(monkeypatch, repo, tmp_path):  # noqa: F811
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    good = commit_value(repo, 1.0, "good")
+    head = commit_value(repo, 1.0, "head")
+    suite = FakeSuite()
+    with pytest.raises(VlmpathError, match="leave out --instructions"):
+        run(repo, tmp_path, good, head, suite, instructions=True)
+    assert suite.calls == []  # refused before any measuring
+
+
+def test_a_gpu_backend_refuses_instruction_counts(monkeypatch):
+    from vlmpath.measure import platform
+
+    class Gpu:
+        is_gpu, backend = True, "cuda"
+
+    monkeypatch.setattr(platform, "probe", lambda: Gpu())
+    with pytest.raises(VlmpathError, match="CPU runners only.*backend is cuda"):
+        pr_instructions.refuse_gpu()
+
+
+def test_bad_cli_input_exits_2(tmp_path, capsys):
+    assert main(["instructions", "--out", str(tmp_path / "x.json"), "--bench", "["]) == 2
+    assert main(["instructions", "--out", str(tmp_path / "x.json"), "--src", str(tmp_path)]) == 2
+    assert "no vlmpath package" in capsys.readouterr().err
+
+
+def commit_counted(repo: Path, count: int, msg: str) -> str:
+    """A commit whose (fake) instruction count is in its own checkout (src/vlmpath/ir.txt)."""
+    (repo / "src" / "vlmpath").mkdir(parents=True, exist_ok=True)
+    (repo / "src" / "vlmpath" / "ir.txt").write_text(f"{count}\n")
+    return commit_value(repo, 1.0, msg)
+
+
+class FakeCounter:
+    """Stands in for ``count_sides``: each side's count is read from its own checkout."""
+
+    def __init__(self):
+        self.sides: list = []
+
+    def __call__(self, sides, **kw):
+        self.sides.extend(sides)
+        self.bench = kw["bench"]
+        out = []
+        for s in sides:
+            n = int((s.src / "vlmpath" / "ir.txt").read_text())
+            out.append({**side({"video": n}, s.label, commit=s.commit), "commit": s.commit})
+        return out
+
+
+def test_the_pr_flow_gates_on_counts_and_the_merge_keeps_them(monkeypatch, repo, tmp_path):  # noqa: F811
+    base, head = (commit_counted(repo, n, msg) for n, msg in ((400_000_000, "base"), (420_000_000, "head +5%")))
+    counter = FakeCounter()
+    monkeypatch.setattr(pr_instructions, "count_sides", counter)
+    monkeypatch.setattr(callgrind, "valgrind", lambda fix="": "/usr/bin/valgrind")
+    res = run(repo, tmp_path, base, head, FakeSuite(benches=("bench_embed.Embed.track_tok_per_s",)),
+              instructions=True, bench="bench_embed", instructions_bench="'video'")
+    assert [s.label for s in counter.sides] == ["base", "head"] and counter.bench == "'video'"
+    assert [s.commit for s in counter.sides] == [base, head]
+    assert all(not s.src.exists() for s in counter.sides)  # the side checkouts are removed again
+    assert [(c.benchmark, c.base, c.head) for c in res.report.regressions] == [(ir_cases.BENCH, 400e6, 420e6)]
+    assert res.exit_code == 1
+    out = tmp_path / "out"
+    assert r"**1 regression on cpu\-test**: EmbedRoutine\.instructions default video instructions +5.0%" in (
+        (out / "comment.md").read_text())
+    assert json.loads((out / "run.json").read_text())["instructions"] is True
+    saved = ir_cases.load_sides((out / pr_instructions.OUT_FILE).read_text(), "out")
+    assert [s["records"][0]["commit"] for s in saved] == [base, head]
+    (tmp_path / "artifacts").mkdir()
+    out.rename(tmp_path / "artifacts" / "bench-cpu")
+    merged = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=head)
+    assert [c.benchmark for c in merged.report.regressions] == [ir_cases.BENCH]
+    (tmp_path / "artifacts" / "bench-cpu" / pr_instructions.OUT_FILE).write_text("{ not json")
+    with pytest.raises(VlmpathError, match="instructions.json: not JSON"):
+        ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged2", head_sha=head)
+
+
+def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_counts(monkeypatch, tmp_path):
+    monkeypatch.setattr(callgrind, "valgrind", lambda fix="": "/usr/bin/valgrind")
+    monkeypatch.setattr(ir_cases, "_probe", lambda src, env: None)
+    started = []
+
+    class Proc:
+        def poll(self):
+            return 0
+
+    def start(argv, tmp, env, instrument=True):
+        started.append((json.loads((tmp / "spec.json").read_text()), env))
+        return Proc()
+
+    def finish(proc, tmp, out, timeout):
+        if tmp.name == "side0":
+            raise VlmpathError("callgrind run failed (exit 139): Segmentation fault")
+        return {"records": [{"pipeline": "default", "preset": "video", "instructions": 5, "error": None}]}
+
+    monkeypatch.setattr(callgrind, "start", start)
+    monkeypatch.setattr(callgrind, "finish", finish)
+    base, head = ir_cases.count_sides([ir_cases.Side("base", tmp_path / "b", "a" * 40),
+                                       ir_cases.Side("head", tmp_path / "h", "b" * 40)], bench="video", threads=1)
+    assert base["not_measured"].endswith("Segmentation fault") and base["records"] == []
+    assert head["not_measured"] is None and head["records"][0]["instructions"] == 5
+    assert head["records"][0]["commit"] == "b" * 40
+    # Each side runs its own src with threads pinned and one hash seed (the same work each run).
+    assert [(s["bench"], s["threads"], e["PYTHONPATH"], e["OMP_NUM_THREADS"], e["PYTHONHASHSEED"])
+            for s, e in started] == [("video", 1, str(tmp_path / "b"), "1", "0"), ("video", 1, str(tmp_path / "h"), "1", "0")]
+
+
+def test_the_cpu_pr_job_counts_the_cases_a_repository_variable_names_with_valgrind_installed():
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    job = yaml.safe_load((root / ".github" / "workflows" / "bench-pr.yml").read_text())["jobs"]["cpu"]
+    steps = job["steps"]
+    runs = [str(s.get("run", "")) for s in steps]
+    install = next(i for i, r in enumerate(runs) if "apt-get install -y -qq valgrind" in r)
+    bench = next(i for i, r in enumerate(runs) if "ci/pr-bench.sh" in r)
+    assert install < bench and steps[install]["timeout-minutes"] <= 5
+    assert steps[install]["if"] == "env.CPU_INSTRUCTIONS_REGEX != ''"
+    assert job["env"]["CPU_INSTRUCTIONS_REGEX"] == "${{ vars.CPU_INSTRUCTIONS_REGEX || '' }}"
+    assert '${CPU_INSTRUCTIONS_REGEX:+--instructions --instructions-bench "$CPU_INSTRUCTIONS_REGEX"}' in runs[bench]
