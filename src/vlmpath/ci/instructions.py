@@ -22,20 +22,40 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from vlmpath.ci.callgrind import Counter, parse_totals, run, valgrind  # noqa: F401 (parse_totals, valgrind: re-exported)
+from vlmpath.ci.callgrind import Counter, parse_totals, valgrind  # noqa: F401 (parse_totals, valgrind: re-exported)
 
 
 def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], threads: int,
                 log: Callable[[str], None] = print) -> dict:
-    """Run the worker under callgrind; returns its JSON (``rounds``: per round the counts)."""
+    """Run the worker under callgrind; returns its JSON (``rounds``: per round the counts).
+
+    The worker writes its result after every round, so a run that breaks or times out
+    still returns the rounds it finished, marked ``partial`` with the reason."""
+    from vlmpath.ci import callgrind
+    from vlmpath.core.errors import VlmpathError
+
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-") as tmp:
         spec = {"preset": preset, "scale": scale, "rounds": rounds, "sizes": list(sizes), "threads": threads,
                 "dumps": str(Path(tmp) / "cg"), "out": str(Path(tmp) / "ir.json")}
         (Path(tmp) / "spec.json").write_text(json.dumps(spec))
         log(f"trust: counting instructions under callgrind (one process, {rounds} rounds; slow)")
         env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        return run([sys.executable, "-m", "vlmpath.ci.instructions", str(Path(tmp) / "spec.json")],
-                   Path(tmp), Path(spec["out"]), env)
+        passes = 2 + rounds * (2 + len(sizes))
+        proc = callgrind.start([sys.executable, "-m", "vlmpath.ci.instructions", str(Path(tmp) / "spec.json")],
+                               Path(tmp), env, instrument=False)
+        try:
+            return callgrind.finish(proc, Path(tmp), Path(spec["out"]), timeout=PASS_TIMEOUT_S * passes + 900)
+        except VlmpathError as exc:
+            out = Path(spec["out"])
+            if not out.is_file():
+                raise
+            got = json.loads(out.read_text(encoding="utf-8"))
+            log(f"trust: WARNING: instruction counting stopped after {len(got['rounds'])} of {rounds} rounds: {exc}")
+            return {**got, "partial": True, "error": str(exc)}
+
+
+#: Callgrind seconds allowed per counted pass (about 100x a native pass of the tiny cases).
+PASS_TIMEOUT_S = 120
 
 
 # --- the worker (runs under callgrind) ----------------------------------------------------------
@@ -53,25 +73,41 @@ def _worker(spec_path: str) -> None:
     prep = prepare(spec["preset"], DEFAULT_PIPELINE.hash, spec["scale"], Session("cpu"))
     wl = prep.workload
     a = torch.randn(UNIT_N, UNIT_N, generator=torch.Generator().manual_seed(0))
-    counted = Counter(spec["dumps"]).count
+    counter = Counter(spec["dumps"])
+    out = Path(spec["out"])
+
+    def counted(fn) -> int:
+        # Only the counted pass runs instrumented (~100x native); set-up, warm-up and the
+        # gaps run at ~4x (the process started with --instr-atstart=no).
+        counter.instrument(True)
+        try:
+            return counter.count(fn)
+        finally:
+            counter.instrument(False)
 
     def one_pass(plant):
         routine = EmbedRoutine(wl, prep.encoder, DEFAULT_PIPELINE, prep.table)
         return lambda: timed_pass(routine.run_step, wl.steps, plant, a)
+
+    def write(rounds: list, complete: bool) -> None:
+        tmp = out.with_suffix(".tmp")  # atomic: a reader never sees half a file
+        tmp.write_text(json.dumps({"plain": plain, "unit": unit, "complete": complete,
+                                   "units_per_step": {f"{s}": p.per_step for s, p in plants.items()},
+                                   "rounds": rounds}))
+        os.replace(tmp, out)
 
     one_pass(None)()  # warm-up, not counted
     plain = counted(one_pass(None))
     unit = counted(lambda: Plant(0, 10).work(a)) / 10
     steps = max(1, len(wl.steps))
     plants = {s: Plant(s, max(1, round(s * plain / unit / steps))) for s in spec["sizes"]}
-    rounds = []
+    rounds: list = []
+    write(rounds, complete=spec["rounds"] == 0)
     for _ in range(spec["rounds"]):
         row = {"base": counted(one_pass(None)), "aa": counted(one_pass(None))}
         row.update({f"{s}": counted(one_pass(plants[s])) for s in spec["sizes"]})
         rounds.append(row)
-    Path(spec["out"]).write_text(json.dumps({"plain": plain, "unit": unit,
-                                             "units_per_step": {f"{s}": p.per_step for s, p in plants.items()},
-                                             "rounds": rounds}))
+        write(rounds, complete=len(rounds) == spec["rounds"])
 
 
 if __name__ == "__main__":  # pragma: no cover - runs under valgrind

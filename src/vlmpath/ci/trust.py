@@ -222,13 +222,13 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, siz
             ir = count_trust(preset, scale, instructions, sizes, in_effect, log=log)
             for band in bands:
                 cfg = thresholds_with_band(base_cfg, band, "instructions")
-                for r in range(instructions):
-                    row = ir["rounds"][r]
+                for row in ir["rounds"]:  # a partial count holds fewer (``ir["partial"]``)
                     tally(tallies, "instructions", band, cfg, [row["base"]], [row["aa"]],
                           {s: [row[f"{s}"]] for s in sizes})
     return {
         "schema_version": 1, "preset": preset, "scale": scale, "rounds": rounds, "samples": samples,
-        "instruction_rounds": instructions,
+        "instruction_rounds": len(ir["rounds"]) if ir else 0,
+        "partial": bool(ir and ir.get("partial")),
         "sizes": list(sizes), "threads": in_effect, "cores": _cores(),
         "load_avg": {"min": min(loads), "max": max(loads)} if loads else None,
         "seconds": round(time.monotonic() - t_start, 1),
@@ -258,7 +258,8 @@ def render(report: dict) -> str:
             for g in report["gates"]]
     load = report["load_avg"]
     head = (f"vlmpath trust: {report['preset']} ({report['scale']}), {report['rounds']} rounds x "
-            f"{report['samples']} samples per side (instructions: {report['instruction_rounds']} rounds), "
+            f"{report['samples']} samples per side (instructions: {report['instruction_rounds']} rounds"
+            f"{', PARTIAL: ' + report['instructions']['error'] if report.get('partial') else ''}), "
             f"threads {report['threads']} of {report['cores']} cores"
             + (f", load average {load['min']:.1f}-{load['max']:.1f}" if load else "")
             + f", {report['seconds']:.0f} s")
