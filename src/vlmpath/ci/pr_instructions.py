@@ -23,6 +23,7 @@ from vlmpath.ci import callgrind  # noqa: F401 (ci.pr checks valgrind through it
 from vlmpath.ci.ir_cases import Side, count_sides, load_sides, run_results, to_json
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES
 
 OUT_FILE = "instructions.json"
 MAX_FILE_BYTES = 4 << 20
@@ -51,13 +52,13 @@ def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: st
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-wt-") as tmp:
         with worktree(root, head_sha, Path(tmp) / "head") as head_wt:
             if base_sha == head_sha:
-                sides = count_sides([Side("head", head_wt / "src", head_sha)], bench=bench, scale=scale or "tiny",
+                sides = count_sides([Side("head", head_wt / "src", head_sha)], bench=bench, scale=scale or DEFAULT_SCALE,
                                     threads=_threads(None), log=log)
                 sides = [{**sides[0], "side": "base"}, sides[0]]
             else:
                 with worktree(root, base_sha, Path(tmp) / "base") as base_wt:
                     sides = count_sides([Side("base", base_wt / "src", base_sha), Side("head", head_wt / "src", head_sha)],
-                                        bench=bench, scale=scale or "tiny", threads=_threads(None), log=log)
+                                        bench=bench, scale=scale or DEFAULT_SCALE, threads=_threads(None), log=log)
     atomic.write_text(out / OUT_FILE, to_json(sides))
     return tuple(run_results(s, machine, sha) for s, sha in zip(sides, (base_sha, head_sha)))
 
@@ -88,7 +89,8 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                    help="only cases whose asv name (bench_embed.EmbedRoutine.track_instructions(...)) matches")
     p.add_argument("--src", default=None, metavar="DIR", help="the src/ folder to count (default: this package's)")
     p.add_argument("--commit", default=None, help="the commit to record (default: the checkout's HEAD, if any)")
-    p.add_argument("--scale", default="tiny", choices=["tiny"], help="workload scale (CPU: tiny)")
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES),
+                   help="workload scale (a CPU scale: callgrind runs on the CPU)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: vlmpath run's rule, 1)")
     p.set_defaults(func=_command)
 
@@ -116,6 +118,9 @@ def _command(a: argparse.Namespace) -> int:
     if not (src / "vlmpath").is_dir():
         raise VlmpathError(f"--src {src}: no vlmpath package in it; pass a checkout's src/ folder")
     refuse_gpu("vlmpath instructions")
+    if SCALES[a.scale].gpu:
+        raise VlmpathError(f"--scale {a.scale} needs a GPU; instruction counts run on the CPU: "
+                           f"use --scale {DEFAULT_SCALE}")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     side = count_sides([Side("this", src, a.commit or _commit_of(src))], bench=a.bench, scale=a.scale,
                        threads=_threads(a.threads), log=log)[0]
