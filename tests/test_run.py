@@ -322,7 +322,11 @@ def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "vlmpath.cli", "run", "--bench", "bench_encode.EncodeTime",
                              "--results-dir", str(tmp_path / "res"), "--reports-dir", str(tmp_path / "rep")],
                             cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            # As from a terminal: Ctrl-C is live. A shell that started this test
+                            # run in the background (`... &`) leaves SIGINT ignored, and Python
+                            # keeps an inherited SIG_IGN (the run then finished with exit 0).
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = []
     for line in proc.stdout:
         seen.append(line)
