@@ -42,6 +42,7 @@ from vlmpath.ci.plant import UNIT_N, Plant, timed_pass
 from vlmpath.compare.results import Metric
 from vlmpath.compare.thresholds import Rule, Thresholds
 from vlmpath.compare.verdict import Verdict, judge
+from vlmpath.core.scales import DEFAULT_SCALE
 
 SIZES = (0.05, 0.10, 0.25)
 
@@ -155,7 +156,7 @@ def tally_paired(tallies: dict, gate: str, band: float, direction: str, base: Se
 
 
 def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, sizes: Sequence[float] = SIZES,
-              bands: Sequence[float] | None = None, threads: int | None = None, scale: str = "tiny",
+              bands: Sequence[float] | None = None, threads: int | None = None, scale: str = DEFAULT_SCALE,
               instructions: int = 0, log: Callable[[str], None] = print) -> dict:
     """The whole trust measurement (see the module docstring); returns the JSON report."""
     from vlmpath.core.errors import VlmpathError
