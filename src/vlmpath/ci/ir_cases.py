@@ -144,10 +144,9 @@ def to_json(sides: Sequence[Mapping[str, Any]]) -> str:
 
 def load_sides(text: str, where: str) -> list[dict]:
     """The sides of a records file (``to_json``), checked: it may come from an untrusted artifact."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise VlmpathError(f"{where}: not JSON ({exc}); re-run `vlmpath instructions --out FILE`") from None
+    from vlmpath.core import safe_json
+
+    data = safe_json.loads(text, where, "re-run `vlmpath instructions --out FILE`")
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or not isinstance(
             data.get("sides"), list):
         raise VlmpathError(f"{where}: not an instruction-count file (schema_version {SCHEMA_VERSION}, sides)")

@@ -37,6 +37,7 @@ from vlmpath.ci.pr_outputs import (
 from vlmpath.ci.merge_engine import is_engine_run, load_engine_artifact
 from vlmpath.ci.pr_instructions import load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX
+from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_PREFIX
 
@@ -48,11 +49,8 @@ _PR_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
 
 
 def _read_small(path: Path, limit: int = 1 << 20) -> str:
-    if path.is_symlink() or not path.is_file():
-        raise VlmpathError(f"{path} is not a regular file")
-    if path.stat().st_size > limit:
-        raise VlmpathError(f"{path} is larger than {limit} bytes")
-    return path.read_text(encoding="utf-8", errors="replace")
+    # Regular file checked on the open descriptor, read with the cap (safe_json.read_capped).
+    return safe_json.read_capped(path, "artifact file", limit).decode("utf-8", errors="replace")
 
 
 def read_pr_number(path: Path) -> int:
@@ -71,10 +69,7 @@ def _artifact_dirs(root: Path) -> list[Path]:
 
 
 def _load_run_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(_read_small(path))
-    except ValueError as exc:
-        raise VlmpathError(f"corrupted {path}: {exc}") from None
+    data = safe_json.loads(_read_small(path), f"corrupted {path}")
     if not isinstance(data, dict) or data.get("schema_version") != RUN_SCHEMA_VERSION:
         raise VlmpathError(f"{path} is not a vlmpath ci run record (schema_version {RUN_SCHEMA_VERSION})")
     for key in ("base_sha", "head_sha"):
@@ -90,10 +85,7 @@ def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str) 
         raise VlmpathError(f"artifact {artifact} has no {RESULTS_SUBDIR}/ directory")
     bench_src = src / "benchmarks.json"
     if bench_src.exists():
-        try:
-            incoming = json.loads(_read_small(bench_src, 64 << 20))
-        except ValueError as exc:
-            raise VlmpathError(f"corrupted {bench_src}: {exc}") from None
+        incoming = safe_json.loads(_read_small(bench_src, 64 << 20), f"corrupted {bench_src}")
         if not isinstance(incoming, dict):
             raise VlmpathError(f"corrupted {bench_src}: not a JSON object")
         target = dest / "benchmarks.json"

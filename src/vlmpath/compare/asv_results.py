@@ -11,7 +11,6 @@ is a note on the machine's run (the comparison goes on without the messages).
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import re
@@ -29,7 +28,9 @@ from vlmpath.compare.records import (
     Metric,
     RunResults,
 )
+from vlmpath.compare.values import checked
 from vlmpath.core.asv_names import unit_from_name
+from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_PREFIX, failures_path, read_failures
 
@@ -49,11 +50,8 @@ def param_display(raw: Any) -> str:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise VlmpathError(f"corrupted results file {path}: {exc}; delete it or re-run") from None
+    # Bounded (size, depth, number length): a results directory may be an artifact's.
+    return safe_json.load_file(path, "corrupted results file", "delete it or re-run")
 
 
 def _read_benchmarks_json(results_dir: Path) -> dict[str, dict[str, Any]]:
@@ -121,6 +119,7 @@ def _load_asv_file(path: Path):
     from asv import util as asv_util
     from asv.results import Results
 
+    safe_json.check_file(path, "corrupted results file")  # asv's own loader has no bounds
     try:
         res = Results.load(str(path))
         # asv trusts its own files; ours may come from an untrusted artifact.
@@ -150,12 +149,16 @@ def _metrics_from_asv(res, machine: str, bench_meta: Mapping[str, Mapping[str, A
         values = res.get_result_value(name, params)
         stats = res.get_result_stats(name, params)
         samples = res.get_result_samples(name, params)
+        version = res.benchmark_version.get(name) if isinstance(res.benchmark_version, dict) else None
         for j, combo in enumerate(itertools.product(*params)):
             v = values[j]
             st = stats[j] if stats else None
             sm = samples[j] if samples else None
             skipped = isinstance(v, float) and math.isnan(v)
             error = NO_RESULT_ERROR if v is None else None
+            # A string ("nan"), a boolean, Infinity or an out-of-range value is kept as
+            # not judged with its reason, never coerced by float() (compare.values).
+            value, invalid = (None, None) if (v is None or skipped) else checked(v, unit)
             ci = None
             if st and "ci_99_a" in st and "ci_99_b" in st:
                 a, b = float(st["ci_99_a"]), float(st["ci_99_b"])
@@ -166,8 +169,10 @@ def _metrics_from_asv(res, machine: str, bench_meta: Mapping[str, Mapping[str, A
                 benchmark=name,
                 params=tuple((str(n), param_display(p)) for n, p in zip(names, combo)),
                 unit=unit,
-                value=None if (v is None or skipped) else float(v),
-                samples=tuple(float(x) for x in (sm or ()) if x is not None and not math.isnan(x)),
+                value=value,
+                invalid=invalid,
+                version=None if version is None else str(version),
+                samples=tuple(float(x) for x in (sm or ()) if checked(x, "")[0] is not None),
                 ci_99=ci,
                 error=error,
                 skipped=skipped,

@@ -31,6 +31,9 @@ class Verdict(enum.Enum):
 
 # Verdicts that fail CI: a benchmark that stops running is as bad as one that slows down.
 FAILING_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.NEWLY_FAILING})
+# Verdicts where nothing was judged: a case on one side only (a rename is one removed and
+# one new case), or one that could not be compared. Counted and named; never "unchanged".
+NOT_JUDGED_VERDICTS = frozenset({Verdict.NOT_COMPARABLE, Verdict.NEW, Verdict.REMOVED})
 
 # Exit statuses of a gating comparison (``vlmpath compare``, ``vlmpath ci pr``); 2 is bad input.
 EXIT_OK, EXIT_REGRESSION, EXIT_INCOMPLETE = 0, 1, 3
@@ -59,6 +62,10 @@ class Comparison:
     mde: float | None = None
     indicative: bool = False
     too_noisy: bool = False
+
+    @property
+    def case_key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return (self.benchmark, self.params)
 
     @property
     def ratio(self) -> float | None:
@@ -156,14 +163,20 @@ class ComparisonReport:
 
     @property
     def not_judged(self) -> list[Comparison]:
-        """Cases present on a side that could not be compared (skipped, failing on both,
-        unit changed, machine missing): neither good nor bad, so never "no regressions"."""
-        return self.by_verdict(Verdict.NOT_COMPARABLE)
+        """Cases that were not judged: on one side only (new, removed), or not comparable
+        (skipped, failing on both, unit changed, machine missing, a value that is not a
+        finite number in its unit's range): neither good nor bad, never "no regressions"."""
+        return self.by_verdict(*NOT_JUDGED_VERDICTS)
+
+    @property
+    def judged(self) -> int:
+        return len(self.all()) - len(self.not_judged)
 
     @property
     def incomplete(self) -> bool:
-        """Most cases were not judged: the verdict says little, and the exit status says so."""
-        return 2 * len(self.not_judged) > len(self.all())
+        """Nothing was judged, or most cases were not: the verdict says little, and the exit
+        status says so (zero judged is never green, whatever the reason)."""
+        return self.judged == 0 or 2 * len(self.not_judged) > len(self.all())
 
     def exit_code(self, fail_on_regression: bool = True) -> int:
         """1 on a regression, else 3 when most cases were not judged, else 0 (0 without gating)."""

@@ -105,8 +105,10 @@ def _path(value: object, prefix: str) -> str | None:
 def profiles_from_json(text: str, prefix: str = "") -> list[CaseProfile]:
     """``profiles.json`` as written by ``profiles_to_json``, validated and bounded (it is
     untrusted in the merge job); trace paths get ``prefix`` (the artifact's name)."""
+    from vlmpath.core import safe_json
+
+    data = safe_json.loads(text, "profiles.json", "profiles not shown")
     try:
-        data = json.loads(text)
         if not isinstance(data, list):
             raise TypeError("not a list")
         out = []

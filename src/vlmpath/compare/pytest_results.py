@@ -6,11 +6,12 @@ A time metric per test, plus the ``extra_info`` numbers the mirror suite records
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from vlmpath.compare.records import EXTRA_INFO_UNITS, Fingerprint, MachineRun, Metric, RunResults
+from vlmpath.compare.values import checked
+from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 
 def load_pytest_benchmark(path: str | os.PathLike[str]) -> RunResults:
@@ -18,10 +19,7 @@ def load_pytest_benchmark(path: str | os.PathLike[str]) -> RunResults:
     p = Path(path)
     if not p.is_file():
         raise VlmpathError(f"pytest-benchmark JSON {p} does not exist: run pytest with --benchmark-json={p}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise VlmpathError(f"corrupted pytest-benchmark JSON {p}: {exc}; delete it or re-run") from None
+    data = safe_json.load_file(p, "corrupted pytest-benchmark JSON", "delete it or re-run")
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise VlmpathError(f"{p} is not pytest-benchmark JSON (no 'benchmarks' list): pass a --benchmark-json file")
     info = data.get("machine_info") or {}
@@ -42,16 +40,18 @@ def load_pytest_benchmark(path: str | os.PathLike[str]) -> RunResults:
         common = dict(machine=machine, params=params, commit=commit, source="pytest-benchmark")
         metrics.append(Metric(
             benchmark=name, unit="seconds",
-            value=None if value is None else float(value),
-            samples=tuple(float(x) for x in data_pts),
+            value=checked(value, "seconds")[0],
+            invalid=checked(value, "seconds")[1],
+            samples=tuple(float(x) for x in data_pts if checked(x, "seconds")[0] is not None),
             error=None if value is not None else "no timing recorded",
             **common,
         ))
         for key, val in sorted((b.get("extra_info") or {}).items()):
             unit = EXTRA_INFO_UNITS.get(key)
-            if unit is None or isinstance(val, bool) or not isinstance(val, (int, float)):
+            if unit is None:
                 continue
-            metrics.append(Metric(benchmark=f"{name}.{key}", unit=unit, value=float(val), **common))
+            metrics.append(Metric(benchmark=f"{name}.{key}", unit=unit, value=checked(val, unit)[0],
+                                  invalid=checked(val, unit)[1], **common))
     run = MachineRun(
         machine=machine, commit=commit,
         metrics=tuple(sorted(metrics, key=lambda m: (m.benchmark, m.params))),

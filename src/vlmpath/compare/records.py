@@ -58,6 +58,11 @@ class Metric:
     skipped: bool = False
     commit: str = ""
     source: str = "asv"
+    #: Why the recorded value cannot be judged (a string, a boolean, non-finite, out of the
+    #: unit's range: ``vlmpath.compare.values``); the case is "not judged", never a number.
+    invalid: str | None = None
+    #: asv's benchmark version (a hash of its source) when the reader knows it.
+    version: str | None = None
 
     @property
     def case(self) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -66,7 +71,7 @@ class Metric:
 
     @property
     def ok(self) -> bool:
-        return self.value is not None and self.error is None and not self.skipped
+        return self.value is not None and self.error is None and not self.skipped and self.invalid is None
 
     @property
     def message(self) -> str | None:
@@ -75,19 +80,24 @@ class Metric:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Metric:
+        from vlmpath.compare.values import checked
+
         ci = d.get("ci_99")
+        value, invalid = checked(d.get("value"), str(d["unit"]))
         return cls(
             machine=d["machine"],
             benchmark=d["benchmark"],
             params=tuple((str(k), str(v)) for k, v in d.get("params", ())),
             unit=d["unit"],
-            value=d.get("value"),
-            samples=tuple(float(x) for x in d.get("samples", ())),
+            value=value,
+            samples=tuple(float(x) for x in d.get("samples", ()) if checked(x, "")[1] is None and x is not None),
             ci_99=(float(ci[0]), float(ci[1])) if ci else None,
             error=d.get("error"),
             skipped=bool(d.get("skipped", False)),
             commit=d.get("commit", ""),
             source=d.get("source", "asv"),
+            invalid=invalid or d.get("invalid"),
+            version=d.get("version"),
         )
 
 

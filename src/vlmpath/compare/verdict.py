@@ -26,6 +26,7 @@ from vlmpath.compare.comparison import (  # noqa: F401 (re-exported: the compari
 )
 from vlmpath.compare import dedupe, spread
 from vlmpath.compare.results import MachineRun, Metric, RunResults
+from vlmpath.compare.values import value_problem
 from vlmpath.compare.thresholds import Rule, Thresholds, UnitRule, load_thresholds  # noqa: F401 (re-exported)
 from vlmpath.core.backends import BACKENDS, GPU_BACKENDS, Backend, vendor_backends  # noqa: F401 (GPU_BACKENDS re-exported)
 
@@ -63,6 +64,10 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False)
                   base=b.value, head=h.value)
     if b.unit != h.unit:
         return Comparison(**common, verdict=Verdict.NOT_COMPARABLE, reason=f"unit changed: {b.unit} -> {h.unit}")
+    bad = _unjudgeable(b, h)
+    if bad:  # a string, a boolean, NaN, Infinity or out of range: never a number (compare.values)
+        return Comparison(**{**common, "base": b.value if b.ok else None, "head": h.value if h.ok else None},
+                          verdict=Verdict.NOT_COMPARABLE, reason=bad)
     if b.skipped or h.skipped:
         side = "base and head" if b.skipped and h.skipped else ("base" if b.skipped else "head")
         return Comparison(**common, verdict=Verdict.NOT_COMPARABLE, reason=f"skipped on {side}")
@@ -112,6 +117,15 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False)
                       indicative=not (rule is not None and rule.deterministic)
                       and spread.indicative(len(b.samples), len(h.samples), cfg.min_samples, quick),
                       too_noisy=too_noisy)
+
+
+def _unjudgeable(b: Metric, h: Metric) -> str | None:
+    """Why a side's value cannot be judged ("head value 'nan' is not a number ..."), or None."""
+    for side, m in (("base", b), ("head", h)):
+        why = m.invalid or (value_problem(m.value, m.unit) if m.ok else None)
+        if why:
+            return f"not judged: {side} {why}"
+    return None
 
 
 def _one_side(m: Metric, verdict: Verdict, reason: str) -> Comparison:
@@ -166,6 +180,7 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
         if failed:
             notes.append(f"{run.machine}: {failed} case(s) failed in the {side} run")
         notes.extend(f"{run.machine} ({side}): {n}" for n in run.notes)
+    notes.extend(_one_sided_notes(h.machine, rows, base_by, head_by))
     changes: tuple[tuple[str, str | None, str | None], ...] = ()
     if b.fingerprint is not None and h.fingerprint is not None:
         changes = b.fingerprint.toolchain_diff(h.fingerprint)
@@ -173,6 +188,26 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
         side = "base" if b.fingerprint is None else "head"
         notes.append(f"{h.machine}: no platform fingerprint for {side}; cannot confirm base and head used the same toolchain")
     return MachineComparison(h.machine, "both", tuple(rows), changes, tuple(notes))
+
+
+def _one_sided_notes(machine: str, rows: Sequence[Comparison], base_by, head_by) -> list[str]:
+    """A hint when cases are only in base and others only in head (a rename looks like that:
+    the old name "removed", the new one "new", neither judged), and a note when a benchmark's
+    code changed between the sides (asv's version hash): base measured the older code."""
+    out = []
+    gone = [c for c in rows if c.verdict is Verdict.REMOVED]
+    new = [c for c in rows if c.case_key not in base_by]
+    if gone and new:
+        out.append(f"{machine}: {len(gone)} case(s) only in base and {len(new)} only in head, none of them "
+                   f"judged; if benchmarks were renamed (e.g. {gone[0].benchmark} -> {new[0].benchmark}), "
+                   "measure base with the new names to compare them")
+    changed = sorted({k[0] for k in set(base_by) & set(head_by)
+                      if base_by[k].version and head_by[k].version and base_by[k].version != head_by[k].version})
+    if changed:
+        shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+        out.append(f"{machine}: {len(changed)} benchmark(s) changed between base and head (asv version differs: "
+                   f"{shown}); base was measured with the older benchmark code")
+    return out
 
 
 def _cross_vendor(base: RunResults, head: RunResults, cfg: Thresholds,
@@ -249,6 +284,8 @@ def compare(base: RunResults, head: RunResults, config: Thresholds | None = None
         notes.append("quick run: every timing is one sample; its verdicts are indicative and never fail the check")
     if not names:
         notes.append("no machines with results on either side")
+    if base.commit and base.commit.lower() == head.commit.lower():
+        notes.append(f"base and head are the same commit ({head.commit[:12]}): any difference is noise")
     return ComparisonReport(
         base_commit=base.commit, head_commit=head.commit, machines=machines,
         cross_vendor=_cross_vendor(base, head, cfg, backends), notes=tuple(notes),

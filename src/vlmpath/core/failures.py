@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 
 #: The suite appends why each benchmark failed to the file this variable names.
@@ -149,7 +150,7 @@ def read_failures(path: str | os.PathLike[str]) -> tuple[Failure, ...]:
     if not p.is_file():
         return ()
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = safe_json.load_file(p, "corrupted failures file", "delete it or re-run")
         if not isinstance(data, list):
             raise TypeError(f"not a JSON list but {type(data).__name__}")
         return tuple(Failure.from_dict(d) for d in data)

@@ -140,14 +140,10 @@ def json_lines(text: str, where: str, fix: str) -> list:
     """Every non-blank line of ``text`` parsed as JSON; a line that is not raises naming
     ``where:line`` and ``fix``. The one JSON Lines reader (records of engine runs and of
     untrusted artifacts alike); callers check what each value must be."""
-    import json
+    from vlmpath.core import safe_json
 
     out = []
     for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except ValueError as exc:
-            raise VlmpathError(f"{where}:{n} is not JSON ({exc}){fix}") from None
+        if line.strip():  # bounded: depth and number length (safe_json)
+            out.append(safe_json.loads(line, f"{where}:{n}", fix.lstrip("; ")))
     return out

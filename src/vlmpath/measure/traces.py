@@ -22,10 +22,10 @@ file, UTF-8; per scale, vision patches per item (tiny 4096: a 896 x 896 px image
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlmpath.core import safe_json
 from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES, check_scale
 from vlmpath.core.validate import (
@@ -67,11 +67,8 @@ def _px(val, what: str) -> tuple[int, int]:
 
 
 def _json_line(line: str, where: str, fix: str):
-    try:
-        return json.loads(line)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        raise VlmpathError(f"{where}: not valid JSON ({msg}); {fix}") from None
+    # Bounded: a 5000-digit number or a 100k-deep line is one error, not a traceback.
+    return safe_json.loads(line, where, fix)
 
 
 def parse_trace_line(line: str, where: str, family: Family | None = None,
@@ -208,10 +205,9 @@ def read_trace(path: str | Path, scale: str | None = None) -> Trace:
     """A JSONL trace's encoder and request specs in arrival order (cheap: builds no
     features); with a ``scale``, also checked against that scale's size limits."""
     path = check_input_file(path, "trace file", 'pass trace:FILE.jsonl, one {"segments": [...]} per line')
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise VlmpathError(f"cannot read trace file {str(path)!r} ({exc.strerror}); check the path") from None
+    # A regular file, checked on the open descriptor, read with the size cap: a device
+    # file or a huge sparse file is refused before its bytes are read.
+    data = safe_json.read_capped(path, "trace file", MAX_TRACE_BYTES)
     trace = parse_trace_bytes(data, str(path), check_scale(scale or DEFAULT_SCALE))
     if scale is not None:
         check_trace_size(trace, scale, str(path))

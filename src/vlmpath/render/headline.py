@@ -117,12 +117,15 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
                 bits.append(f"{counts[v]} {word}")
         skipped = report.not_judged
         if skipped:
-            why = Counter(c.reason or "not comparable" for c in skipped)
-            reasons = ", ".join(f"{r}: {n}" for r, n in why.most_common())
-            judged = len(report.all()) - len(skipped)
-            lead = "**Incomplete**" if report.incomplete else f"**No regressions among {judged} judged**"
+            why = Counter(clip(c.reason or "not comparable", 80) for c in skipped)
+            reasons = ", ".join(f"{r}: {n}" for r, n in why.most_common(4)) + (", ..." if len(why) > 4 else "")
+            judged = report.judged
+            lead = ("**Incomplete: nothing judged**" if not judged else
+                    "**Incomplete**" if report.incomplete else f"**No regressions among {judged} judged**")
             line = (f"{lead}: {len(skipped)} of {len(report.all())} cases not judged ({md_escape(reasons)}); "
                     f"{', '.join(bits)} on {where}")
+        elif not report.all():  # an empty selection, or no results on either side: never green
+            line = f"**Incomplete: nothing judged**: no cases to compare on {where}"
         else:
             line = f"**No regressions**: {', '.join(bits)} on {where}"
     if report.partial:
