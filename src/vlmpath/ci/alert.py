@@ -30,9 +30,11 @@ from vlmpath.ci.github_http import make_client
 from vlmpath.ci.github_issues import close_issue, comment_issue, create_issue, list_issues, update_issue
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.records import MachineRun, Metric, backend_from_name
+from vlmpath.compare.comparison import NOT_JUDGED_VERDICTS
 from vlmpath.compare.verdict import FAILING_VERDICTS, Comparison, Thresholds, Verdict, judge
 from vlmpath.core.backends import noise_band
 from vlmpath.core.errors import VlmpathError
+from vlmpath.render.escape import clip, log_line, md_escape, title_text
 from vlmpath.render.fmt import fmt_pair
 from vlmpath.render.headline import case_text
 
@@ -55,6 +57,12 @@ class Finding:
     @property
     def regressed(self) -> bool:
         return self.comparison.verdict in FAILING_VERDICTS
+
+    @property
+    def judged(self) -> bool:
+        """False for a case with no history, skipped, or with a value that is not a finite
+        number in range: counted and named, never green, and never closes an issue."""
+        return self.comparison.verdict not in NOT_JUDGED_VERDICTS
 
 
 def _history(results_dir: Path, machine: str) -> list[tuple[int, str]]:
@@ -103,9 +111,12 @@ def judge_latest(results_dir: str | Path, commit: str, *, window: int = 10,
         kind = noise_band(run.backend)
         for m in run.metrics:
             b = base.get(m.case)
-            if b is None or m.skipped:
-                continue  # new in this commit, or not measured: nothing to alert on
-            c = judge(b, m, cfg, kind)
+            if b is None or m.skipped:  # new in this commit, or not measured: not judged, counted
+                c = Comparison(m.machine, m.benchmark, m.params, m.unit, None, m.value if m.ok else None,
+                               Verdict.NEW if b is None else Verdict.NOT_COMPARABLE,
+                               reason="no history" if b is None else "skipped")
+            else:
+                c = judge(b, m, cfg, kind)
             label = case_text(m.benchmark, m.params)
             out.append(Finding(f"{run.machine}/{label}", run.machine, label, c, prev[-1], run.commit, len(prev)))
     return out
@@ -118,26 +129,30 @@ class Links:
     commit_url: str = ""  # with "{sha}"
 
 
-def _numbers(c: Comparison) -> str:
+def _numbers(c: Comparison, esc=log_line) -> str:
     before, after = fmt_pair(c.base, c.head, c.unit)
     pct = f" ({(c.head / c.base - 1) * 100:+.1f}%)" if c.base and c.head is not None else ""
     after = after if c.head is not None else "failed"
-    return f"{before} -> {after} {c.unit}{pct}"
+    return f"{before} -> {after} {esc(clip(c.unit, 24))}{pct}"
 
 
 def _commit(sha: str, links: Links) -> str:
+    if not re.fullmatch(r"[0-9a-fA-F]{7,40}", sha):  # a link target only from a validated sha
+        return md_escape(clip(sha, 40))
     return f"[{sha[:8]}]({links.commit_url.format(sha=sha)})" if links.commit_url else sha[:8]
 
 
 def issue_title(f: Finding) -> str:
-    return f"Benchmark regression: {f.label} on {f.machine}"
+    # Names come from the results (code under test): one line, clipped, no mention.
+    return title_text(f"Benchmark regression: {clip(f.label, 120)} on {clip(f.machine, 64)}", 240)
 
 
 def issue_body(f: Finding, links: Links) -> str:
     meta = {"key": f.key, "before": f.comparison.base, "unit": f.comparison.unit, "since": f.after_commit}
     lines = [
         f"<!-- vlmpath-alert {json.dumps(meta, sort_keys=True)} -->",
-        f"**{f.label}** on **{f.machine}** regressed: **{_numbers(f.comparison)}**",
+        f"**{md_escape(clip(f.label, 200))}** on **{md_escape(clip(f.machine, 64))}** regressed: "
+        f"**{_numbers(f.comparison, md_escape)}**",
         "",
         f"- before: median of the {f.window} previous main commit(s), the last {_commit(f.before_commit, links)}",
         f"- after: {_commit(f.after_commit, links)}",
@@ -191,7 +206,7 @@ def sync_issues(findings: list[Finding], repo: str, links: Links, *, thresholds:
                 update_issue(client, owner, name, int(have[0]["number"]), body=body)
                 updated.append(f.key)
             continue
-        if have is None:
+        if have is None or not f.judged:
             continue
         before = have[1].get("before")
         if before is None or f.comparison.head is None:
@@ -203,7 +218,8 @@ def sync_issues(findings: list[Finding], repo: str, links: Links, *, thresholds:
         if vs_before.verdict in FAILING_VERDICTS:
             continue  # still slower than when the issue opened
         comment_issue(client, owner, name, int(have[0]["number"]),
-                      f"Recovered at {_commit(f.after_commit, links)}: baseline -> now **{_numbers(vs_before)}**"
+                      f"Recovered at {_commit(f.after_commit, links)}: baseline -> now "
+                      f"**{_numbers(vs_before, md_escape)}**"
                       + (f" ({links.run_url})" if links.run_url else ""))
         close_issue(client, owner, name, int(have[0]["number"]))
         closed.append(f.key)

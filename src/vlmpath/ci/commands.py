@@ -68,15 +68,22 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
         cfg = load_thresholds(a.config)
         findings = alert.judge_latest(a.results, a.commit, window=a.window, thresholds=cfg)
         regs = [f for f in findings if f.regressed]
-        print(f"{a.commit[:8]}: {len(findings)} case(s) judged against history, {len(regs)} regressed")
+        unjudged = [f for f in findings if not f.judged]
+        print(alert.log_line(f"{a.commit[:8]}: {len(findings) - len(unjudged)} case(s) judged against history, "
+                             f"{len(regs)} regressed, {len(unjudged)} not judged"))
+        for f in unjudged[:20]:  # counted and named (alert.log_line: this is a job log)
+            print(alert.log_line(f"  not judged: {alert.clip(f.key, 160)}: {f.comparison.reason}"))
         for f in regs:
-            print(f"  {alert.issue_title(f)}: {alert._numbers(f.comparison)}")
+            print(alert.log_line(f"  {alert.issue_title(f)}: {alert._numbers(f.comparison)}"))
         if a.repo:
             links = alert.Links(a.run_url, a.dashboard_url, a.commit_url)
             res = alert.sync_issues(findings, a.repo, links, thresholds=cfg)
             for word, keys in (("opened", res.opened), ("updated", res.updated), ("closed", res.closed)):
                 for k in keys:
-                    print(f"  issue {word}: {k}")
+                    print(alert.log_line(f"  issue {word}: {alert.clip(k, 200)}"))
+        if len(findings) == len(unjudged):  # zero judged is never green
+            print(alert.log_line(f"{a.commit[:8]}: incomplete, nothing judged"))
+            return 3 if a.fail else 0
         return 1 if a.fail and regs else 0
 
     p.set_defaults(func=run)

@@ -39,6 +39,7 @@ from vlmpath.ci.pr_instructions import load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX
 from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
+from vlmpath.render.escape import log_text
 from vlmpath.core.failures import FAILURES_PREFIX
 
 _SHA40 = re.compile(r"^[0-9a-f]{40}$")
@@ -217,7 +218,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
         if pr is not None:
             write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
         write_text_atomic(out / COMMENT_FILE, _failure_comment(errors))
-        write_text_atomic(out / SUMMARY_FILE, "\n".join(["no machine produced results:", *errors]) + "\n")
+        write_text_atomic(out / SUMMARY_FILE, log_text("\n".join(["no machine produced results:", *errors])) + "\n")
         return FlowResult("", "", (), out, None, 1 if fail_on_regression else 0, notes=tuple(errors))
     pairs = {(d["base_sha"], d["head_sha"]) for _, d in runs}
     if len(pairs) > 1:

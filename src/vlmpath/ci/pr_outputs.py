@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.render.escape import log_text
 
 RUN_SCHEMA_VERSION = 1
 RESULTS_ENV = "VLMPATH_RESULTS_DIR"
@@ -91,6 +92,8 @@ def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
     code = report.exit_code(fail_on_regression=fail)
     if report.regressions:
         verdict = f"{len(report.regressions)} regression(s): exit {code}"
+    elif report.judged == 0:
+        verdict = f"incomplete, nothing judged ({len(report.not_judged)} case(s) not judged): exit {code}"
     elif report.incomplete:
         verdict = f"incomplete, {len(report.not_judged)} of {len(report.all())} case(s) not judged: exit {code}"
     elif report.not_judged:
@@ -98,7 +101,7 @@ def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
     else:
         verdict = f"no regressions: exit {code}"
     text = "\n".join([*header, f"verdict: {verdict}", "", render.render_terminal(report)])
-    write_text_atomic(out / SUMMARY_FILE, text)
+    write_text_atomic(out / SUMMARY_FILE, log_text(text))  # printed in the job log: no workflow commands
     return code
 
 

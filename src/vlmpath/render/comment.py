@@ -25,7 +25,7 @@ from vlmpath.compare.verdict import (
     MachineComparison,
     Verdict,
 )
-from vlmpath.render.escape import ERROR_CHARS, clip, html_escape, md_escape  # noqa: F401 (re-exported)
+from vlmpath.render.escape import ERROR_CHARS, clip, html_escape, log_line, md_escape  # noqa: F401 (re-exported)
 from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_pct, fmt_ratio, fmt_value  # noqa: F401 (re-exported)
 from vlmpath.render.headline import (  # noqa: F401 (re-exported)
     VERDICT_ORDER,
@@ -46,6 +46,9 @@ MARKER = "<!-- vlmpath-bench -->"
 GITHUB_COMMENT_LIMIT = 65536
 # Room below GitHub's limit for the truncation note and anything a workflow appends.
 DEFAULT_MAX_CHARS = 65000
+#: Longest case label shown (benchmark and parameters): a 70k-character parameter value
+#: must not fill the comment; the JSON keeps it whole.
+NAME_CHARS = 160
 
 
 # --- terminal -------------------------------------------------------------------------------
@@ -61,8 +64,11 @@ def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) ->
         note = note_text(c)
         if c.direction == "unknown":
             note = (note + "; " if note else "") + "direction unknown"
-        rows.append((c.machine, case_text(c.benchmark, c.params), c.unit, b, h, fmt_change(c),
-                     verdict_text(c, c.verdict.value), note))
+        # Every cell from the artifact goes through log_line: this text is printed in the
+        # privileged comment job's log (no newline, control character or "::" gets through).
+        rows.append(tuple(log_line(x) for x in (c.machine, clip(case_text(c.benchmark, c.params), NAME_CHARS),
+                                                c.unit, b, h, fmt_change(c), verdict_text(c, c.verdict.value),
+                                                note)))
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
     lines = [f"vlmpath compare {report.base_commit[:8]}..{report.head_commit[:8]}"
              f" (thresholds: {report.thresholds_source})"]
@@ -79,7 +85,7 @@ def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) ->
                 f"{fmt_ratio(r.base_ratio)} -> {fmt_ratio(r.head_ratio)} "
                 f"({r.other_machine} vs {r.reference_machine})"
             )
-    return "\n".join(lines) + "\n"
+    return "\n".join(log_line(line) for line in lines) + "\n"
 
 
 def _strip_md(s: str) -> str:
@@ -120,15 +126,15 @@ def _row(cells: Iterable[str]) -> str:
 
 def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
     b, h = fmt_pair(c.base, c.head, c.unit)
-    unit = md_escape(c.unit) + (" (direction unknown)" if c.direction == "unknown" else "")
-    cells = [md_escape(c.machine)] if with_machine else []
+    unit = md_escape(clip(c.unit, 40)) + (" (direction unknown)" if c.direction == "unknown" else "")
+    cells = [md_escape(clip(c.machine, 64))] if with_machine else []
     # Numbers are formatted here, not taken from input: they need no escaping.
     verdict = verdict_text(c, VERDICT_TEXT[c.verdict])
     if with_machine and c.verdict is Verdict.NEWLY_FAILING and c.error:
         verdict += f": {md_escape(clip(c.error))}"
-    cells += [md_escape(case_text(c.benchmark, c.params)), unit, b, h, fmt_change(c), verdict]
+    cells += [md_escape(clip(case_text(c.benchmark, c.params), NAME_CHARS)), unit, b, h, fmt_change(c), verdict]
     if not with_machine:
-        cells.append(md_escape(note_text(c)))
+        cells.append(md_escape(clip(note_text(c), 200)))
     return cells
 
 

@@ -61,3 +61,45 @@ def clip(text: object, limit: int = ERROR_CHARS) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
 
+
+
+# --- the other sinks: log lines, issue titles, link targets ----------------------------------
+# Control and format characters (C0, DEL, C1, line/paragraph separators, bidi overrides):
+# they end lines, move the cursor or reorder text in a terminal or a job log.
+_CONTROL = {c: " " for c in [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029,
+                             *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+
+
+def log_line(text: object) -> str:
+    """Untrusted text made safe for a CI job log (the privileged comment job prints it):
+    one line, no control characters, and not starting with ``::`` (the runner reads a line
+    that starts with it, after leading whitespace, as a workflow command: ``::add-mask::``,
+    ``::error::``, ``::stop-commands::``). A ``::`` inside stays (pytest ids have one);
+    every printed line goes through here, so text placed first is covered too."""
+    flat = str(text).translate(_CONTROL)
+    body = flat.lstrip()
+    return ": :" + body[2:] if body.startswith("::") else flat
+
+
+def log_text(text: object) -> str:
+    """``log_line`` for each line of a multi-line text (the line breaks are kept)."""
+    return "\n".join(log_line(line) for line in str(text).split("\n"))
+
+
+def title_text(text: object, limit: int = 200) -> str:
+    """An issue title: one line, clipped, no control characters and no live ``@`` mention
+    (titles are plain text: a backslash escape would show)."""
+    return clip(log_line(text), limit).replace("@", "\uff20")
+
+
+def url_part(text: object) -> str:
+    """One validated path part of a link target, percent-encoded (``/`` kept): nothing in
+    it can end the link, open HTML or mention anyone."""
+    from urllib.parse import quote
+
+    return quote(str(text), safe="/")
+
+
+def md_link(label: str, target: str) -> str:
+    """``[label](target)`` with the label escaped and the target percent-encoded."""
+    return f"[{md_escape(label)}]({url_part(target)})"

@@ -19,6 +19,8 @@ from vlmpath.render.spread_text import spread_note
 
 #: Longest failure message in the headline (shorter than a table cell's).
 HEADLINE_ERROR_CHARS = 80
+#: Longest case label, unit and machine name in the headline and warnings.
+LABEL_CHARS, UNIT_CHARS, MACHINE_CHARS = 80, 24, 64
 
 VERDICT_TEXT = {
     Verdict.REGRESSION: "🔴 regression",
@@ -47,7 +49,7 @@ def short_label(c: Comparison) -> str:
     parts = c.benchmark.split(".")
     name = ".".join(parts[-2:-1] + [strip_kind(parts[-1])])
     values = " ".join(v for _, v in c.params)
-    return f"{name} {values}".strip()
+    return clip(f"{name} {values}".strip(), LABEL_CHARS)  # a 70k-character value stays short
 
 
 def note_text(c: Comparison) -> str:
@@ -64,8 +66,8 @@ def _headline_item(c: Comparison) -> str:
         return f"{label} newly failing"
     if c.method == "exact":
         b, h = fmt_pair(c.base, c.head, c.unit)
-        return f"{label} {md_escape(c.unit)} {b} -> {h}"
-    return f"{label} {md_escape(c.unit)} {fmt_change(c)}"
+        return f"{label} {md_escape(clip(c.unit, UNIT_CHARS))} {b} -> {h}"
+    return f"{label} {md_escape(clip(c.unit, UNIT_CHARS))} {fmt_change(c)}"
 
 
 def _plural(n: int, word: str) -> str:
@@ -73,7 +75,9 @@ def _plural(n: int, word: str) -> str:
 
 
 def _machines_text(names: Iterable[str]) -> str:
-    return ", ".join(md_escape(n) for n in names) or "no machines"
+    names = list(names)
+    shown = ", ".join(md_escape(clip(n, MACHINE_CHARS)) for n in names[:8])
+    return (shown + (f" (+{len(names) - 8} more)" if len(names) > 8 else "")) or "no machines"
 
 
 def _headline_items(shown: Sequence[Comparison]) -> str:
@@ -137,9 +141,18 @@ def _sort_key(c: Comparison):
     return (VERDICT_ORDER[c.verdict], c.machine, c.benchmark, c.params)
 
 
+#: Longest note shown (notes can carry text from an artifact's run.json).
+NOTE_CHARS = 500
+
+
 def warnings(report: ComparisonReport, esc=str) -> list[str]:
     """Toolchain changes and partial-run notes, one line each; ``esc`` escapes names."""
     out: list[str] = []
+    raw_esc = esc
+
+    def esc(x):  # fingerprint values come from the artifact: clipped before escaping
+        return raw_esc(clip(str(x), 80))
+
     for m in report.machines:
         tool = [t for t in m.toolchain_changes if not t[0].startswith(GPU_KEY_PREFIX)]
         gpu = [t for t in m.toolchain_changes if t[0].startswith(GPU_KEY_PREFIX)]
@@ -155,6 +168,6 @@ def warnings(report: ComparisonReport, esc=str) -> list[str]:
     for m in report.machines:
         notes.extend(m.notes)
     notes.extend(report.notes)
-    out.extend(esc(n) for n in dict.fromkeys(notes))
+    out.extend(raw_esc(clip(n, NOTE_CHARS)) for n in dict.fromkeys(notes))
     return out
 
