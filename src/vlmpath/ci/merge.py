@@ -30,13 +30,13 @@ from vlmpath.ci.pr_outputs import (
     RUN_SCHEMA_VERSION,
     SUMMARY_FILE,
     FlowResult,
-    drop_unselected,
     write_json,
     write_outputs,
 )
 from vlmpath.ci.merge_engine import is_engine_run, load_engine_artifact
 from vlmpath.ci.pr_instructions import load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX
+from vlmpath.compare.selection import keep_selected
 from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.escape import log_text
@@ -47,6 +47,7 @@ _RUN_FILE = re.compile(r"^[0-9a-f]{8}-[A-Za-z0-9._+-]{1,200}\.json$")
 _FINGERPRINT_FILE = re.compile(  # the fingerprint, and why cases failed
     rf"^({re.escape(FINGERPRINT_PREFIX)}|{re.escape(FAILURES_PREFIX)})[0-9a-f]{{8}}\.json$")
 _PR_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
+_LINK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # an artifact name fit for a link target
 
 
 def _read_small(path: Path, limit: int = 1 << 20) -> str:
@@ -123,22 +124,29 @@ def _failure_comment(errors: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _append_profiles(root: Path, out: Path, names: Sequence[str]) -> None:
-    """Each artifact's profiles of regressed cases (``vlmpath.ci.pr_profile``) under the
-    merged comment; trace links point into that artifact. Malformed: left out, said so."""
+def _read_profiles(root: Path, names: Sequence[str]) -> list:
+    """Each artifact's profiles of regressed cases (``vlmpath.ci.pr_profile``), for the
+    merged comment; trace links point into that artifact, and only when its directory name
+    is a plain one (a link target is built from validated parts only). Malformed: left
+    out, said so."""
     from vlmpath.ci.pr_profile import PROFILES_FILE
     from vlmpath.compare.profile_diff import CaseProfile, profiles_from_json
-    from vlmpath.render.profile_section import append_to_comment
 
     profiles: list[CaseProfile] = []
     for name in names:
         path = root / name / PROFILES_FILE
         if path.is_file() and not path.is_symlink():
             try:
-                profiles.extend(profiles_from_json(_read_small(path), prefix=f"{name}/"))
+                got = profiles_from_json(_read_small(path), prefix=f"{name}/")
             except VlmpathError as exc:
                 profiles.append(CaseProfile(name, "(profiles)", (), (), None, None, f"{name}: {exc}"))
-    append_to_comment(out / COMMENT_FILE, profiles)
+                continue
+            if not _LINK_NAME.match(name):
+                got = [replace(p, base_trace=None, head_trace=None,
+                               note=(p.note + "; " if p.note else "") + "trace links left out: the artifact's "
+                               "name is not a plain name") for p in got]
+            profiles.extend(got)
+    return profiles
 
 
 def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
@@ -232,16 +240,9 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
         sides[0].append(b)
         sides[1].append(h)
     report = compare.compare(*(functools.reduce(results.merge_runs, side) for side in sides), cfg)
-    selections = {}
-    for _, d in runs:
-        bench = d.get("bench")
-        if isinstance(bench, str) and len(bench) <= 500:
-            try:
-                re.compile(bench)
-            except re.error:
-                continue  # untrusted: an invalid pattern just filters nothing
-            selections[d["machine"]] = bench
-    report = drop_unselected(report, selections)
+    # Each machine's --bench, read as literal names (compare.selection): a pattern from an
+    # artifact is never compiled (one could backtrack for minutes in this privileged job).
+    report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
     notes = list(errors)
     for name, d in runs:
         notes.extend(f"{d['machine']}: {n}" for n in d.get("notes", ()) if isinstance(n, str))
@@ -252,7 +253,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     _publish(staging, out)
     if pr is not None:
         write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
-    code = write_outputs(out, report, header=header, fail=fail_on_regression)
-    _append_profiles(root, out, [name for name, _ in runs])
+    profiles = _read_profiles(root, [name for name, _ in runs])  # inside the comment's size fit
+    code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles)
     machines = tuple(d["machine"] for _, d in runs)
     return FlowResult(base_sha, head, machines, out, report, code, notes=tuple(notes))

@@ -103,14 +103,14 @@ def _profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler) -
     from vlmpath.ci.pr_profile import PROFILES_FILE, profile_regressions
     from vlmpath.compare.profile_diff import profiles_to_json
     from vlmpath.compare.results import write_text_atomic
-    from vlmpath.render.profile_section import append_to_comment
+    from vlmpath.render.comment import render_markdown
 
     profiles = profile_regressions(root, base_sha, head_sha, report, out, cfg=cfg, scale=scale,
                                    env=env, runner=profiler)
     if not profiles:
         return []
     write_text_atomic(out / PROFILES_FILE, profiles_to_json(profiles))  # `ci merge` shows them too
-    append_to_comment(out / COMMENT_FILE, profiles)
+    write_text_atomic(out / COMMENT_FILE, render_markdown(report, profiles=profiles))  # within the size fit
     return [f"profiled {len(profiles)} regressed case(s) on base and head: {out / 'profiles'}"]
 
 

@@ -82,12 +82,13 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 
 def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
-                   thresholds_note: str | None = None) -> int:
-    """comment.md, comparison.json and summary.txt for ``report`` into OUT; returns the exit code."""
+                   thresholds_note: str | None = None, profiles: Sequence = ()) -> int:
+    """comment.md, comparison.json and summary.txt for ``report`` into OUT; returns the exit
+    code. ``profiles`` (regressed cases' profiles) are a section of the comment, in its fit."""
     from vlmpath.compare.results import write_text_atomic
     from vlmpath.render import comment as render
 
-    write_text_atomic(out / COMMENT_FILE, render.render_markdown(report))
+    write_text_atomic(out / COMMENT_FILE, render.render_markdown(report, profiles=profiles))
     write_text_atomic(out / COMPARISON_FILE, render.render_json(report))
     code = report.exit_code(fail_on_regression=fail)
     if report.regressions:

@@ -111,6 +111,8 @@ class _Block:
     tail: list[str] = field(default_factory=list)
     priority: int = -1  # rows of lower priority are dropped first; -1: never dropped
     omitted: int = 0
+    what: str = "rows"  # what a row is, for the "N more ... omitted" line
+    section: str = ""  # the section's name, for the line saying it was left out
 
     def lines(self) -> list[str]:
         return self.head + self.rows + self.tail
@@ -146,8 +148,9 @@ def _machine_summary(m: MachineComparison) -> str:
 
 
 def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
-                    max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """The PR comment body (GitHub-flavoured markdown), at most ``max_chars`` long."""
+                    max_chars: int = DEFAULT_MAX_CHARS, profiles: Sequence = ()) -> str:
+    """The PR comment body (GitHub-flavoured markdown), at most ``max_chars`` long, every
+    section included in the fit (``profiles``: ``CaseProfile`` records of regressed cases)."""
     top = [MARKER, headline(report)]
     n_cases = len(report.all())
     top.append(
@@ -165,10 +168,12 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
         blocks.append(_Block(
             ["", "### What changed", ""] + _table(["machine", "case", "metric", "base", "head", "change", "verdict"]),
             rows=[_row(_cmp_cells(c, with_machine=True)) for c in changed], priority=2,
+            section="the changes table",
         ))
     if report.cross_vendor:  # one ratio column per other backend, one change column per backend
         heading, (header, *cells) = vendor_table(report.cross_vendor)
-        blocks.append(_Block(["", *heading] + _table(header), rows=[_row(c) for c in cells], priority=1))
+        blocks.append(_Block(["", *heading] + _table(header), rows=[_row(c) for c in cells], priority=1,
+                             section="the cross-vendor table"))
     if chart_url:
         blocks.append(_Block(["", f"📈 [Charts]({_safe_url(chart_url)})"]))
     for m in report.machines:
@@ -177,8 +182,13 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
             ["", "<details>", f"<summary>{_machine_summary(m)}</summary>", ""]
             + _table(["case", "metric", "base", "head", "change", "verdict", "note"]),
             rows=[_row(_cmp_cells(c, with_machine=False)) for c in rows],
-            tail=["", "</details>"], priority=0,
+            tail=["", "</details>"], priority=0, section=f"the details of {clip(m.machine, 64)}",
         ))
+    if profiles:
+        from vlmpath.render.profile_section import HEADING, profile_chunks
+
+        blocks.append(_Block(["", HEADING, ""], rows=profile_chunks(profiles), priority=1,
+                             what="profiled cases", section="the profiles"))
     return _fit(blocks, max_chars)
 
 
@@ -191,29 +201,50 @@ def _size(lines: Iterable[str]) -> int:
     return sum(len(s) + 1 for s in lines)
 
 
+#: Lines of the top block always kept: the marker, the verdict line, the commits line.
+_KEEP_TOP = 3
+
+
 def _fit(blocks: list[_Block], max_chars: int) -> str:
-    # Room for the top note and one "N more rows omitted" row per truncated block.
-    note_reserve = 100 + 40 * sum(1 for b in blocks if b.priority >= 0)
-    total = sum(_size(b.lines()) for b in blocks)
-    over = total - max_chars
+    """Fit the blocks into ``max_chars``: drop rows (lowest priority first), then whole
+    sections, then warnings, each with a line saying what was left out; the marker and the
+    verdict line are always kept."""
+    reserve = 200 + 80 * sum(1 for b in blocks if b.priority >= 0)  # the "left out" lines
+    over = sum(_size(b.lines()) for b in blocks) - max_chars
     if over > 0:
-        over += note_reserve
+        over += reserve
         for b in sorted((b for b in blocks if b.priority >= 0), key=lambda b: b.priority):
             while b.rows and over > 0:
                 over -= len(b.rows.pop()) + 1
                 b.omitted += 1
-    omitted = sum(b.omitted for b in blocks)
-    if omitted:
-        note = f"_truncated: {omitted} rows omitted; full comparison in the artifact_"
-        blocks[0].head.extend(["", note])
-        for b in blocks:
-            if b.omitted and b.priority >= 0:
-                b.tail.insert(0, f"| _{b.omitted} more rows omitted_ |")
+    for b in blocks:
+        if b.omitted and b.priority >= 0:
+            more = f"_{b.omitted} more {b.what} omitted_"
+            b.tail.insert(0, f"| {more} |" if b.what == "rows" else more)
+    kinds = dict.fromkeys(b.what for b in blocks if b.omitted)
+    notes = [f"{sum(b.omitted for b in blocks if b.what == k)} {k} omitted" for k in kinds]
+    # Still over (the fixed text alone is too long): drop whole sections, then warnings.
+    dropped = []
+    for b in sorted((b for b in blocks[1:] if b.priority >= 0), key=lambda b: b.priority):
+        if _size(line for x in blocks for line in x.lines()) + reserve <= max_chars:
+            break
+        blocks.remove(b)
+        dropped.append(b.section or "a section")
+    if dropped:
+        notes.append(f"{len(dropped)} section(s) left out ({', '.join(dropped[:5])}{', ...' if len(dropped) > 5 else ''})")
+    top = blocks[0].head
+    cut = 0
+    while len(top) > _KEEP_TOP and _size(line for x in blocks for line in x.lines()) + reserve > max_chars:
+        top.pop()
+        cut += 1
+    if cut:
+        notes.append(f"{cut} warning line(s) left out")
+    if notes:
+        top[_KEEP_TOP:_KEEP_TOP] = ["", f"_truncated: {'; '.join(notes)}; full comparison in the artifact_"]
     text = "\n".join(line for b in blocks for line in b.lines()) + "\n"
-    if len(text) > max_chars:  # only fixed text left (e.g. thousands of warnings): hard cut
-        cut = "\n\n_truncated: comment cut at the size limit; full comparison in the artifact_\n"
-        text = text[: max_chars - len(cut)] + cut
-    return text
+    if len(text) > max_chars:  # cannot happen with the clipped verdict line; kept as the last guard
+        text = "\n".join(top[:_KEEP_TOP]) + "\n\n_truncated: comment cut at the size limit_\n"
+    return text[:max_chars]
 
 
 # --- JSON -----------------------------------------------------------------------------------

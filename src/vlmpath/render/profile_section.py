@@ -9,10 +9,9 @@ links to both Chrome traces (open them in https://ui.perfetto.dev).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from vlmpath.compare.profile_diff import CaseProfile
-from vlmpath.render.escape import md_escape
+from vlmpath.render.escape import clip, md_escape, url_part
 
 HEADING = "### Where the time went (torch.profiler, base vs head)"
 
@@ -30,29 +29,33 @@ def render_profiles(profiles: Sequence[CaseProfile], link_base: str = "") -> str
     trace paths (e.g. the artifact's URL)."""
     if not profiles:
         return ""
-    out = [HEADING, ""]
+    return "\n".join([HEADING, "", *profile_chunks(profiles, link_base)])
+
+
+def profile_chunks(profiles: Sequence[CaseProfile], link_base: str = "") -> list[str]:
+    """One markdown chunk per profiled case (the PR comment drops whole chunks to fit).
+    Trace link targets are built from validated paths (``profile_diff``), percent-encoded."""
+    chunks = []
     for p in profiles:
-        out.append(f"**{md_escape(p.case)}** on {md_escape(p.machine)} "
-                   f"(regressed: {', '.join(md_escape(b) for b in p.benchmarks)})")
-        links = [f"[{side} trace]({link_base}{path})" for side, path in (("base", p.base_trace), ("head", p.head_trace))
-                 if path]
+        out = [f"**{md_escape(clip(p.case, 160))}** on {md_escape(clip(p.machine, 64))} "
+               f"(regressed: {', '.join(md_escape(clip(b, 120)) for b in p.benchmarks[:8])})"]
+        links = [f"[{side} trace]({link_base}{url_part(path)})"
+                 for side, path in (("base", p.base_trace), ("head", p.head_trace)) if path]
         if links:
             out.append("traces: " + " · ".join(links) + " (Chrome trace JSON: open in ui.perfetto.dev)")
         if p.note:
-            out.append(f"> {md_escape(p.note)}")
+            out.append(f"> {md_escape(clip(p.note, 500))}")
         if p.deltas:
             out += ["", "| operator | calls base → head | self ms/pass base | head | Δ ms |",
                     "|---|---|---|---|---|"]
-            out += [f"| `{d.name.replace('`', '')}` | {_calls(d.base_calls)} → {_calls(d.head_calls)} | "
+            out += [f"| `{_code(d.name)}` | {_calls(d.base_calls)} → {_calls(d.head_calls)} | "
                     f"{_ms(d.base_us)} | {_ms(d.head_us)} | {d.delta_us / 1e3:+.3f} |" for d in p.deltas]
         out.append("")
-    return "\n".join(out)
+        chunks.append("\n".join(out))
+    return chunks
 
 
-def append_to_comment(comment: Path, profiles: Sequence[CaseProfile]) -> None:
-    """Add the section to an existing comment.md (atomically); nothing when there is none."""
-    from vlmpath.core.atomic import write_text
-
-    section = render_profiles(profiles)
-    if section:
-        write_text(comment, comment.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + section)
+def _code(name: str) -> str:
+    # Inside a code span in a table cell: no backtick (ends the span), no pipe (ends the
+    # cell), one line, clipped.
+    return clip(name, 120).replace("`", "").replace("|", "/")

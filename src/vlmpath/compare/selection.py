@@ -1,0 +1,93 @@
+"""Which cases did a run's ``--bench`` selection ask for, read without compiling a regex?
+
+``vlmpath ci merge`` runs in the privileged comment job and reads each machine's selection
+from an artifact's ``run.json``: a pattern there could backtrack for minutes in ``re``. So
+the selection is read as what people write: alternatives (``a|b``) of literal names with
+``.*`` gaps and ``^``/``$`` anchors, matched with ``str.find`` (linear: leftmost-first
+search is exact for gaps). A pattern using anything else (classes, groups, other
+quantifiers, escapes) is not applied, and a note says so; a selection that matches no
+case leaves the machine with nothing judged, which the verdict reports as incomplete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+#: Longest selection read from an artifact.
+MAX_SELECTION = 500
+_REGEX_ONLY = set("[]{}()+?\\")  # '*' only as '.*'; '.' is a literal dot (names are dotted)
+
+
+def parse(pattern: str) -> list[tuple[bool, list[str], bool]] | None:
+    """``pattern`` as (anchored at start, literal pieces between ``.*`` gaps, anchored at
+    end) per alternative; None when it is not that simple (or too long)."""
+    if not isinstance(pattern, str) or len(pattern) > MAX_SELECTION or _REGEX_ONLY & set(pattern):
+        return None
+    out = []
+    for alt in pattern.split("|"):
+        start, end = alt.startswith("^"), alt.endswith("$") and not alt.endswith("\\$")
+        body = alt[1 if start else 0: len(alt) - 1 if end else len(alt)]
+        pieces = body.split(".*")
+        if any("*" in p or "^" in p or "$" in p for p in pieces):
+            return None
+        out.append((start, pieces, end))
+    return out
+
+
+def _alt_matches(start: bool, pieces: list[str], end: bool, text: str) -> bool:
+    if len(pieces) == 1:
+        p = pieces[0]
+        return (text == p if end else text.startswith(p)) if start else (text.endswith(p) if end else p in text)
+    first, *middle, last = pieces
+    if start:
+        if not text.startswith(first):
+            return False
+        pos = len(first)
+    else:
+        found = text.find(first)
+        if found < 0:
+            return False
+        pos = found + len(first)
+    for piece in middle:  # leftmost first leaves the most room for what follows: exact
+        found = text.find(piece, pos)
+        if found < 0:
+            return False
+        pos = found + len(piece)
+    if end:
+        return text.endswith(last) and len(text) - len(last) >= pos
+    return text.find(last, pos) >= 0
+
+
+def matches(parsed: list[tuple[bool, list[str], bool]], benchmark: str,
+            params: Sequence[tuple[str, str]]) -> bool:
+    """Does the selection pick this case? Tried on the name alone and on asv's
+    ``name(p1, p2)`` spellings (values as repr and as shown), as ``asv run -b`` does."""
+    names = [benchmark]
+    if params:
+        names += [f"{benchmark}({', '.join(repr(v) for _, v in params)})",
+                  f"{benchmark}({', '.join(v for _, v in params)})"]
+    return any(_alt_matches(s, p, e, n) for s, p, e in parsed for n in names)
+
+
+def keep_selected(report, selections: Mapping[str, object]):
+    """``report`` with each machine's rows cut to its selection, and notes: a selection that
+    is not a plain one is not applied (said), one that matches nothing is said."""
+    machines, notes = [], []
+    for m in report.machines:
+        pattern = selections.get(m.machine)
+        if not pattern:
+            machines.append(m)
+            continue
+        parsed = parse(pattern)  # type: ignore[arg-type]
+        shown = str(pattern)[:80]
+        if parsed is None:
+            notes.append(f"{m.machine}: selection {shown!r} is not a plain list of names (a|b, .* gaps, "
+                         "^ $); not applied: patterns from an artifact are never compiled")
+            machines.append(m)
+            continue
+        kept = tuple(c for c in m.comparisons if matches(parsed, c.benchmark, c.params))
+        if not kept:
+            notes.append(f"{m.machine}: selection {shown!r} matched no case: nothing judged on this machine")
+        machines.append(replace(m, comparisons=kept))
+    return replace(report, machines=tuple(machines), notes=tuple(dict.fromkeys(report.notes + tuple(notes))))
