@@ -58,4 +58,4 @@ def profile_chunks(profiles: Sequence[CaseProfile], link_base: str = "") -> list
 def _code(name: str) -> str:
     # Inside a code span in a table cell: no backtick (ends the span), no pipe (ends the
     # cell), one line, clipped.
-    return clip(name, 120).replace("`", "").replace("|", "/")
+    return name[:120].replace("`", "").replace("|", "/").replace("\n", " ").replace("\r", " ")
