@@ -293,6 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"vlmpath {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk, a quota, a read-only output: one line, not a traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"vlmpath {args.command}: error: {exc.strerror or exc}{where}; free space or fix the "
+              "permissions, then run again", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -158,11 +158,11 @@ class _Client:
         where = self._where(method, url)
         try:
             with self._opener.open(req, timeout=_TIMEOUT_S) as resp:
-                status, headers, raw = resp.status, resp.headers, resp.read()
+                status, headers, raw = resp.status, resp.headers, _read_capped(resp, where)
         except urllib.error.HTTPError as exc:
             status, headers = exc.code, exc.headers
             try:
-                raw = exc.read()
+                raw = _read_capped(exc, where)
             finally:
                 exc.close()
         except (urllib.error.URLError, OSError) as exc:
@@ -290,3 +290,16 @@ def paginate(client: _Client, url: str, what: str) -> Iterator[dict[str, Any]]:
         next_url = _next_link(resp.headers.get("link"))
     raise GitHubError(f"{what}: more than {MAX_PAGES} pages (or the API keeps sending rel=next): "
                       "check GITHUB_API_URL")
+
+
+#: Largest API response read (a page of 100 issues is well under 1 MiB).
+MAX_BODY_BYTES = 8 << 20
+
+
+def _read_capped(resp, where: str) -> bytes:
+    """At most ``MAX_BODY_BYTES`` of a response body: a 200 MB answer is an error, not memory."""
+    raw = resp.read(MAX_BODY_BYTES + 1)
+    if len(raw) > MAX_BODY_BYTES:
+        raise VlmpathError(f"{where}: response body over {MAX_BODY_BYTES} bytes; refused")
+    return raw
+

@@ -86,6 +86,7 @@ from vlmpath.ci.run_options import RunInterrupted, RunOptions, RunOutcome
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_ENV
 from vlmpath.core.git import dirty_paths, head, repo_root, resolve_commit
+from vlmpath.core.store_guard import unchanged_on_write_error
 
 
 def run_commit(repo: Path, sha: str | None) -> str:
@@ -99,6 +100,14 @@ def run_commit(repo: Path, sha: str | None) -> str:
     except VlmpathError:
         raise VlmpathError(f"--set-commit-hash {sha}: no such commit in {repo}; asv needs the commit in the "
                            "repository (fetch it first)") from None
+
+
+def store_files(machine: str, commit: str):
+    """The store files one run of ``commit`` on ``machine`` may write (relative paths)."""
+    def touched(rel: Path) -> bool:
+        return rel == Path("benchmarks.json") or (len(rel.parts) == 2 and rel.parts[0] == machine
+                                                  and (rel.name == "machine.json" or commit[:8] in rel.name))
+    return touched
 
 
 def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
@@ -144,35 +153,38 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
               f"scale {opts.scale}{', quick' if opts.quick else ''}, launch {method}\n")
     out.flush()
 
-    status, rc = "complete", 0
-    with tempfile.TemporaryDirectory(prefix="vlmpath-asv-") as tmp:
-        cfg = write_config(conf, repo, results_dir, html_dir, Path(tmp) / "asv.conf.json")
-        asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
-        failure_lines = Path(tmp) / "failures.jsonl"
-        try:
-            rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, opts.bench),
-                         {**env, FAILURES_ENV: str(failure_lines)}, repo, out)
-        except KeyboardInterrupt:
-            status, rc = "interrupted", 130
-        if status != "interrupted":
-            write_json_atomic(fingerprint_path(results_dir, machine, commit), fingerprint(opts.python, env, machine))
-            write_failures(results_dir, machine, commit, failure_lines, chosen, out)
-            # How these results were measured: base reuse checks it (vlmpath.ci.base_reuse).
-            write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
-                           bench=opts.bench, trusted=opts.trusted)
-            if opts.publish:
-                asv(["publish", "--config", str(cfg)], env, repo, "publish")
-                # asv's pages load their scripts from CDNs; GPU boxes are often offline.
-                # Imported here: dashboard pulls in matplotlib through report.
-                from vlmpath.render.dashboard import localize_assets
+    # A write error (a full disk) anywhere below leaves the store as it was: no new results
+    # beside an old fingerprint (vlmpath.core.store_guard), one line, exit 2.
+    with unchanged_on_write_error(results_dir, store_files(machine, commit), "vlmpath run"):
+        status, rc = "complete", 0
+        with tempfile.TemporaryDirectory(prefix="vlmpath-asv-") as tmp:
+            cfg = write_config(conf, repo, results_dir, html_dir, Path(tmp) / "asv.conf.json")
+            asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
+            failure_lines = Path(tmp) / "failures.jsonl"
+            try:
+                rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, opts.bench),
+                             {**env, FAILURES_ENV: str(failure_lines)}, repo, out)
+            except KeyboardInterrupt:
+                status, rc = "interrupted", 130
+            if status != "interrupted":
+                write_json_atomic(fingerprint_path(results_dir, machine, commit), fingerprint(opts.python, env, machine))
+                write_failures(results_dir, machine, commit, failure_lines, chosen, out)
+                # How these results were measured: base reuse checks it (vlmpath.ci.base_reuse).
+                write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
+                               bench=opts.bench, trusted=opts.trusted)
+                if opts.publish:
+                    asv(["publish", "--config", str(cfg)], env, repo, "publish")
+                    # asv's pages load their scripts from CDNs; GPU boxes are often offline.
+                    # Imported here: dashboard pulls in matplotlib through report.
+                    from vlmpath.render.dashboard import localize_assets
 
-                localize_assets(html_dir)
-    summ = summary_mod.summarize(
-        results_dir, commit, machine, selected=[(b.name, combo) for b, combo in chosen],
-        interrupted=status == "interrupted", asv_returncode=rc,
-        duration_s=time.monotonic() - t0, options={"quick": opts.quick, "bench": opts.bench, "scale": opts.scale},
-    )
-    paths = summary_mod.write_summary(summ, reports_dir)
+                    localize_assets(html_dir)
+        summ = summary_mod.summarize(
+            results_dir, commit, machine, selected=[(b.name, combo) for b, combo in chosen],
+            interrupted=status == "interrupted", asv_returncode=rc,
+            duration_s=time.monotonic() - t0, options={"quick": opts.quick, "bench": opts.bench, "scale": opts.scale},
+        )
+        paths = summary_mod.write_summary(summ, reports_dir)
     out.write(summary_mod.render_terminal(summ))
     out.flush()
     outcome = RunOutcome(commit=commit, machine=machine, results_dir=results_dir,
