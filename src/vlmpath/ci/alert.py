@@ -150,7 +150,7 @@ def issue_title(f: Finding) -> str:
 def issue_body(f: Finding, links: Links) -> str:
     meta = {"key": f.key, "before": f.comparison.base, "unit": f.comparison.unit, "since": f.after_commit}
     lines = [
-        f"<!-- vlmpath-alert {json.dumps(meta, sort_keys=True)} -->",
+        f"<!-- vlmpath-alert {_hidden(meta)} -->",
         f"**{md_escape(clip(f.label, 200))}** on **{md_escape(clip(f.machine, 64))}** regressed: "
         f"**{_numbers(f.comparison, md_escape)}**",
         "",
@@ -232,7 +232,16 @@ def _keep_before(body: str, meta: Mapping[str, Any]) -> str:
     assert m is not None
     new = json.loads(m.group(1))
     new.update(before=meta.get("before"), since=meta.get("since"))
-    return body.replace(m.group(0), f"<!-- vlmpath-alert {json.dumps(new, sort_keys=True)} -->")
+    return body.replace(m.group(0), f"<!-- vlmpath-alert {_hidden(new)} -->")
+
+
+def _hidden(meta: Mapping[str, Any]) -> str:
+    """The key as JSON that cannot end its HTML comment (``-->``) nor mention anyone: the
+    key holds benchmark names. ``\\u`` escapes are still JSON; ``json.loads`` undoes them."""
+    text = json.dumps(meta, sort_keys=True)
+    for ch in "<>&@`[]()":
+        text = text.replace(ch, f"\\u{ord(ch):04x}")
+    return text
 
 
 __all__ = ["LABEL", "Finding", "Links", "SyncResult", "issue_body", "issue_title", "judge_latest", "sync_issues",

@@ -12,6 +12,10 @@ ERROR_CHARS = 120
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|~:")
 
 
+# Control and format characters (C0, DEL, C1, line/paragraph separators, bidi overrides):
+# they end lines, move the cursor or reorder text in a terminal or a job log.
+_CONTROL = {c: " " for c in [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029,
+                             *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
 _HTML_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;", "'": "&#39;"}
 
 
@@ -22,7 +26,7 @@ def md_escape(text: object) -> str:
     newlines become spaces (they would end a table row) and ``@`` cannot mention anyone.
     """
     out = []
-    for ch in str(text):
+    for ch in str(text).translate(_CONTROL):
         if ch in "<>&":
             out.append(_HTML_ENTITIES[ch])
         elif ch == "@":
@@ -43,7 +47,7 @@ def html_escape(text: object) -> str:
     inline markdown there.
     """
     out = []
-    for ch in str(text):
+    for ch in str(text).translate(_CONTROL):
         if ch in _HTML_ENTITIES:
             out.append(_HTML_ENTITIES[ch])
         elif ch in _MD_SPECIAL or ch == "@":
@@ -64,10 +68,6 @@ def clip(text: object, limit: int = ERROR_CHARS) -> str:
 
 
 # --- the other sinks: log lines, issue titles, link targets ----------------------------------
-# Control and format characters (C0, DEL, C1, line/paragraph separators, bidi overrides):
-# they end lines, move the cursor or reorder text in a terminal or a job log.
-_CONTROL = {c: " " for c in [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029,
-                             *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
 
 
 def log_line(text: object) -> str:
