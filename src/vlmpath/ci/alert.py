@@ -71,7 +71,7 @@ def _history(results_dir: Path, machine: str) -> list[tuple[int, str]]:
     for p in sorted((results_dir / machine).glob("*.json")):
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # deep JSON too
             continue
         if isinstance(data, dict) and isinstance(data.get("commit_hash"), str) and "results" in data:
             seen[data["commit_hash"].lower()] = int(data.get("date") or 0)

@@ -56,7 +56,7 @@ def read_run_info(results_dir: Path, machine: str, commit: str) -> dict[str, Any
     path = run_info_path(results_dir, machine, commit)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # deep JSON too
         return None  # absent or unreadable: never trusted
     return data if isinstance(data, dict) else None
 
@@ -69,7 +69,7 @@ def _cases(paths: Sequence[Path]) -> dict[tuple[str, tuple[str, ...]], tuple[str
     for p in paths:
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # deep JSON too
             continue  # an unreadable file covers nothing
         cols = data.get("result_columns") if isinstance(data, dict) else None
         if not isinstance(cols, list) or not isinstance(data.get("results"), dict):

@@ -148,7 +148,7 @@ def _run_files(results_dir: Path, machine: str, sha: str) -> list[Path]:
             continue
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # deep JSON too
             out.append(p)  # corrupted: load_asv will name it
             continue
         if isinstance(data, dict) and str(data.get("commit_hash", "")).lower() == sha:
@@ -182,7 +182,7 @@ def _result_keys(paths: Sequence[Path]) -> set[str]:
     for p in paths:
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # deep JSON too
             return set()
         if isinstance(data, dict) and isinstance(data.get("results"), dict):
             keys.update(data["results"])
@@ -232,7 +232,7 @@ def copy_results(results_dir: Path, dest: Path, machine: str, shas: Sequence[str
     if bench_json.is_file():
         try:
             meta = json.loads(bench_json.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             shutil.copy2(bench_json, dest / "benchmarks.json")  # load_asv names it
             return
         ran = _result_keys(copied)
