@@ -62,6 +62,9 @@ class Comparison:
     mde: float | None = None
     indicative: bool = False
     too_noisy: bool = False
+    #: The reason from ``benchmarks/accepted.yaml`` when a maintainer accepted this
+    #: regression (``vlmpath.compare.accepted``): shown, never failing the check.
+    accepted: str | None = None
 
     @property
     def case_key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -146,7 +149,12 @@ class ComparisonReport:
     def regressions(self) -> list[Comparison]:
         """Comparisons that fail CI: slower/worse beyond noise, or newly failing. An
         indicative verdict (fewer samples than the test needs) never fails CI by itself."""
-        return [c for c in self.by_verdict(*FAILING_VERDICTS) if not c.indicative]
+        return [c for c in self.by_verdict(*FAILING_VERDICTS) if not c.indicative and c.accepted is None]
+
+    @property
+    def accepted(self) -> list[Comparison]:
+        """Regressions listed in the accepted-regressions file: shown with the reason, not gating."""
+        return [c for c in self.by_verdict(*FAILING_VERDICTS) if c.accepted is not None]
 
     @property
     def indicative(self) -> list[Comparison]:

@@ -79,19 +79,21 @@ def _depth_ok(value: Any, limit: int) -> bool:
     return True
 
 
-def loads(text: str | bytes, where: str, fix: str = "", *, max_depth: int = MAX_DEPTH) -> Any:
-    """``text`` parsed as JSON within the bounds; ``VlmpathError`` naming ``where`` otherwise."""
+def loads(text: str | bytes, where: str, fix: str = "", *, max_depth: int = MAX_DEPTH,
+          said: str = "not JSON") -> Any:
+    """``text`` parsed as JSON within the bounds; ``VlmpathError`` naming ``where`` (and
+    saying ``said``, then why) otherwise."""
     tail = f"; {fix}" if fix else ""
     try:
         value = json.loads(text, parse_int=_number(int), parse_float=_number(float))
     except RecursionError:
-        raise VlmpathError(f"{where}: not valid JSON (nested more than {max_depth} deep){tail}") from None
+        raise VlmpathError(f"{where}: {said} (nested more than {max_depth} deep){tail}") from None
     except json.JSONDecodeError as exc:
-        raise VlmpathError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}){tail}") from None
+        raise VlmpathError(f"{where}: {said} ({exc.msg} at line {exc.lineno}){tail}") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise VlmpathError(f"{where}: not valid JSON ({str(exc)[:120]}){tail}") from None
+        raise VlmpathError(f"{where}: {said} ({str(exc)[:120]}){tail}") from None
     if not _depth_ok(value, max_depth):
-        raise VlmpathError(f"{where}: not valid JSON (nested more than {max_depth} deep){tail}")
+        raise VlmpathError(f"{where}: {said} (nested more than {max_depth} deep){tail}")
     return value
 
 

@@ -68,7 +68,7 @@ def _px(val, what: str) -> tuple[int, int]:
 
 def _json_line(line: str, where: str, fix: str):
     # Bounded: a 5000-digit number or a 100k-deep line is one error, not a traceback.
-    return safe_json.loads(line, where, fix)
+    return safe_json.loads(line, where, fix, said="not valid JSON")
 
 
 def parse_trace_line(line: str, where: str, family: Family | None = None,

@@ -108,13 +108,19 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
         where = _machines_text(dict.fromkeys(c.machine for c in regs))
         items = _headline_items(regs[:max_items])
         more = f" (+{len(regs) - max_items} more)" if len(regs) > max_items else ""
-        n_reg, n_fail = counts[Verdict.REGRESSION], counts[Verdict.NEWLY_FAILING]
+        ok = Counter(c.verdict for c in report.accepted)  # accepted ones are not counted as failing
+        n_reg, n_fail = (counts[Verdict.REGRESSION] - ok[Verdict.REGRESSION],
+                         counts[Verdict.NEWLY_FAILING] - ok[Verdict.NEWLY_FAILING])
         what = ", ".join(([_plural(n_reg, "regression")] if n_reg else [])
                          + ([f"{n_fail} newly failing"] if n_fail else []))
         line = f"**{what} on {where}**: {items}{more}"
+        if report.accepted:
+            line += f" ({len(report.accepted)} accepted)"
     else:
         where = _machines_text(m.machine for m in report.machines)
         bits = [_plural(counts[Verdict.IMPROVEMENT], "improvement"), f"{counts[Verdict.UNCHANGED]} unchanged"]
+        if report.accepted:  # listed in benchmarks/accepted.yaml: shown, not failing
+            bits.append(f"{len(report.accepted)} accepted")
         for v, word in ((Verdict.FIXED, "fixed"), (Verdict.NEW, "new"), (Verdict.REMOVED, "removed"),
                         (Verdict.NOT_COMPARABLE, "not comparable")):
             if counts[v]:
