@@ -9,6 +9,7 @@ parsed namespace into a call of a library function and return the exit status.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -111,8 +112,11 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", default=None, help="write the full comparison as JSON here")
     p.add_argument("--chart-url", default=None, help="link to a chart artifact in the comment")
     p.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+    p.add_argument("--accepted", default=None, metavar="FILE",
+                   help="accepted regressions (default: REPO/benchmarks/accepted.yaml when it exists)")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.compare import accepted
         from vlmpath.compare import results
         from vlmpath.compare import verdict as compare
         from vlmpath.render import comment as render
@@ -133,6 +137,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                 run_ = pb if run_ is None else results.merge_runs(run_, pb)
             runs.append(run_)
         report = compare.compare(runs[0], runs[1], cfg)
+        report = accepted.apply(report, accepted.load(a.accepted or os.path.join(a.repo, accepted.ACCEPTED_FILE)))
         print(render.render_terminal(report), end="")
         if a.markdown:
             results.write_text_atomic(a.markdown, render.render_markdown(report, chart_url=a.chart_url))

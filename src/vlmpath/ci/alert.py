@@ -20,14 +20,16 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from vlmpath.ci.github import parse_repo
 from vlmpath.ci.github_http import make_client
-from vlmpath.ci.github_issues import close_issue, comment_issue, create_issue, list_issues, update_issue
+from vlmpath.ci import alert_hold
+from vlmpath.ci.github_issues import comment_issue, create_issue, list_issues, update_issue
+from vlmpath.compare.accepted import Accepted
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.records import MachineRun, Metric, backend_from_name
 from vlmpath.compare.comparison import NOT_JUDGED_VERDICTS
@@ -148,7 +150,8 @@ def issue_title(f: Finding) -> str:
 
 
 def issue_body(f: Finding, links: Links) -> str:
-    meta = {"key": f.key, "before": f.comparison.base, "unit": f.comparison.unit, "since": f.after_commit}
+    meta = {"key": f.key, "before": f.comparison.base, "after": f.comparison.head, "unit": f.comparison.unit,
+            "since": f.after_commit}
     lines = [
         f"<!-- vlmpath-alert {_hidden(meta)} -->",
         f"**{md_escape(clip(f.label, 200))}** on **{md_escape(clip(f.machine, 64))}** regressed: "
@@ -181,22 +184,38 @@ class SyncResult:
     opened: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
     closed: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()  # regressed, but accepted or closed by a maintainer (alert_hold)
 
 
 def sync_issues(findings: list[Finding], repo: str, links: Links, *, thresholds: Thresholds | None = None,
-                token: str | None = None, api_url: str | None = None, client=None) -> SyncResult:
-    """Open, update or close one issue per case (see the module docstring)."""
+                token: str | None = None, api_url: str | None = None, client=None,
+                accepted: Sequence[Accepted] = ()) -> SyncResult:
+    """Open, update or close one issue per case (see the module docstring); ``accepted``:
+    entries of benchmarks/accepted.yaml (``vlmpath.ci.alert_hold``)."""
     owner, name = parse_repo(repo)
     client = client or make_client(api_url, token)
     cfg = thresholds or Thresholds.default()
     open_by_key = {}
-    for issue in list_issues(client, owner, name, label=LABEL, state="open"):
-        meta = _key_of(issue)
-        if meta and meta.get("key") not in open_by_key:
+    keyed = [(i, m) for i in list_issues(client, owner, name, label=LABEL, state="all") for m in [_key_of(i)] if m]
+    for issue, meta in keyed:
+        if issue.get("state", "open") == "open" and meta.get("key") not in open_by_key:
             open_by_key[meta["key"]] = (issue, meta)
-    opened, updated, closed = [], [], []
+    by_hand = alert_hold.closed_by_hand(keyed)
+    opened, updated, closed, held = [], [], [], []
     for f in findings:
         have = open_by_key.get(f.key)
+        why = alert_hold.accepted_reason(f, accepted) if f.regressed else None
+        if why is not None:  # accepted in the repository: no issue; an open one is closed, said why
+            if have is not None:
+                comment_issue(client, owner, name, int(have[0]["number"]),
+                              f"Accepted in benchmarks/accepted.yaml: {md_escape(clip(why, 300))}")
+                _close(client, owner, name, have, recovered=False)
+                closed.append(f.key)
+            held.append(f.key)
+            continue
+        if f.regressed and have is None and f.key in by_hand and not alert_hold.moved_again(f, by_hand[f.key], cfg):
+            held.append(f.key)  # a maintainer closed it and the value has not moved since
+            continue
         if f.regressed:
             body = issue_body(f, links) if have is None else _keep_before(issue_body(f, links), have[1])
             if have is None:
@@ -221,9 +240,21 @@ def sync_issues(findings: list[Finding], repo: str, links: Links, *, thresholds:
                       f"Recovered at {_commit(f.after_commit, links)}: baseline -> now "
                       f"**{_numbers(vs_before, md_escape)}**"
                       + (f" ({links.run_url})" if links.run_url else ""))
-        close_issue(client, owner, name, int(have[0]["number"]))
+        _close(client, owner, name, have, recovered=True)
         closed.append(f.key)
-    return SyncResult(tuple(opened), tuple(updated), tuple(closed))
+    return SyncResult(tuple(opened), tuple(updated), tuple(closed), tuple(held))
+
+
+def _close(client, owner: str, name: str, have, *, recovered: bool) -> None:
+    """Close an issue; a recovery is marked in its key, so that a closed issue without the
+    mark reads as closed by a person (alert_hold: not reopened for the same change)."""
+    issue, meta = have
+    body = str(issue.get("body") or "")
+    m = _KEY.search(body)
+    if recovered and m:
+        body = body.replace(m.group(0), f"<!-- vlmpath-alert {_hidden({**meta, 'recovered': True})} -->")
+    update_issue(client, owner, name, int(issue["number"]), state="closed", state_reason="completed",
+                 **({"body": body} if recovered and m else {}))
 
 
 def _keep_before(body: str, meta: Mapping[str, Any]) -> str:

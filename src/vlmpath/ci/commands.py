@@ -60,14 +60,18 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
     p.add_argument("--commit-url", default="", help="commit link template with {sha}")
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     p.add_argument("--fail", action="store_true", help="exit 1 when the commit regressed a case")
+    p.add_argument("--accepted", default="benchmarks/accepted.yaml", metavar="FILE",
+                   help="accepted regressions: no issue for the changes it lists (default benchmarks/accepted.yaml)")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.ci import alert
+        from vlmpath.compare import accepted
         from vlmpath.compare.verdict import load_thresholds
 
         cfg = load_thresholds(a.config)
+        entries = accepted.load(a.accepted)
         findings = alert.judge_latest(a.results, a.commit, window=a.window, thresholds=cfg)
-        regs = [f for f in findings if f.regressed]
+        regs = [f for f in findings if f.regressed and alert.alert_hold.accepted_reason(f, entries) is None]
         unjudged = [f for f in findings if not f.judged]
         print(alert.log_line(f"{a.commit[:8]}: {len(findings) - len(unjudged)} case(s) judged against history, "
                              f"{len(regs)} regressed, {len(unjudged)} not judged"))
@@ -77,8 +81,9 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
             print(alert.log_line(f"  {alert.issue_title(f)}: {alert._numbers(f.comparison)}"))
         if a.repo:
             links = alert.Links(a.run_url, a.dashboard_url, a.commit_url)
-            res = alert.sync_issues(findings, a.repo, links, thresholds=cfg)
-            for word, keys in (("opened", res.opened), ("updated", res.updated), ("closed", res.closed)):
+            res = alert.sync_issues(findings, a.repo, links, thresholds=cfg, accepted=entries)
+            for word, keys in (("opened", res.opened), ("updated", res.updated), ("closed", res.closed),
+                               ("held (accepted, or closed by a maintainer)", res.held)):
                 for k in keys:
                     print(alert.log_line(f"  issue {word}: {alert.clip(k, 200)}"))
         if len(findings) == len(unjudged):  # zero judged is never green

@@ -153,7 +153,8 @@ def _read_profiles(root: Path, names: Sequence[str]) -> list:
 
 def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                     head_sha: str | None = None, fail_on_regression: bool = False,
-                    thresholds: str | os.PathLike[str] | None = None) -> FlowResult:
+                    thresholds: str | os.PathLike[str] | None = None,
+                    accepted: str | os.PathLike[str] | None = None) -> FlowResult:
     """One comparison and one comment from every machine's ``vlmpath ci pr`` artifact."""
     from vlmpath.compare import verdict as compare
 
@@ -167,7 +168,8 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        return _merge(root, out, staging, cfg, head_sha=head_sha, fail_on_regression=fail_on_regression)
+        return _merge(root, out, staging, cfg, head_sha=head_sha, fail_on_regression=fail_on_regression,
+                      accepted=accepted)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -181,7 +183,7 @@ def _publish(staging: Path, out: Path) -> None:
 
 
 def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
-           fail_on_regression: bool) -> FlowResult:
+           fail_on_regression: bool, accepted=None) -> FlowResult:
     from vlmpath.compare import results
     from vlmpath.compare import verdict as compare
     from vlmpath.compare.results import write_text_atomic
@@ -245,6 +247,11 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     # Each machine's --bench, read as literal names (compare.selection): a pattern from an
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
     report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
+    # --accepted: the PR head's reviewed benchmarks/accepted.yaml, given by the workflow (never
+    # read from the artifact: PR code wrote that); an entry's pr must be this PR.
+    from vlmpath.compare import accepted as accepted_mod
+
+    report = accepted_mod.apply(report, accepted_mod.load(accepted), pr=pr)
     notes = list(errors)
     for name, d in runs:
         notes.extend(f"{d['machine']}: {n}" for n in d.get("notes", ()) if isinstance(n, str))

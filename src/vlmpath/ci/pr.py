@@ -88,6 +88,7 @@ from vlmpath.ci.pr_side import (  # noqa: F401 (re-exported)
     run_suite_subprocess,
     side_env,
 )
+from vlmpath.compare import accepted as accepted_mod
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
 
@@ -122,7 +123,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            charts: bool = True, env: Mapping[str, str] | None = None,
            trusted_results: str | os.PathLike[str] | None = None,
            profile: bool | None = None, profiler=None, interleave: int = 0,
-           instructions: bool = False, instructions_bench: str | None = None) -> FlowResult:
+           instructions: bool = False, instructions_bench: str | None = None,
+           accepted: str | os.PathLike[str] | None = None) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them.
 
     ``trusted_results``: the trusted store a base may be reused from (default: the results
@@ -218,6 +220,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     if interleave:
         report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
     report = drop_unselected(report, {machine: bench})
+    # Regressions the head's reviewed benchmarks/accepted.yaml lists: shown, not failing.
+    report = accepted_mod.apply(report, accepted_mod.load(accepted or Path(repo) / accepted_mod.ACCEPTED_FILE))
     header = [f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
               *(f"note: {n}" for n in notes)]

@@ -82,13 +82,15 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     merge.add_argument("--head-sha", default=None, help="fail unless the artifacts measured this head")
     merge.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     merge.add_argument("--fail", action="store_true", help="exit 1 on a regression (default: report only)")
+    merge.add_argument("--accepted", default=None, metavar="FILE",
+                       help="the PR head's benchmarks/accepted.yaml: regressions it lists do not fail")
 
     def run_merge(a: argparse.Namespace) -> int:
         from vlmpath.ci import merge as ci_merge
         from vlmpath.ci import pr as ci_flow
 
         res = ci_merge.merge_artifacts(a.artifacts, a.out, head_sha=a.head_sha,
-                                       fail_on_regression=a.fail, thresholds=a.config)
+                                       fail_on_regression=a.fail, thresholds=a.config, accepted=a.accepted)
         print((res.out_dir / ci_flow.SUMMARY_FILE).read_text(encoding="utf-8"), end="")
         return res.exit_code
 

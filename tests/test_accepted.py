@@ -1,0 +1,153 @@
+"""Can a maintainer accept a known regression, and does a hand-closed alert stay closed?
+
+``benchmarks/accepted.yaml`` (``vlmpath.compare.accepted``): a listed regression turns a red
+comparison into "accepted: reason" (exit 0), an unlisted one stays red, and the entry is
+bound to its change (another PR or commit is not covered). ``vlmpath ci alert`` does not
+open an issue for an accepted change, and does not reopen one a maintainer closed until
+the value moves again (``vlmpath.ci.alert_hold``), on the loopback fake GitHub.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from asv_fixtures import fingerprint, sha, write_asv_run
+from github_fake import TOKEN, github_fake  # noqa: F401 (fixture)
+
+from vlmpath.ci import alert
+from vlmpath.cli import main
+from vlmpath.compare import accepted
+from vlmpath.core.errors import VlmpathError
+
+BASE, HEAD = sha("acc-base"), sha("acc-head")
+ACC = "bench_embed.Embed.track_accuracy"
+SPEED = "bench_embed.Embed.track_tok_per_s"
+
+
+def _pair(tmp_path: Path) -> Path:
+    res = tmp_path / "res"
+    write_asv_run(res, "cpu-a", BASE, {ACC: ("fraction", [], [], [1.0], None), SPEED: ("tok/s", [], [], [1000.0], None)},
+                  fingerprint("cpu"))
+    write_asv_run(res, "cpu-a", HEAD, {ACC: ("fraction", [], [], [0.9], None), SPEED: ("tok/s", [], [], [400.0], None)},
+                  fingerprint("cpu"))
+    return res
+
+
+def _compare(tmp_path, res, capsys, entries: str | None):
+    args = ["compare", BASE, HEAD, "--results", str(res), "--markdown", str(tmp_path / "c.md"),
+            "--repo", str(tmp_path)]
+    if entries is not None:
+        (tmp_path / "acc.yaml").write_text(entries)
+        args += ["--accepted", str(tmp_path / "acc.yaml")]
+    rc = main(args)
+    return rc, (tmp_path / "c.md").read_text(), capsys.readouterr().out
+
+
+def test_an_accepted_regression_is_shown_and_does_not_fail_an_unlisted_one_stays_red(tmp_path, capsys):
+    res = _pair(tmp_path)
+    rc, md, _ = _compare(tmp_path, res, capsys, None)
+    assert rc == 1 and md.splitlines()[1].startswith("**2 regressions")
+    listed = (f"accepted:\n  - case: '{SPEED}'\n    backend: cpu\n    commit: '{HEAD[:10]}'\n"
+              "    reason: 'trades 60% tok/s for a fix @octocat'\n")
+    rc, md, out = _compare(tmp_path, res, capsys, listed)
+    assert rc == 1  # the accuracy drop is not listed: still red
+    assert md.splitlines()[1].startswith("**1 regression") and "(1 accepted)" in md.splitlines()[1]
+    assert "✅ accepted: trades 60% tok/s for a fix &#64;octocat" in md and "accepted: trades" in out
+    both = listed + f"  - case: 'bench_embed.*accuracy'\n    pr: 12\n    reason: known\n"
+    rc, md, _ = _compare(tmp_path, res, capsys, both)
+    assert rc == 0 and "2 accepted" in md.splitlines()[1] and "No regressions" in md.splitlines()[1]
+
+
+def test_an_entry_is_bound_to_its_change_and_its_place(tmp_path, capsys):
+    res = _pair(tmp_path)
+    for other in (f"commit: '{BASE[:10]}'", "machine: 'gpu-*'\n    pr: 5", "backend: cuda\n    pr: 5"):
+        rc, md, _ = _compare(tmp_path, res, capsys,
+                             f"accepted:\n  - case: '{SPEED}'\n    {other}\n    reason: other change\n")
+        assert rc == 1 and "accepted" not in md.splitlines()[1], other
+    # ci merge knows the PR: an entry for another PR does not cover this one.
+    from vlmpath.compare.verdict import compare, load_thresholds
+    from vlmpath.compare.results import load_asv
+
+    rep = compare(load_asv(res, BASE), load_asv(res, HEAD), load_thresholds(None))
+    entries = accepted.entries_from({"accepted": [{"case": "*", "pr": 7, "reason": "r"}]}, "x")
+    assert len(accepted.apply(rep, entries, pr=8).regressions) == 2
+    assert accepted.apply(rep, entries, pr=7).regressions == []
+
+
+@pytest.mark.parametrize("bad, needle", [
+    ("accepted: [{case: x, reason: r}]", "name the change"),
+    ("accepted: [{case: x, pr: true, reason: r}]", "pr must be a pull request number"),
+    ("accepted: [{case: x, commit: zz, reason: r}]", "commit must be 7-40 hex digits"),
+    ("accepted: [{case: x, pr: 1}]", "reason must be a non-empty string"),
+    ("accepted: [{case: x, pr: 1, reason: r, regex: '.*'}]", "keys backend, case, commit, machine, pr, reason only"),
+    ("accepted: {", "not valid YAML"),
+])
+def test_a_bad_accepted_file_is_one_line(tmp_path, capsys, bad, needle):
+    res = _pair(tmp_path)
+    (tmp_path / "acc.yaml").write_text(bad)
+    rc = main(["compare", BASE, HEAD, "--results", str(res), "--accepted", str(tmp_path / "acc.yaml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and needle in err, err
+    with pytest.raises(VlmpathError):
+        accepted.load(tmp_path / "acc.yaml")
+
+
+# --- ci alert -----------------------------------------------------------------------------------
+REPO = "octo-org/bench"
+LINKS = alert.Links()
+
+
+def _file(results, i: int, speed: float) -> str:
+    c = sha(f"acc-main-{i}")
+    samples = [[speed * f for f in (0.99, 1.0, 1.01, 0.995, 1.005)]]
+    write_asv_run(results, "cpu-ci", c, {SPEED: ("tok/s", [], [], [speed], samples)}, fingerprint("cpu"),
+                  date=1_700_000_000_000 + i * 3_600_000)
+    return c
+
+
+def _step(fake, results, commit, entries=()):
+    findings = alert.judge_latest(results, commit, window=4)
+    return alert.sync_issues(findings, REPO, LINKS, token=TOKEN, api_url=fake.url, accepted=entries)
+
+
+def test_an_alert_closed_by_hand_is_not_reopened_for_the_same_change(github_fake, tmp_path):
+    results = tmp_path / "history"
+    for i in range(4):
+        _step(github_fake, results, _file(results, i, 1000.0))
+    res = _step(github_fake, results, _file(results, 4, 400.0))
+    assert len(res.opened) == 1
+    (number,) = github_fake.issues
+    github_fake.issues[number]["state"] = "closed"  # a maintainer closes it: known, wontfix
+    # The next commits sit at the same slower value: still a regression against the window's
+    # median, but the same change: no new issue.
+    for i in (5, 6):
+        res = _step(github_fake, results, _file(results, i, 401.0))
+        assert res.opened == () and res.held and len(github_fake.issues) == 1
+    # The value moves again (worse beyond the band): a new change, a new issue.
+    res = _step(github_fake, results, _file(results, 7, 150.0))
+    assert len(res.opened) == 1 and len(github_fake.issues) == 2
+
+
+def test_a_recovered_alert_regressing_again_opens_a_new_issue(github_fake, tmp_path):
+    results = tmp_path / "history"
+    for i in range(4):
+        _step(github_fake, results, _file(results, i, 1000.0))
+    assert len(_step(github_fake, results, _file(results, 4, 400.0)).opened) == 1
+    assert len(_step(github_fake, results, _file(results, 5, 1000.0)).closed) == 1  # recovered: closed by the alert
+    assert len(_step(github_fake, results, _file(results, 6, 400.0)).opened) == 1  # not held: it was no person
+
+
+def test_an_accepted_change_opens_no_issue_and_closes_an_open_one(github_fake, tmp_path):
+    results = tmp_path / "history"
+    for i in range(4):
+        _step(github_fake, results, _file(results, i, 1000.0))
+    slow = _file(results, 4, 400.0)
+    assert len(_step(github_fake, results, slow).opened) == 1
+    entries = accepted.entries_from({"accepted": [{"case": SPEED, "commit": slow[:12], "reason": "known"}]}, "x")
+    res = _step(github_fake, results, slow, entries)
+    (issue,) = github_fake.issues.values()
+    assert res.closed and issue["state"] == "closed"
+    res = _step(github_fake, results, _file(results, 5, 402.0), entries)  # same change, later commit
+    assert res.opened == () and len(github_fake.issues) == 1
