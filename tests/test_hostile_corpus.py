@@ -246,6 +246,19 @@ def test_the_corpus_through_compare_merge_and_the_comment(tmp_path, capsys):
     assert "::error" in summary  # the text is there, as data, not at a line start
 
 
+def test_an_error_quoting_a_hostile_artifact_name_is_one_inert_line(tmp_path, capsys):
+    res = tmp_path / "res"
+    results(res, "cpu-a", BASE, GOOD)
+    results(res, "cpu-a", HEAD, GOOD)
+    arts = tmp_path / "arts"
+    artifact(arts, "bench-cpu", res, "cpu-a")
+    artifact(arts, EVIL_DIR, res, "cpu-a")  # the same machine twice: an error naming both
+    rc, _, _, log = merge(tmp_path, arts, capsys, "--fail")
+    lines = [ln for ln in log.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and "appears in artifacts" in lines[0]
+    assert not (tmp_path / "merged").exists()
+
+
 def test_profile_links_are_built_from_a_plain_artifact_name_and_encoded(tmp_path, capsys):
     res = tmp_path / "res"
     results(res, "cpu-a", BASE, GOOD)

@@ -293,7 +293,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except VlmpathError as exc:
-        print(f"vlmpath {args.command}: error: {exc}", file=sys.stderr)
+        from vlmpath.render.escape import log_line  # a message can quote an artifact's names
+
+        print(log_line(f"vlmpath {args.command}: error: {exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"vlmpath {args.command}: interrupted", file=sys.stderr)
