@@ -224,9 +224,14 @@ def evil_results(res: Path, machine: str) -> None:
     name = f"bench_embed.Embed.track_{EVIL}"
     spec_b = {name: (EVIL, [EVIL], [[EVIL]], [1.0], None), ACC: GOOD[ACC]}
     spec_h = {name: (EVIL, [EVIL], [[EVIL]], [2.0], None), ACC: ("fraction", [], [], [0.5], None)}
+    fail = "bench_embed.Embed.time_fail"  # failing in head, with the corpus as its message
+    spec_b[fail], spec_h[fail] = ("seconds", [], [], [1.0], None), ("seconds", [], [], [None], None)
     fp = {**fingerprint("cpu"), "torch": EVIL}
     results(res, machine, BASE, spec_b, fp)
     results(res, machine, HEAD, spec_h, {**fp, "torch": EVIL + "2"})
+    from vlmpath.core.failures import failure_line, failures_path
+
+    failures_path(res / machine, HEAD).write_text(json.dumps([json.loads(failure_line(fail, {}, EVIL))]))
 
 
 def test_the_corpus_through_compare_merge_and_the_comment(tmp_path, capsys):
@@ -240,8 +245,10 @@ def test_the_corpus_through_compare_merge_and_the_comment(tmp_path, capsys):
         "machine": EVIL, "case": EVIL, "benchmarks": [EVIL], "base_trace": "profiles/a/base.trace.json",
         "head_trace": "profiles/a/head.trace.json", "note": EVIL,
         "deltas": [{"name": EVIL, "base_calls": 1, "head_calls": 2, "base_us": 1.0, "head_us": 9.0}]}]))
+    (arts / "bench-failed").mkdir()
+    (arts / "bench-failed" / "error.txt").write_text(EVIL)  # a machine whose run failed
     rc, md, summary, log = merge(tmp_path, arts, capsys, "--fail")
-    assert rc == 1 and "Where the time went" in md
+    assert rc == 1 and "Where the time went" in md and "newly failing" in md
     assert "trace links left out" in md  # the directory name is not fit for a link target
     assert "::error" in summary  # the text is there, as data, not at a line start
 

@@ -45,8 +45,14 @@ def restore(root: Path, wanted: Callable[[Path], bool], before: dict[Path, bytes
                     fh.write(data)
         except OSError:
             failed.append(str(p))
-    # Temporary files of atomic writes (".name.XXXX.tmp") left by a failed write.
-    for p in _files(root, lambda rel: rel.name.startswith(".") and rel.name.endswith(".tmp")):
+    # Temporary files of atomic writes (".<name>.XXXX.tmp", vlmpath.core.atomic) of the
+    # run's own files, left by a failed write; nobody else's.
+    def own_tmp(rel: Path) -> bool:
+        n = rel.name
+        return (n.startswith(".") and n.endswith(".tmp") and "." in n[1:-4]
+                and wanted(rel.with_name(n[1:-4].rsplit(".", 1)[0])))
+
+    for p in _files(root, own_tmp):
         try:
             p.unlink()
         except OSError:
