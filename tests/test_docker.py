@@ -143,7 +143,7 @@ def test_dockerignore_keeps_what_is_copied_and_nothing_else():
     sources = sorted({s for f in DOCKERFILES for s in dl.copy_sources(dl.parse_dockerfile(f))})
     assert "src" in sources and "pyproject.toml" in sources
     ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8")
-    needed = sources + ["src/vlmpath/cli.py"]
+    needed = sources + ["src/vlmpath/cli/__init__.py"]
     kept_out = [".git", ".git/HEAD", ".venv/bin/python", "results/x.json", "reports/html/index.html",
                 ".asv/results/m.json", "src/vlmpath/__pycache__/cli.cpython-311.pyc", "tests/test_docker.py"]
     assert dl.dockerignore_problems(ignore, needed, kept_out) == []
@@ -245,9 +245,9 @@ def test_compose_checker_rejects_bad_files(mutate, expect):
 
 def test_dockerignore_checker_rejects_bad_patterns():
     ignore = "*\n!src\n!pyproject.toml\n"
-    assert dl.dockerignore_problems(ignore, ["src/vlmpath/cli.py"], [".git"]) == []
-    assert dl.dockerignore_problems("src\n", ["src/vlmpath/cli.py"], []) == [
-        ".dockerignore excludes 'src/vlmpath/cli.py', which a Dockerfile COPYs"]
+    assert dl.dockerignore_problems(ignore, ["src/vlmpath/cli/__init__.py"], [".git"]) == []
+    assert dl.dockerignore_problems("src\n", ["src/vlmpath/cli/__init__.py"], []) == [
+        ".dockerignore excludes 'src/vlmpath/cli/__init__.py', which a Dockerfile COPYs"]
     assert dl.dockerignore_problems(".venv\n", [], [".git/HEAD"]) == [
         ".dockerignore lets '.git/HEAD' into the build context"]
     # last match wins

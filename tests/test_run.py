@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.ci import run as runmod
-from vlmpath.ci import serve
+from vlmpath.runner import run as runmod
+from vlmpath.runner import serve
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render import summary as summod
 
