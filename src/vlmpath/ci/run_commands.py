@@ -9,6 +9,7 @@ stays cheap. ``VlmpathError`` from a handler is printed by ``vlmpath.cli.main``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from vlmpath.ci.commands import add_ci_commands, engine_options
@@ -164,7 +165,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
 # --- serve -----------------------------------------------------------------------------
 def add_serve(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve the published asv dashboard over HTTP")
-    p.add_argument("--html-dir", default=".asv/html", help="dashboard dir (default .asv/html)")
+    # The images set VLMPATH_HTML_DIR (the results volume), as `vlmpath run` there publishes to it.
+    p.add_argument("--html-dir", default=os.environ.get("VLMPATH_HTML_DIR") or ".asv/html",
+                   help="dashboard dir (default VLMPATH_HTML_DIR or .asv/html)")
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
 
