@@ -103,7 +103,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         "run",
         help="run the asv suite for one commit, publish the dashboard, write a summary",
         description="Runs asv in the existing environment for HEAD (or --set-commit-hash) on this "
-        "machine; see vlmpath/run.py for how the benchmarks import the commit under test.",
+        "machine; see vlmpath/ci/run.py for how the benchmarks import the commit under test.",
     )
     p.add_argument("--quick", action="store_true", help="each benchmark once (smoke run; results saved)")
     p.add_argument("--bench", "-b", default=None, metavar="REGEX",
