@@ -31,7 +31,14 @@ PLANTING = {"tests/test_docs_true.py": "the planted stale names of this test",
 
 
 def _text_files() -> list[Path]:
-    return [p for p in ROOT.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES
+    """The repository's files (tracked or not yet added, never git-ignored build output)."""
+    import subprocess
+
+    r = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                       cwd=ROOT, capture_output=True, text=True)
+    names = r.stdout.split("\0") if r.returncode == 0 else [str(p.relative_to(ROOT)) for p in ROOT.rglob("*")]
+    paths = [ROOT / n for n in names if n]
+    return [p for p in paths if p.is_file() and p.suffix in TEXT_SUFFIXES
             and not SKIP_PARTS & set(p.relative_to(ROOT).parts)]
 
 
