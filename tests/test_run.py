@@ -1,4 +1,4 @@
-"""``vlmpath run`` (src/vlmpath/run.py), its summary (summary.py) and ``vlmpath serve``.
+"""``vlmpath run`` (src/vlmpath/runner/run.py), its summary (summary.py) and ``vlmpath serve``.
 
 Fast tests cover selection, environment, bad input and the summary; the slow one runs the
 real thing end to end in a clone whose package differs from this checkout, which proves

@@ -174,6 +174,7 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pipeline", action="append", choices=list(NAMED_PIPELINES),
                    help="a named pipeline instead of per-stage choices (repeatable)")
     p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
+    p.add_argument("--allow-cpu", action="store_true", help="run a GPU scale on a CPU anyway (refused otherwise)")
     p.add_argument("--repeat", type=int, default=3, help="timed passes per case (default 3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="torch device (default: cuda:0 if available, else cpu)")
@@ -198,7 +199,7 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
     p.add_argument("--passes", type=int, default=2, help="profiled passes after one warm-up (default 2)")
     p.add_argument("--top", type=int, default=15, help="operators to print (default 15)")
-    p.add_argument("--out", default="profile-out", help="directory for the trace and ops JSON")
+    p.add_argument("--out", default="reports/profile", help="trace and ops JSON dir (default reports/profile)")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.suite.profile import run_command

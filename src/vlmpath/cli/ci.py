@@ -1,4 +1,4 @@
-"""Which arguments do the trusted-CI subcommands (``vlmpath bisect``, ``vlmpath ci alert``) take?
+"""Which arguments do the trusted-CI subcommands (``vlmpath bisect``, ``vlmpath ci alert``, ``vlmpath ci templates``) take?
 
 Declared here rather than in ``vlmpath.cli`` only because that module is at its size
 limit; ``vlmpath.cli`` registers them like its own (``add_bisect`` into the top-level
@@ -9,6 +9,7 @@ lazily, as ``vlmpath.cli`` does, so ``vlmpath --help`` stays cheap.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES
 
@@ -80,6 +81,28 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
         return 1 if a.fail and regs else 0
 
     p.set_defaults(func=run)
+
+    t = ci.add_parser("templates", help="render the engine CI workflow templates from their one source",
+                      description="Fills ci/templates/source/*.yml.in for every engine into ci/templates/.")
+    t.add_argument("--root", default=".", help="repository root (default .)")
+    t.add_argument("--check", action="store_true", help="exit 1 if a rendered file is stale")
+    t.add_argument("--write", action="store_true", help="write the rendered files")
+    t.set_defaults(func=_templates)
+
+
+def _templates(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from vlmpath.render.ci_templates import OUT_DIR, render_all, stale
+
+    root = Path(a.root)
+    if a.write:
+        for name, text in render_all(root).items():
+            (root / OUT_DIR / name).write_text(text, encoding="utf-8")
+    bad = stale(root)
+    for name in bad:
+        print(f"stale: {OUT_DIR / name} (run: vlmpath ci templates --write)", file=sys.stderr)
+    return 1 if bad and a.check else 0
 
 
 def engine_options(p: argparse.ArgumentParser) -> None:

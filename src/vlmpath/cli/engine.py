@@ -22,7 +22,7 @@ def run_measure(a: argparse.Namespace) -> int:
     from vlmpath.measure.pinning import cpu_threads, load_warning
     from vlmpath.render.tables import measure_table
     from vlmpath.suite.engine_run import measure_cases
-    from vlmpath.suite.inputs import check_measure_inputs, resolve_device
+    from vlmpath.suite.inputs import check_measure_inputs, check_scale_device, resolve_device
     from vlmpath.suite.measure import plan_cases
 
     # Every input is checked (the --json file's directory included) before any work.
@@ -35,6 +35,7 @@ def run_measure(a: argparse.Namespace) -> int:
         raise VlmpathError(f"{', '.join(chosen)} choose the reference routine's strategies; with --engine "
                            f"{spec.label} the engine's own code runs every stage: drop {', '.join(chosen)}")
     device = resolve_device(a.device)
+    check_scale_device(a.scale, device, allow_cpu=a.allow_cpu)
     # Threads as ``vlmpath run`` sets them for its benchmark processes; recorded per case.
     threads = cpu_threads(a.threads, device)
     # An engine has one path per stage (its seams are recorded): one case per workload.

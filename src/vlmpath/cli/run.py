@@ -9,6 +9,7 @@ stays cheap. ``VlmpathError`` from a handler is printed by ``vlmpath.cli.main``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from vlmpath.cli.ci import add_ci_commands, engine_options
@@ -101,7 +102,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         "run",
         help="run the asv suite for one commit, publish the dashboard, write a summary",
         description="Runs asv in the existing environment for HEAD (or --set-commit-hash) on this "
-        "machine; see vlmpath/run.py for how the benchmarks import the commit under test.",
+        "machine; see vlmpath/runner/run.py for how the benchmarks import the commit under test.",
     )
     p.add_argument("--quick", action="store_true", help="each benchmark once (smoke run; results saved)")
     p.add_argument("--bench", "-b", default=None, metavar="REGEX",
@@ -163,7 +164,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
 # --- serve -----------------------------------------------------------------------------
 def add_serve(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve the published asv dashboard over HTTP")
-    p.add_argument("--html-dir", default=".asv/html", help="dashboard dir (default .asv/html)")
+    # The images set VLMPATH_HTML_DIR (the results volume), as `vlmpath run` there publishes to it.
+    p.add_argument("--html-dir", default=os.environ.get("VLMPATH_HTML_DIR") or ".asv/html",
+                   help="dashboard dir (default VLMPATH_HTML_DIR or .asv/html)")
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
 

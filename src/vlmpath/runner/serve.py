@@ -10,16 +10,14 @@ from vlmpath.core.errors import VlmpathError
 
 def make_server(html_dir: str | os.PathLike[str], port: int = 8080, bind: str = "127.0.0.1"):
     """An HTTP server over the published dashboard (call ``serve_forever``)."""
-    import functools
-    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+    from vlmpath.render.static_http import published_server
 
     root = Path(html_dir)
     if not (root / "index.html").is_file():
         raise VlmpathError(f"{root} has no index.html: run `vlmpath run` (it publishes the dashboard) "
                            "or pass --html-dir")
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
-    try:
-        return ThreadingHTTPServer((bind, port), handler)
+    try:  # files under the root only: no listings, no symlink escapes, no tracebacks
+        return published_server(root, bind, port)
     except OSError as exc:
         raise VlmpathError(f"cannot listen on {bind}:{port} ({exc.strerror or exc}): pick another --port") from None
 

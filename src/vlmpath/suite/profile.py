@@ -127,7 +127,7 @@ def top_table(rows: list[OpRow], top: int = 15) -> str:
 
 
 def run_command(case_text: str, *, engine: str = "reference", scale: str = "tiny", passes: int = 2,
-                out_dir: str = "profile-out", top: int = 15, device: str | None = None) -> str:
+                out_dir: str = "reports/profile", top: int = 15, device: str | None = None) -> str:
     """``vlmpath profile``: profile the case, write ``<out>/<case>.trace.json`` and
     ``<case>.ops.json``, and return the report (top operators by self time)."""
     from vlmpath.core.errors import UnknownNameError, VlmpathError
