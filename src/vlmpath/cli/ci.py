@@ -1,8 +1,7 @@
 """Which arguments do the trusted-CI subcommands (``vlmpath bisect``, ``vlmpath ci alert``, ``vlmpath ci templates``) take?
 
-Declared here rather than in ``vlmpath.cli`` only because that module is at its size
-limit; ``vlmpath.cli`` registers them like its own (``add_bisect`` into the top-level
-subcommands, ``add_ci_commands`` into ``vlmpath ci``). Handlers import their library
+One module of the ``cli`` package; ``vlmpath.cli`` registers them (``add_bisect`` into the
+top-level subcommands, ``add_ci_commands`` into ``vlmpath ci``). Handlers import their library
 lazily, as ``vlmpath.cli`` does, so ``vlmpath --help`` stays cheap.
 """
 

@@ -1,7 +1,7 @@
 """What do ``vlmpath measure`` and ``vlmpath engine install|list`` do with parsed arguments?
 
-The handlers behind the CLI's ``measure`` and ``engine`` subcommands (``cli.py`` declares
-the arguments): ``measure`` plans the cases, measures them with the chosen engine through
+The handlers behind the CLI's ``measure`` and ``engine`` subcommands (``vlmpath.cli``
+declares the arguments): ``measure`` plans the cases, measures them with the chosen engine through
 ``vlmpath.suite.engine_run.measure_cases`` (in this process for ``reference``, in the
 engine environment's python otherwise) and prints one table row per case; ``engine``
 installs and lists cached engine environments (``vlmpath.engines.envs``).
