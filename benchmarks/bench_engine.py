@@ -27,7 +27,7 @@ from vlmpath.suite import cases
 
 from . import _common
 
-ENGINE_ENV = "VLMPATH_ENGINE"  # vlmpath.engines.base.ENGINE_ENV (older packages lack it)
+ENGINE_ENV = "VLMPATH_ENGINE"  # vlmpath.suite.bench_env.ENGINE_ENV (older packages lack it)
 SUMMARY_KEYS = ("tok_per_s", "accuracy", "encoder_calls", "syncs", "encoder_syncs", "wall_s", "samples",
                 "error", "engine", "engine_version")
 

@@ -8,8 +8,8 @@
 #
 # Pushes authenticate with GITHUB_TOKEN through a per-command header (never stored in
 # .git/config, never on a command line that other processes can read: git reads it from
-# the environment via GIT_CONFIG_*). Only the `history` job of bench-main.yml, which runs
-# main's code and no PR code, has a token allowed to push.
+# the environment via GIT_CONFIG_*). Only the history jobs of bench-main.yml, which run
+# main's code and no PR code, have a token allowed to push.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${REPO:?REPO=owner/name must be set}"
@@ -48,7 +48,15 @@ case "$cmd" in
         git -C "$dir" add -A
         git -C "$dir" -c user.name=vlmpath-bench -c user.email=vlmpath-bench@users.noreply.github.com \
             commit --quiet -m "$msg" || echo "history: nothing new to commit"
-        git -C "$dir" push --quiet "$remote" "HEAD:refs/heads/$branch"
+        # Two history jobs (CPU, GPU; or two runs) may push at once: on a rejected push,
+        # rebase onto the branch and retry. Results are files named by commit and machine,
+        # so the rebase replays ours on top of theirs without losing either.
+        for attempt in 1 2 3 4 5; do
+            git -C "$dir" push --quiet "$remote" "HEAD:refs/heads/$branch" && break
+            [[ $attempt -lt 5 ]] || { echo "history: push to $branch failed $attempt times" >&2; exit 1; }
+            git -C "$dir" -c user.name=vlmpath-bench -c user.email=vlmpath-bench@users.noreply.github.com \
+                pull --quiet --rebase "$remote" "$branch"
+        done
         ;;
     publish)
         html=$1 branch=$2

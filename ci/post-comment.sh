@@ -3,7 +3,7 @@
 #
 #   GITHUB_TOKEN=... ci/post-comment.sh --repo OWNER/NAME --pr NUMBER --body-file comment.md
 #
-# A thin wrapper over `vlmpath comment` (src/vlmpath/github.py): the token comes from the
+# A thin wrapper over `vlmpath comment` (src/vlmpath/github/comment.py): the token comes from the
 # environment only, never from a flag (flags show in process lists). The PR number is
 # checked to be digits here too, because callers pass values read from artifacts.
 set -euo pipefail

@@ -4,7 +4,7 @@
 #   ci/pr-bench.sh --base <ref> --head <ref> [--machine NAME] [--bench REGEX] [--quick]
 #                  [--out DIR] [--results-dir DIR] [--rerun-base] [--no-fail] [--instructions]
 #
-# A thin wrapper over `vlmpath ci pr` (src/vlmpath/ci_flow.py has the logic): it only
+# A thin wrapper over `vlmpath ci pr` (src/vlmpath/pr/flow.py has the logic): it only
 # picks the vlmpath executable (the console script, else ./.venv's, else the module).
 # Exit status: 0 no regression, 1 regression, 2 bad input (OUT/error.txt says why).
 set -euo pipefail

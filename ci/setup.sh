@@ -24,7 +24,7 @@ CPU_INDEX=https://download.pytorch.org/whl/cpu
 torch_install_args() {
   local pip_py=$1 index=${VLMPATH_TORCH_INDEX:-}
   if [ -z "$index" ]; then
-    if "$pip_py" -m pip install -q --disable-pip-version-check --dry-run --no-deps --no-index \
+    if "$pip_py" -m pip install -q --disable-pip-version-check -c ci/constraints.txt --dry-run --no-deps --no-index \
         "$CPU_TORCH" >/dev/null 2>&1; then
       index=local
     else
@@ -56,16 +56,16 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 VPY=.venv/bin/python
-"$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
+"$VPY" -m pip install -q --disable-pip-version-check -c ci/constraints.txt --upgrade pip
 if ! "$VPY" -c "import torch" 2>/dev/null; then
   read -r -a torch_args <<< "$(torch_install_args "$VPY")"
   echo "setup: installing the CPU build: pip install ${torch_args[*]}"
-  "$VPY" -m pip install -q --disable-pip-version-check "${torch_args[@]}"
+  "$VPY" -m pip install -q --disable-pip-version-check -c ci/constraints.txt "${torch_args[@]}"
 fi
 # Pin whatever torch is there now so that no dependency can swap it for another build.
 "$VPY" -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" > .venv/torch-constraint.txt
 PIP_CONSTRAINT=.venv/torch-constraint.txt "$VPY" -m pip install -q --disable-pip-version-check \
-  -e ".[test]" -r ci/requirements-lint.txt
+  -c ci/constraints.txt -e ".[test]" -r ci/requirements-lint.txt
 
 # Debian packages some tests need (root + apt only; else a warning naming what fails).
 apt_install() {  # PACKAGE WHY-IT-IS-NEEDED WHAT-FAILS-WITHOUT-IT

@@ -7,9 +7,10 @@
 #   entrypoint.sh vlmpath info     -> vlmpath info
 #   entrypoint.sh bash|sh|python|python3 ...   -> exec'd as given (debugging)
 #
-# Before the command it: marks the mounted repository git-safe (its owner is the host user,
-# not the container's), puts the mounted checkout's src/ first on PYTHONPATH and
-# ASV_PYTHONPATH (asv drops plain PYTHONPATH), reinstalls the checkout only if its
+# Before the command it: marks the mounted repository git-safe for its own processes (its
+# owner is the host user, not the container's; no git config file is written), puts the
+# mounted checkout's src/ first on PYTHONPATH and ASV_PYTHONPATH (asv drops plain
+# PYTHONPATH), reinstalls the checkout only if its
 # pyproject.toml differs from the one built into the image (torch held by the image's
 # constraints), creates the results and html directories, and prints the platform
 # fingerprint. Every path is an environment variable, so the script also runs on a CPU
@@ -46,16 +47,18 @@ else
 fi
 
 # -- git: asv reads history from the bind mount, owned by another UID than ours ----------
+# Through the environment (GIT_CONFIG_COUNT, git >= 2.31: command-line scope, which git
+# honours for safe.directory), never `git config --global`: run on a host, that would
+# write into the user's own ~/.gitconfig.
 mark_safe() {
     command -v git >/dev/null 2>&1 || { say "git not found; asv cannot read $repo"; return 0; }
-    if git config --global --get-all safe.directory 2>/dev/null | grep -qxF -- "$repo"; then
-        return 0
-    fi
-    if ! git config --global --add safe.directory "$repo" 2>/dev/null; then
-        # HOME not writable (e.g. "docker run --user <other uid>"): use a private file.
-        export GIT_CONFIG_GLOBAL="${TMPDIR:-/tmp}/vlmpath-gitconfig"
-        git config --global --add safe.directory "$repo"
-    fi
+    local n="${GIT_CONFIG_COUNT:-0}" i
+    for ((i = 0; i < n; i++)); do
+        local k="GIT_CONFIG_KEY_$i" v="GIT_CONFIG_VALUE_$i"
+        [[ "${!k:-}" == safe.directory && "${!v:-}" == "$repo" ]] && return 0
+    done
+    export "GIT_CONFIG_KEY_$n=safe.directory" "GIT_CONFIG_VALUE_$n=$repo"
+    export GIT_CONFIG_COUNT=$((n + 1))
 }
 
 # -- code under test: the mounted checkout, ahead of the image's build-time copy ---------

@@ -53,7 +53,10 @@ RUN useradd --no-log-init -l -o -m -u "${BENCH_UID}" -N -g users -G video -s /bi
 
 # Freeze the image's torch (and what is built against it) before pip runs.
 COPY docker/torch_guard.py /opt/vlmpath/torch_guard.py
-RUN python3 /opt/vlmpath/torch_guard.py record /opt/vlmpath
+COPY ci/constraints.txt /opt/vlmpath/project-constraints.txt
+# The image's one constraints file: its torch pins, then the repository's (ci/constraints.txt).
+RUN python3 /opt/vlmpath/torch_guard.py record /opt/vlmpath \
+ && cat /opt/vlmpath/project-constraints.txt >> /opt/vlmpath/constraints.txt
 
 # Dependencies first, from pyproject.toml alone, in their own layer: a change to src/ or
 # the README rebuilds only the small layer below. pip's cache is a BuildKit cache mount

@@ -321,8 +321,10 @@ def compose_problems(data: Mapping[str, Any]) -> list[str]:
         if profiles & {"amd", "nvidia"}:
             if any(m["read_only"] for m in results):
                 problems.append(f"{name}: writes results but mounts the results volume read-only")
-            if svc.get("ipc") != "host" or not svc.get("shm_size"):
-                problems.append(f"{name}: needs ipc: host and a shm_size")
+            if svc.get("ipc") != "host":
+                problems.append(f"{name}: needs ipc: host (the host's /dev/shm)")
+            if svc.get("ipc") == "host" and "shm_size" in svc:
+                problems.append(f"{name}: shm_size does nothing next to ipc: host (Docker ignores it)")
             env = _env(svc)
             repo = env.get("VLMPATH_REPO", "/workspace")
             if not any(m["target"] == repo and m["source"] not in ("results",) for m in mounts):

@@ -4,7 +4,7 @@
 comparison into "accepted: reason" (exit 0), an unlisted one stays red, and the entry is
 bound to its change (another PR or commit is not covered). ``vlmpath ci alert`` does not
 open an issue for an accepted change, and does not reopen one a maintainer closed until
-the value moves again (``vlmpath.ci.alert_hold``), on the loopback fake GitHub.
+the value moves again (``vlmpath.github.alert_hold``), on the loopback fake GitHub.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from asv_fixtures import fingerprint, sha, write_asv_run
 from github_fake import TOKEN, github_fake  # noqa: F401 (fixture)
 
-from vlmpath.ci import alert
+from vlmpath.github import alert
 from vlmpath.cli import main
 from vlmpath.compare import accepted
 from vlmpath.core.errors import VlmpathError
@@ -55,7 +55,7 @@ def test_an_accepted_regression_is_shown_and_does_not_fail_an_unlisted_one_stays
     assert rc == 1  # the accuracy drop is not listed: still red
     assert md.splitlines()[1].startswith("**1 regression") and "(1 accepted)" in md.splitlines()[1]
     assert "✅ accepted: trades 60% tok/s for a fix &#64;octocat" in md and "accepted: trades" in out
-    both = listed + f"  - case: 'bench_embed.*accuracy'\n    pr: 12\n    reason: known\n"
+    both = listed + "  - case: 'bench_embed.*accuracy'\n    pr: 12\n    reason: known\n"
     rc, md, _ = _compare(tmp_path, res, capsys, both)
     assert rc == 0 and "2 accepted" in md.splitlines()[1] and "No regressions" in md.splitlines()[1]
 

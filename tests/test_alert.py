@@ -14,7 +14,7 @@ import pytest
 from asv_fixtures import fingerprint, sha, write_asv_run
 from github_fake import TOKEN, github_fake  # noqa: F401 (fixture)
 
-from vlmpath.ci import alert
+from vlmpath.github import alert
 from vlmpath.cli import main
 
 MACHINE = "cpu-ci"

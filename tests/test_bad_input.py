@@ -306,7 +306,7 @@ def test_failure_reason_survives_sorted_json_for_non_alphabetical_params(tmp_pat
 
 # --- ci pr, comment, README ---------------------------------------------------------------
 def test_ci_pr_side_without_results_names_its_kept_log(tmp_path):
-    from vlmpath.ci.pr_side import SuiteRequest, _run_side, run_log_path
+    from vlmpath.pr.side import SuiteRequest, _run_side, run_log_path
 
     req = SuiteRequest(commit="c" * 40, source=ROOT, bench_root=ROOT, results_dir=tmp_path / "store",
                        machine="m1", bench=None, quick=True, env={}, reports_dir=tmp_path / "out" / "runs" / "cccccccc")
@@ -315,7 +315,7 @@ def test_ci_pr_side_without_results_names_its_kept_log(tmp_path):
         run_log_path(r).parent.mkdir(parents=True)
         run_log_path(r).write_text("asv: No benchmarks selected\n", encoding="utf-8")
 
-    import vlmpath.ci.pr_side as ps
+    import vlmpath.pr.side as ps
 
     orig, ps.check_import = ps.check_import, lambda *a: None
     try:

@@ -16,8 +16,8 @@ import pytest
 from asv_fixtures import fingerprint, write_asv_run
 from test_ci_flow import BENCH, MACHINE, SPEED, FakeSuite, commit_value, repo, run  # noqa: F401 (fixture)
 
-from vlmpath.ci import pr as ci_flow
-from vlmpath.ci.base_reuse import read_run_info, write_run_info
+from vlmpath.pr import side as pr_side
+from vlmpath.runner.run_files import read_run_info, write_run_info
 from vlmpath.compare.comparison import EXIT_INCOMPLETE, ComparisonReport, Comparison, MachineComparison, Verdict
 from vlmpath.render.comment import md_escape
 from vlmpath.render.headline import headline
@@ -27,7 +27,7 @@ def trusted_base(tmp_path: Path, repo: Path, sha: str, *, quick: bool = False, s
     """Measure ``sha`` into a separate trusted store, as the main workflow would."""
     store = tmp_path / "trusted"
     suite = FakeSuite()
-    suite(ci_flow.SuiteRequest(commit=sha, source=_checkout(repo, sha, tmp_path), bench_root=repo,
+    suite(pr_side.SuiteRequest(commit=sha, source=_checkout(repo, sha, tmp_path), bench_root=repo,
                                results_dir=store, machine=MACHINE, bench=None, quick=quick,
                                env={"ASV_PYTHONPATH": str(_checkout(repo, sha, tmp_path) / "src")}))
     write_run_info(store, MACHINE, sha, quick=quick, scale=scale, bench=None, trusted=True)
@@ -157,7 +157,7 @@ def test_not_judged_cases_are_counted_in_the_headline_and_exit_status(verdicts, 
 
 
 def test_only_run_trusted_stamps_results_trusted(monkeypatch):
-    from vlmpath.ci import run as run_mod
+    from vlmpath.runner import run as run_mod
     from vlmpath.cli import main
 
     seen = []

@@ -12,7 +12,7 @@ import pytest
 from asv_fixtures import fingerprint, write_asv_run
 from test_ci_flow import BENCH, MACHINE, SPEED, FakeSuite, commit_value, git, repo  # noqa: F401 (fixture)
 
-from vlmpath.ci import bisect as ci_bisect
+from vlmpath.pr import bisect as ci_bisect
 from vlmpath.core.errors import VlmpathError
 
 

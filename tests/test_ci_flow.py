@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 from asv_fixtures import fingerprint, write_asv_run
 
-from vlmpath.ci import merge as ci_merge
-from vlmpath.ci.base_reuse import write_run_info
-from vlmpath.ci import pr as ci_flow
+from vlmpath.pr import merge as ci_merge
+from vlmpath.runner.run_files import write_run_info
+from vlmpath.pr import flow as ci_flow
+from vlmpath.pr import outputs as pr_outputs
+from vlmpath.pr import side as pr_side
 from vlmpath.cli import main
 from vlmpath.compare.verdict import Verdict
 from vlmpath.core.errors import VlmpathError
@@ -62,10 +64,10 @@ class FakeSuite:
 
     def __init__(self, skip: set[str] = frozenset(), benches=(BENCH, SPEED), corrupt: set[str] = frozenset(),
                  fail: bool = False):
-        self.calls: list[ci_flow.SuiteRequest] = []
+        self.calls: list[pr_side.SuiteRequest] = []
         self.skip, self.benches, self.corrupt, self.fail = set(skip), benches, set(corrupt), fail
 
-    def __call__(self, req: ci_flow.SuiteRequest) -> None:
+    def __call__(self, req: pr_side.SuiteRequest) -> None:
         self.calls.append(req)
         # The flow's promise: the benchmarks import the commit's src/ first.
         assert req.env["ASV_PYTHONPATH"].split(os.pathsep)[0] == str(req.source / "src")
@@ -92,7 +94,7 @@ class FakeSuite:
         return [c.commit for c in self.calls]
 
 
-def run(repo: Path, tmp_path: Path, base: str, head: str, suite: FakeSuite, **kw) -> ci_flow.FlowResult:
+def run(repo: Path, tmp_path: Path, base: str, head: str, suite: FakeSuite, **kw) -> pr_outputs.FlowResult:
     kw.setdefault("results_dir", tmp_path / "store")
     return ci_flow.run_pr(base, head, out_dir=tmp_path / "out", repo=repo, machine=MACHINE,
                           run_suite=suite, env={"PATH": os.environ["PATH"]}, charts=False, **kw)
@@ -258,7 +260,7 @@ def test_combinations_bench_did_not_select_are_left_out_of_the_comment(repo, tmp
     res = run(repo, tmp_path, good, bad, suite, bench=r"track_accuracy\('default', 'multi_region'\)")
     rows = [(c.params, c.verdict) for c in res.report.all()]
     assert rows == [((("pipeline", "default"), ("preset", "multi_region")), Verdict.REGRESSION)]
-    assert ci_flow._selected(r"\('legacy', 'video'\)", name, (("pipeline", "legacy"), ("preset", "video")))
+    assert pr_outputs._selected(r"\('legacy', 'video'\)", name, (("pipeline", "legacy"), ("preset", "video")))
     # Without --bench nothing is dropped: skipped rows stay visible.
     res = run(repo, tmp_path, good, bad, suite, rerun_base=True)
     assert len(res.report.all()) == 5
@@ -334,7 +336,7 @@ def test_commit_without_the_package_is_refused_before_running(repo, tmp_path):
 
 
 def test_side_env_puts_the_commit_first_and_keeps_the_runner_on_this_package(tmp_path):
-    env = ci_flow.side_env(tmp_path / "wt", {"ASV_PYTHONPATH": "/image/src", "PYTHONPATH": "/image/src"})
+    env = pr_side.side_env(tmp_path / "wt", {"ASV_PYTHONPATH": "/image/src", "PYTHONPATH": "/image/src"})
     assert env["ASV_PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "wt" / "src"), "/image/src"]
     import vlmpath
 
@@ -389,7 +391,7 @@ def test_merge_reports_a_failed_machine_instead_of_dropping_it(repo, tmp_path):
     make_artifact(tmp_path, repo, "bench-cpu", "cpu-ci", good, bad)
     failed = tmp_path / "artifacts" / "bench-amd"
     failed.mkdir(parents=True)
-    ci_flow.write_error(failed, "vlmpath ci pr: unknown commit 'x'")
+    pr_outputs.write_error(failed, "vlmpath ci pr: unknown commit 'x'")
     (failed / "pr-number").write_text("42\n")
     crashed = tmp_path / "artifacts" / "bench-nvidia"
     crashed.mkdir()
@@ -404,7 +406,7 @@ def test_merge_reports_a_failed_machine_instead_of_dropping_it(repo, tmp_path):
 def test_merge_with_no_results_at_all_posts_the_failures(tmp_path):
     failed = tmp_path / "artifacts" / "bench-amd"
     failed.mkdir(parents=True)
-    ci_flow.write_error(failed, "boom <script>")
+    pr_outputs.write_error(failed, "boom <script>")
     (failed / "pr-number").write_text("7\n")
     res = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged")
     comment = (tmp_path / "merged" / "comment.md").read_text()
@@ -457,7 +459,7 @@ def test_cli_merge_prints_the_summary(repo, tmp_path, capsys):
 @pytest.mark.e2e
 def test_module_does_not_import_torch_for_the_comment_workflow():
     # The comment job installs no torch: merging and comparing must not need it.
-    code = "import sys, vlmpath.ci.pr, vlmpath.ci.merge, vlmpath.cli; assert 'torch' not in sys.modules"
+    code = "import sys, vlmpath.pr.flow, vlmpath.pr.merge, vlmpath.cli; assert 'torch' not in sys.modules"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(Path(ci_flow.__file__).parents[1])})
     assert r.returncode == 0, r.stderr

@@ -91,7 +91,7 @@ def _choices(argv_prefix: list[str], option: str):
 
 
 def test_cli_choices_are_read_from_their_registries(monkeypatch):
-    from vlmpath.ci.launch import LAUNCH_METHODS
+    from vlmpath.runner.launch import LAUNCH_METHODS
     from vlmpath.engines import pipelines
     from vlmpath.engines.pipelines import NAMED_PIPELINES, Pipeline
     from vlmpath.suite.cases import PIPELINE_NAMES

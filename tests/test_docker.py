@@ -123,7 +123,8 @@ def test_compose_services_profiles_and_dashboard():
     assert svc["bench-cuda"]["profiles"] == ["nvidia"]
     assert svc["bench-rocm"]["profiles"] == ["amd"]
     assert "profiles" not in svc["dashboard"]
-    assert svc["dashboard"]["command"] == ["serve", "--host", "0.0.0.0", "--port", "8080"]
+    # The dashboard's command is run through the real CLI in tests/test_compose_dashboard.py.
+    assert svc["dashboard"]["healthcheck"]["test"][0] == "CMD"
     assert all(str(p).startswith("127.0.0.1:") and str(p).endswith(":8080")
                for p in svc["dashboard"]["ports"])
     # Two vendors on one host must never write into one asv machine.
@@ -143,7 +144,7 @@ def test_dockerignore_keeps_what_is_copied_and_nothing_else():
     sources = sorted({s for f in DOCKERFILES for s in dl.copy_sources(dl.parse_dockerfile(f))})
     assert "src" in sources and "pyproject.toml" in sources
     ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8")
-    needed = sources + ["src/vlmpath/cli.py"]
+    needed = sources + ["src/vlmpath/cli/__init__.py"]
     kept_out = [".git", ".git/HEAD", ".venv/bin/python", "results/x.json", "reports/html/index.html",
                 ".asv/results/m.json", "src/vlmpath/__pycache__/cli.cpython-311.pyc", "tests/test_docker.py"]
     assert dl.dockerignore_problems(ignore, needed, kept_out) == []
@@ -228,6 +229,7 @@ def _nvidia_reservation(svc):
     (lambda s, d: s["bench-rocm"].update(group_add=["video"]), "RENDER_GID"),
     (lambda s, d: s["bench-rocm"].pop("security_opt"), "seccomp=unconfined"),
     (lambda s, d: s["bench-rocm"].pop("ipc"), "ipc: host"),
+    (lambda s, d: s["bench-cuda"].update(shm_size="16g"), "shm_size does nothing"),
     (lambda s, d: s["bench-cuda"].update(volumes=["..:/workspace"]), "bench-cuda: does not mount the 'results'"),
     (lambda s, d: s["dashboard"].update(volumes=["..:/workspace:ro"]), "dashboard: does not mount the 'results'"),
     (lambda s, d: s["bench-rocm"].update(volumes=["..:/workspace", "results:/results:ro"]), "read-only"),
@@ -236,7 +238,7 @@ def _nvidia_reservation(svc):
     (lambda s, d: s["dashboard"].update(devices=["/dev/kfd"]), "dashboard: has no GPU profile"),
     (lambda s, d: d.pop("volumes"), "no top-level named volume"),
 ], ids=["amd-nvidia-reservation", "amd-gpus", "nvidia-amd-devices", "nvidia-no-gpu", "amd-no-kfd",
-        "amd-no-render-gid", "amd-seccomp", "amd-ipc", "cuda-no-results", "dashboard-no-results",
+        "amd-no-render-gid", "amd-seccomp", "amd-ipc", "shm-next-to-ipc-host", "cuda-no-results", "dashboard-no-results",
         "results-ro", "no-repo", "no-machine", "dashboard-gpu", "no-named-volume"])
 def test_compose_checker_rejects_bad_files(mutate, expect):
     problems = _problems_after(mutate)
@@ -245,9 +247,9 @@ def test_compose_checker_rejects_bad_files(mutate, expect):
 
 def test_dockerignore_checker_rejects_bad_patterns():
     ignore = "*\n!src\n!pyproject.toml\n"
-    assert dl.dockerignore_problems(ignore, ["src/vlmpath/cli.py"], [".git"]) == []
-    assert dl.dockerignore_problems("src\n", ["src/vlmpath/cli.py"], []) == [
-        ".dockerignore excludes 'src/vlmpath/cli.py', which a Dockerfile COPYs"]
+    assert dl.dockerignore_problems(ignore, ["src/vlmpath/cli/__init__.py"], [".git"]) == []
+    assert dl.dockerignore_problems("src\n", ["src/vlmpath/cli/__init__.py"], []) == [
+        ".dockerignore excludes 'src/vlmpath/cli/__init__.py', which a Dockerfile COPYs"]
     assert dl.dockerignore_problems(".venv\n", [], [".git/HEAD"]) == [
         ".dockerignore lets '.git/HEAD' into the build context"]
     # last match wins

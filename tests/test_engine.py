@@ -83,8 +83,8 @@ def test_missing_release_env_names_the_install_command(tmp_path):
 
 # --- machine names and the run's environment -----------------------------------------------
 def test_engine_goes_into_the_machine_name_and_the_benchmark_env(tmp_path):
-    from vlmpath.ci.launch import benchmark_env, engine_machine
-    from vlmpath.ci.run_options import RunOptions
+    from vlmpath.runner.launch import benchmark_env, engine_machine
+    from vlmpath.runner.options import RunOptions
 
     assert engine_machine("cpu-x86", None) == "cpu-x86"
     assert engine_machine("cpu-x86", "reference") == "cpu-x86"

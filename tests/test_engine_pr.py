@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.ci import engine_pr
+from vlmpath.pr import engine as engine_pr
 from vlmpath.cli import main
 from vlmpath.compare.from_records import ENGINE_BENCH, engines_of, run_from_records
 from vlmpath.compare.verdict import Verdict, compare, load_thresholds
@@ -235,7 +235,7 @@ def test_cli_runs_the_engine_flow_draws_the_chart_and_exits_1(repo, tmp_path, mo
 
 
 def test_comment_workflow_merges_engine_artifacts_of_several_machines(repo, tmp_path):
-    from vlmpath.ci import merge as ci_merge
+    from vlmpath.pr import merge as ci_merge
 
     base = commit_knobs(repo, {}, "as released")
     head = commit_knobs(repo, {"multi_region": {"accuracy": 0.5}}, "mistake")

@@ -157,8 +157,8 @@ def test_any_vlmpath_command_passes_through(box, args, expected):
 
 def test_info_and_serve_are_not_fingerprinted_twice(box):
     assert box.run("info").returncode == 0
-    assert box.run("serve", "--host", "0.0.0.0", "--port", "8080").returncode == 0
-    assert box.argvs() == [["info"], ["serve", "--host", "0.0.0.0", "--port", "8080"]]
+    assert box.run("serve", "--bind", "0.0.0.0", "--port", "8080").returncode == 0
+    assert box.argvs() == [["info"], ["serve", "--bind", "0.0.0.0", "--port", "8080"]]
 
 
 def test_exit_status_is_the_commands(box):
@@ -180,12 +180,20 @@ def test_bash_is_exec_d_with_the_checkout_on_the_path(box):
     assert box.calls() == []
 
 
-def test_repository_is_marked_git_safe_once(box):
+def test_repository_is_git_safe_for_its_processes_and_no_config_file_is_written(box):
+    gitconfig = box.home / ".gitconfig"
+    gitconfig.write_text("[user]\n\tname = host user\n")
+    before = gitconfig.read_bytes()
+    r = box.run("bash", "-c", "git config --get-all safe.directory")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [str(box.repo)]
     assert box.run("info").returncode == 0
-    assert box.run("info").returncode == 0
-    out = subprocess.run(["git", "config", "--global", "--get-all", "safe.directory"],
-                         env=box.env(), capture_output=True, text=True, check=True).stdout
-    assert out.splitlines() == [str(box.repo)]
+    assert gitconfig.read_bytes() == before  # the host user's own file, untouched
+    assert not (box.home / ".config" / "git").exists()
+    # Already marked by an outer entrypoint (nested run): not added twice.
+    r = box.run("bash", "-c", "git config --get-all safe.directory", GIT_CONFIG_COUNT="1",
+                GIT_CONFIG_KEY_0="safe.directory", GIT_CONFIG_VALUE_0=str(box.repo))
+    assert r.stdout.splitlines() == [str(box.repo)]
 
 
 def _image_dir(box: Box, pyproject_hash: str, constraints: bool = True) -> None:

@@ -152,7 +152,7 @@ def test_pytest_benchmark_json(value):
 @FAST
 @given(st.binary(max_size=200) | json_values.map(lambda v: json.dumps(v).encode()))
 def test_ci_run_record(data):
-    from vlmpath.ci.merge import _load_run_json
+    from vlmpath.pr.merge import _load_run_json
 
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "run.json"

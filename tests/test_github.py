@@ -1,4 +1,4 @@
-"""Sticky PR comment client (vlmpath.ci.github) and `vlmpath comment`, against a fake GitHub."""
+"""Sticky PR comment client (vlmpath.github.comment) and `vlmpath comment`, against a fake GitHub."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from github_fake import BOT, HUMAN, TOKEN, FakeGitHub, github_fake  # noqa: F401  (fixture)
 
 from vlmpath import cli
-from vlmpath.ci.github import (
+from vlmpath.github.comment import (
     DEFAULT_MARKER,
     MAX_BODY_CHARS,
     CommentResult,
@@ -228,7 +228,7 @@ def test_token_echoed_by_server_is_redacted(github_fake):
 
 
 def test_token_not_in_client_repr(github_fake):
-    from vlmpath.ci.github import _Client
+    from vlmpath.github.comment import _Client
 
     c = _Client(github_fake.url, TOKEN, 0, 1.0, 1.0, FakeSleep(), lambda: 0.0)
     assert TOKEN not in repr(c)

@@ -91,7 +91,7 @@ def test_the_tables_order_decides_which_tool_answers():
 
 
 def test_fingerprint_records_gpu_state_on_gpu_backends_only(monkeypatch):
-    from vlmpath.ci import run_files
+    from vlmpath.runner import run_files
     from vlmpath.measure import gpu_state
 
     state = parse_nvidia_smi_xml(_read("nvidia-smi-q-x.xml"))

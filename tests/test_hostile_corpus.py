@@ -392,7 +392,7 @@ def no_measuring(monkeypatch):
 
 @pytest.mark.parametrize("pattern", ["(a+)+$", "(x+x+)+y", "^(([a-z])+.)+[A-Z]([a-z])+$", "a{1,99999}"])
 def test_a_catastrophic_selection_is_never_compiled(tmp_path, capsys, monkeypatch, pattern):
-    import vlmpath.ci.merge as merge_mod
+    import vlmpath.pr.merge as merge_mod
 
     res = tmp_path / "res"
     long_name = "bench_embed.Embed.track_" + "a" * 40 + "!"
@@ -448,8 +448,8 @@ def test_disk_full_during_run_leaves_the_store_unchanged(tmp_path, capsys, monke
     line, exit 2, and every store file (results, fingerprint, run info) as before the run."""
     import subprocess
 
-    import vlmpath.ci.run as runmod
-    import vlmpath.ci.run_files as run_files
+    import vlmpath.runner.run as runmod
+    import vlmpath.runner.run_files as run_files
     import vlmpath.measure.platform as platform
 
     repo = tmp_path / "repo"
@@ -499,7 +499,7 @@ def test_disk_full_during_run_leaves_the_store_unchanged(tmp_path, capsys, monke
 def test_an_http_body_is_read_with_a_cap(monkeypatch):
     import io
 
-    import vlmpath.ci.github_http as gh
+    import vlmpath.github.rest as gh
     from vlmpath.core.errors import VlmpathError
 
     monkeypatch.setattr(gh, "MAX_BODY_BYTES", 1000)

@@ -1,7 +1,7 @@
 """Do the PR flow's charts say what its comment says, under the thresholds the flow was given?
 
 The flow hands the ``ComparisonReport`` and the ``Thresholds`` it judged with to the chart
-writer (``ci.pr_outputs.draw_charts``): nothing is re-read from comparison.json and no
+writer (``pr.outputs.draw_charts``): nothing is re-read from comparison.json and no
 default band is used behind the caller's back. Checked on the chart data (the manifest's
 marks: regression markers, verdict bars, direction labels), not on pixels, with a
 ``--config`` that disagrees with the packaged band both ways and one that flips a unit's
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from asv_fixtures import fingerprint, sha, write_asv_run
 
-from vlmpath.ci.pr_outputs import COMMENT_FILE, RESULTS_SUBDIR, draw_charts, write_outputs
+from vlmpath.pr.outputs import COMMENT_FILE, RESULTS_SUBDIR, draw_charts, write_outputs
 from vlmpath.compare.results import load_asv
 from vlmpath.compare.verdict import Thresholds, compare, load_thresholds
 from vlmpath.render.report_data import consecutive_regressions, load_history

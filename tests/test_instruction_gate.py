@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 from test_ci_flow import MACHINE, FakeSuite, commit_value, repo, run  # noqa: F401 (repo: a fixture)
 
-from vlmpath.ci import callgrind, ir_cases, ir_worker, pr_instructions
-from vlmpath.ci import merge as ci_merge
+from vlmpath.selfcheck import callgrind
+from vlmpath.selfcheck import ir_cases
+from vlmpath.selfcheck import ir_worker
+from vlmpath.pr import instructions as pr_instructions
+from vlmpath.pr import merge as ci_merge
 from vlmpath.cli import main
 from vlmpath.compare.records import MachineRun, Metric, RunResults, merge_runs
 from vlmpath.compare.verdict import Thresholds, Verdict, compare

@@ -2,7 +2,7 @@
 
 Two checkouts of this source tree counted at once (one callgrind process each, as the PR job
 counts base and head): the tree itself (base) and a copy whose ``EmbedRoutine.run_step``
-does extra work after every step (``ci.plant.Plant``: fixed 96x96 matrix products,
+does extra work after every step (``selfcheck.plant.Plant``: fixed 96x96 matrix products,
 ``PLANT_MM`` of them, about 5% of the ``video`` case's pass). One small case only
 (``EmbedRoutine('default', 'video')``, one counted pass): valgrind's start-up with torch is
 the cost (minutes), so this is ``e2e``. The unchanged pair is judged green on synthetic
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.ci import ir_cases
+from vlmpath.selfcheck import ir_cases
 from vlmpath.compare.verdict import Thresholds, Verdict, compare
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ PLANT = f"""
 def _planted(run_step):
     import torch
 
-    from vlmpath.ci.plant import UNIT_N, Plant
+    from vlmpath.selfcheck.plant import UNIT_N, Plant
 
     a = torch.ones(UNIT_N, UNIT_N)
 

@@ -33,8 +33,9 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.ci import pr as ci_flow
-from vlmpath.ci.base_reuse import write_run_info
+from vlmpath.pr import flow as ci_flow
+from vlmpath.pr import outputs as pr_outputs
+from vlmpath.runner.run_files import write_run_info
 from vlmpath.cli import main
 from vlmpath.compare.verdict import Verdict
 from vlmpath.render.comment import md_escape
@@ -88,7 +89,7 @@ class Replay:
         # asv.conf.json names the branch main: a clone of a feature worktree would otherwise
         # check out that branch, and asv runs nothing ("Unknown branch main").
         git(self.repo, "checkout", "-q", "-B", "main")
-        for needed in ("asv.conf.json", "benchmarks/bench_embed.py", "src/vlmpath/ci/run.py"):
+        for needed in ("asv.conf.json", "benchmarks/bench_embed.py", "src/vlmpath/runner/run.py"):
             assert (self.repo / needed).is_file(), f"{source} has no committed {needed}: commit the suite first"
         self.good = git(self.repo, "rev-parse", "HEAD")
         self.bad = edit_and_commit(self.repo, "src/vlmpath/engines/pipelines.py", DEFAULT_ENCODE,
@@ -108,7 +109,7 @@ class Replay:
         self.config = tmp / "thresholds.yaml"
         self.config.write_text(THRESHOLDS, encoding="utf-8")
 
-    def flow(self, base: str, head: str, name: str, **kw) -> ci_flow.FlowResult:
+    def flow(self, base: str, head: str, name: str, **kw) -> pr_outputs.FlowResult:
         return ci_flow.run_pr(base, head, out_dir=self.tmp / name, repo=self.repo, machine=MACHINE,
                               bench=BENCH, results_dir=self.results, env=self.env, charts=False,
                               thresholds=self.config, **kw)
@@ -137,7 +138,7 @@ def replay(tmp_path_factory) -> dict:
     return out
 
 
-def selected(res: ci_flow.FlowResult, benchmark: str):
+def selected(res: pr_outputs.FlowResult, benchmark: str):
     (c,) = [c for c in res.report.all() if c.benchmark == benchmark and c.params == SELECTED]
     return c
 

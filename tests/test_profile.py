@@ -47,7 +47,7 @@ def test_section_names_operators_calls_times_and_links_both_traces():
 
 
 def test_only_regressed_routine_cases_with_banded_units_are_profiled():
-    from vlmpath.ci.pr_profile import regressed_cases
+    from vlmpath.pr.profile import regressed_cases
 
     rows = (_row(TOK, "tok/s"), _row("bench_embed.EmbedRoutine.track_peak_bytes", "bytes"),
             _row("bench_embed.EmbedRoutine.track_accuracy", "fraction"),  # exact: not a profile's question
@@ -84,7 +84,7 @@ def git_repo(tmp_path):
 
 
 def test_planted_slowdown_is_a_regression_whose_comment_names_the_operator(git_repo, tmp_path, monkeypatch):
-    from vlmpath.ci.pr_profile import profile_regressions
+    from vlmpath.pr.profile import profile_regressions
     from vlmpath.compare.results import MachineRun, Metric, RunResults
     from vlmpath.compare.verdict import compare
     from vlmpath.suite.cases import RoutineCase
@@ -144,7 +144,7 @@ def test_pr_profiles_each_side_in_its_own_worktree_through_the_script(tmp_path):
     import os
     import shutil
 
-    from vlmpath.ci.pr_profile import profile_regressions
+    from vlmpath.pr.profile import profile_regressions
 
     src = Path(__file__).resolve().parents[1] / "src"
     repo = tmp_path / "repo"

@@ -1,4 +1,4 @@
-"""``vlmpath run`` (src/vlmpath/run.py), its summary (summary.py) and ``vlmpath serve``.
+"""``vlmpath run`` (src/vlmpath/runner/run.py), its summary (summary.py) and ``vlmpath serve``.
 
 Fast tests cover selection, environment, bad input and the summary; the slow one runs the
 real thing end to end in a clone whose package differs from this checkout, which proves
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.ci import run as runmod
-from vlmpath.ci import serve
+from vlmpath.runner import run as runmod
+from vlmpath.runner import serve
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render import summary as summod
 

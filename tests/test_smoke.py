@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.ci.smoke import run_smoke
+from vlmpath.selfcheck.smoke import run_smoke
 from vlmpath.core.errors import VlmpathError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,8 @@ import shutil
 
 import pytest
 
-from vlmpath.ci import instructions, trust
+from vlmpath.selfcheck import callgrind
+from vlmpath.selfcheck import trust
 from vlmpath.compare.results import Metric
 from vlmpath.compare.verdict import Thresholds, Verdict, judge
 from vlmpath.core.errors import VlmpathError
@@ -73,12 +74,12 @@ def test_paired_tally_catches_a_shift_the_pooled_samples_hide_and_keeps_aa_green
 
 
 def test_parse_totals_and_missing_valgrind(monkeypatch):
-    assert instructions.parse_totals("events: Ir\nsummary: 12345\ntotals: 12345\n") == 12345
+    assert callgrind.parse_totals("events: Ir\nsummary: 12345\ntotals: 12345\n") == 12345
     with pytest.raises(VlmpathError, match="no totals"):
-        instructions.parse_totals("events: Ir\n")
+        callgrind.parse_totals("events: Ir\n")
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(VlmpathError, match="apt-get install -y valgrind"):
-        instructions.valgrind()
+        callgrind.valgrind()
 
 
 def test_bad_rounds_are_one_clear_error():

@@ -7,8 +7,11 @@ The trust rules of docs/ci-security.md, read from the YAML (what GitHub evaluate
   (required reviewers), in a workflow whose file PRs cannot change (not ``pull_request*``);
 - only bench-main.yml writes history or baselines (``--trusted``, the trusted results
   volume mounted writable, the history branch, ``contents: write``);
+- a write token sits only in the environment of the steps that post, push or file issues
+  (never a job's env, never an install or merge step);
 - every action is pinned by a full commit SHA with its version in a comment, on a major
-  that runs on Node 24; zizmor (offline, default persona) finds nothing.
+  that runs on Node 24; zizmor (offline, default persona, medium and up) finds nothing in
+  .github/workflows/ nor in the engine templates of ci/templates/.
 
 Each rule is shown to catch a planted mistake, and the real files stay green.
 """
@@ -25,7 +28,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_workflows import ALL_WF, GPU_WF, MAIN_WF, PR_WF, WORKFLOWS, load
+from test_workflows import ALL_WF, GPU_WF, MAIN_WF, PR_WF, load
 
 HOSTED = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$")
 PR_TRIGGERS = {"pull_request", "pull_request_target"}
@@ -73,14 +76,34 @@ def history_writes(text: str, wf: dict[str, Any]) -> list[str]:
     found = []
     if re.search(r"\brun\b[^\n]*--trusted\b", text) or re.search(r'"\$IMAGE" run --trusted', text):
         found.append("vlmpath run --trusted")
-    if re.search(r"vlmpath-trusted-results-[^\s:\"]*:/[\w/]+(?![\w/]*:ro)[\"\s]", text):
-        found.append("trusted results volume mounted writable")
-    if "ci/history.sh push" in text or "bench-results" in text:
+    if re.search(r"(?:vlmpath-trusted-results-[^\s:\"]*|trusted[\w/]*):/trusted(?!:ro)[\"\s]", text):
+        found.append("trusted results mounted writable")
+    if re.search(r"ci/history\.sh (?:push|publish)|git push", text):
         found.append("history branch")
     for jid, job in wf["jobs"].items():
         if (job.get("permissions") or {}).get("contents") == "write":
             found.append(f"{jid}: contents: write")
     return found
+
+
+_TOKEN = re.compile(r"\$\{\{\s*(?:github\.token|secrets\.GITHUB_TOKEN)\s*\}\}")
+# What a step with a token may run: post a comment, file issues, fetch/push history, ask the API.
+_POSTS = re.compile(r"post-comment\.sh|vlmpath ci alert|ci/history\.sh|\bgh api\b")
+
+
+def token_outside_posting_steps(wf: dict[str, Any]) -> list[str]:
+    """A token where code that posts nothing runs with it: a job env (every step gets it)
+    of a job with write permissions, or a step that does not post."""
+    out = []
+    for jid, job in wf["jobs"].items():
+        perms = job.get("permissions", wf.get("permissions")) or {}
+        writes = not isinstance(perms, dict) or any(v == "write" for v in perms.values())
+        if writes and _TOKEN.search(yaml.safe_dump(job.get("env") or {})):
+            out.append(f"{jid}: a token in the job's env (every step of a job that may write gets it)")
+        for step in job.get("steps", []):
+            if _TOKEN.search(yaml.safe_dump(step.get("env") or {})) and not _POSTS.search(str(step.get("run", ""))):
+                out.append(f"{jid}: step {step.get('name')!r} has a token and posts nothing")
+    return out
 
 
 @pytest.mark.parametrize("path", ALL_WF, ids=lambda p: p.name)
@@ -112,15 +135,52 @@ def test_the_trust_rule_sees_each_planted_mistake():
 def test_only_the_main_workflow_writes_history():
     writers = {p.name: history_writes(p.read_text(encoding="utf-8"), load(p)) for p in ALL_WF}
     assert {n for n, w in writers.items() if w} == {MAIN_WF.name}
-    assert set(writers[MAIN_WF.name]) >= {"vlmpath run --trusted", "trusted results volume mounted writable",
-                                          "history branch", "history: contents: write"}
+    assert set(writers[MAIN_WF.name]) >= {"vlmpath run --trusted", "history branch",
+                                          "history-cpu: contents: write", "history-gpu: contents: write"}
     main = load(MAIN_WF)
     assert set(main["on"]) == {"push", "schedule"} and main["on"]["push"]["branches"] == ["main"]
     # A PR job mounting the trusted store writable, or stamping its results trusted, is seen.
     gpu_text = GPU_WF.read_text(encoding="utf-8")
-    assert "vlmpath-trusted-results-$VENDOR:/trusted:ro" in gpu_text
+    assert '"$PWD/trusted/results:/trusted:ro"' in gpu_text
     planted = gpu_text.replace(":/trusted:ro", ":/trusted").replace("ci pr --base", "run --trusted --base")
     assert len(history_writes(planted, load(GPU_WF))) == 2
+
+
+def test_gpu_base_reuse_reads_the_history_branch_read_only():
+    gpu = load(GPU_WF)["jobs"]["gpu"]
+    (trusted,) = [s for s in gpu["steps"] if (s.get("with") or {}).get("ref") == "bench-results"]
+    assert trusted["with"]["path"] == "trusted" and trusted["with"]["persist-credentials"] is False
+    assert trusted.get("continue-on-error") is True  # before main's first run there is no branch
+    bench = next(s for s in gpu["steps"] if "--trusted-results /trusted" in str(s.get("run", "")))
+    assert '-v "$PWD/trusted/results:/trusted:ro"' in bench["run"]
+    assert not re.search(r"-v \"?[\w.-]+:/", bench["run"])  # no host-local named volume
+
+
+def test_cpu_history_does_not_wait_for_gpu_runners():
+    main = load(MAIN_WF)
+    jobs = main["jobs"]
+    assert jobs["history-cpu"]["needs"] == ["cpu"] and jobs["history-gpu"]["needs"] == ["gpu"]
+    assert "concurrency" not in main  # a run waiting for GPU runners blocks no later run
+    assert all(isinstance(j.get("timeout-minutes"), int) for j in jobs.values())
+    assert jobs["history-cpu"]["env"]["ARTIFACTS"] == "main-cpu"
+    assert jobs["history-gpu"]["env"]["ARTIFACTS"] == "main-{nvidia,amd}"
+    assert jobs["history-gpu"]["steps"] == jobs["history-cpu"]["steps"]
+
+
+@pytest.mark.parametrize("path", ALL_WF, ids=lambda p: p.name)
+def test_write_tokens_only_in_the_steps_that_post(path):
+    assert token_outside_posting_steps(load(path)) == []
+
+
+def test_the_token_rule_sees_a_job_env_token_and_a_merge_step_with_one():
+    main = copy.deepcopy(load(MAIN_WF))
+    main["jobs"]["history-cpu"]["env"]["GITHUB_TOKEN"] = "${{ github.token }}"
+    gpu = copy.deepcopy(load(GPU_WF))
+    merge = next(s for s in gpu["jobs"]["comment"]["steps"] if "ci merge" in str(s.get("run", "")))
+    merge["env"] = {"GH_TOKEN": "${{ github.token }}"}
+    assert [v.split(":")[0] for v in token_outside_posting_steps(main)] == ["history-cpu"]
+    (v,) = token_outside_posting_steps(gpu)
+    assert "posts nothing" in v
 
 
 def test_pr_gpu_run_names_the_approved_sha_and_checks_the_pr_head():
@@ -130,7 +190,7 @@ def test_pr_gpu_run_names_the_approved_sha_and_checks_the_pr_head():
     assert verify["permissions"] == {"pull-requests": "read"}
     script = verify["steps"][0]["run"]
     assert "^[0-9a-f]{40}$" in script and '[[ "$head" == "$HEAD_SHA" ]]' in script
-    (pr_co,) = [s for s in gpu["jobs"]["gpu"]["steps"] if (s.get("with") or {}).get("ref")]
+    (pr_co,) = [s for s in gpu["jobs"]["gpu"]["steps"] if (s.get("with") or {}).get("path") == "pr"]
     assert pr_co["with"]["ref"] == "${{ inputs.sha }}" and pr_co["with"]["persist-credentials"] is False
 
 
@@ -170,18 +230,38 @@ def _zizmor() -> str:
     return tool
 
 
-def _audit(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([_zizmor(), "--offline", "--no-progress", str(path)],
-                          capture_output=True, text=True, timeout=120)
+TEMPLATES = sorted((Path(__file__).resolve().parents[1] / "ci" / "templates").glob("*.yml"))
 
 
-def test_zizmor_finds_nothing_at_its_default_level():
-    r = _audit(WORKFLOWS)
+def _audit(*paths: Path) -> subprocess.CompletedProcess:
+    # --offline: no GitHub API (the online audits need a token and the network); files are
+    # named one by one, as zizmor collects only .github/workflows/ from a directory.
+    return subprocess.run([_zizmor(), "--offline", "--no-progress", "--min-severity", "medium",
+                           *map(str, paths)], capture_output=True, text=True, timeout=120)
+
+
+def test_zizmor_finds_nothing_in_the_workflows_and_the_engine_templates():
+    assert len(TEMPLATES) >= 6
+    r = _audit(*ALL_WF, *TEMPLATES)
     assert r.returncode == 0, r.stdout + r.stderr
+    for p in [*ALL_WF, *TEMPLATES]:
+        assert f"completed {p.relative_to(p.parents[2])}" in r.stderr or p.name in r.stderr, p.name
+
+
+def test_zizmor_flags_the_engine_template_as_it_was(tmp_path):
+    """The old sglang template's shape: tag-pinned actions, label gate, pull_request on GPUs."""
+    bad = tmp_path / "old-bench-pr.yml"
+    bad.write_text("name: old\non:\n  pull_request:\n    types: [opened, labeled]\npermissions:\n  contents: read\n"
+                   "jobs:\n  gpu:\n    if: contains(github.event.pull_request.labels.*.name, 'gpu-bench')\n"
+                   "    runs-on: nvidia-gpu\n    timeout-minutes: 5\n    steps:\n"
+                   "      - uses: actions/checkout@v4\n        with:\n          persist-credentials: false\n"
+                   "      - run: docker run -v vlmpath-engine-envs:/engines img\n")
+    r = _audit(bad)
+    assert r.returncode != 0 and "unpinned-uses" in r.stdout + r.stderr
 
 
 def test_every_zizmor_ignore_says_why():
-    for p in ALL_WF:
+    for p in [*ALL_WF, *TEMPLATES]:
         for line in p.read_text(encoding="utf-8").splitlines():
             if "zizmor: ignore[" in line:
                 assert re.search(r"zizmor: ignore\[[\w-]+\]\s+--\s+\S", line), f"{p.name}: {line.strip()}"

@@ -28,7 +28,7 @@ GPU_SETTING_KEYS = SETTING_FIELDS
 GPU_KEY_PREFIX = "gpu."
 #: ``<machine dir>/vlmpath-fingerprint-<sha8>.json``, written by ``vlmpath run``.
 FINGERPRINT_PREFIX = "vlmpath-fingerprint-"
-#: ``<machine dir>/vlmpath-run-<sha8>.json``: how the results were measured (``vlmpath.ci.base_reuse``).
+#: ``<machine dir>/vlmpath-run-<sha8>.json``: how the results were measured (``vlmpath.pr.base_reuse``).
 RUN_INFO_PREFIX = "vlmpath-run-"
 #: ``Metric.error`` of a failed asv case whose own message is unknown.
 NO_RESULT_ERROR = "failed (asv recorded no result)"

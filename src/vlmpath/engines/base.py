@@ -26,8 +26,6 @@ import torch
 
 from vlmpath.core.errors import VlmpathError
 
-ENGINE_ENV = "VLMPATH_ENGINE"        # the engine spec the asv suite measures with
-ENGINE_PYTHON_ENV = "VLMPATH_ENGINE_PYTHON"
 KNOWN_ENGINES = ("sglang",)
 _RELEASE = re.compile(r"^([A-Za-z][\w.-]*)==([0-9][\w.+-]*)$")
 

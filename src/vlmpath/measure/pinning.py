@@ -1,6 +1,6 @@
 """Which CPU thread settings does a measurement run under, and is the machine busy?
 
-``vlmpath run`` pins ``OMP_NUM_THREADS=1`` on CPU runners (``vlmpath.ci.launch``: with two
+``vlmpath run`` pins ``OMP_NUM_THREADS=1`` on CPU runners (``vlmpath.runner.launch``: with two
 cores and short kernels a second OpenMP thread costs more than it gives). ``vlmpath
 measure`` used torch's default (all cores), so the same case measured 1.7x apart between
 the two commands, and a neighbour's load cut it ~60x with no warning (issue 12). This

@@ -17,7 +17,6 @@ has no way to pass arguments to a benchmark; ``full`` on a CPU-only machine rais
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -30,14 +29,12 @@ from vlmpath.core.scales import DEFAULT_SCALE, SCALES
 from vlmpath.engines.pipelines import NAMED_PIPELINES
 from vlmpath.engines.reference import Pipeline
 from vlmpath.measure.workload import PRESETS, Workload, preset
+from vlmpath.suite.bench_env import BenchEnv
 from vlmpath.paths.count import COUNTERS, CountQuery
 from vlmpath.paths.encode import ENCODE_STRATEGIES
 from vlmpath.paths.hashing import HASH_PATHS
 from vlmpath.paths.inject import INJECTORS
 
-SCALE_ENV = "VLMPATH_SCALE"
-#: Set by ``vlmpath run --quick``: measurements inside ``track_`` benchmarks use one pass.
-QUICK_ENV = "VLMPATH_QUICK"
 
 # --- axes (asv ``params``) ---------------------------------------------------------------
 ENCODE_STRATEGY_NAMES: tuple[str, ...] = tuple(ENCODE_STRATEGIES.default_names())
@@ -55,18 +52,14 @@ HASH_SIZES_MIB: tuple[int, ...] = (1, 16, 64)
 HEADLINE_PRESETS: tuple[str, ...] = ("many_small_images", "few_large_images", "multi_region")
 
 
+# The benchmark modules (head's) call these two by name in either side's package: keep them.
 def scale_from_env(env: Mapping[str, str] | None = None) -> str:
-    """``VLMPATH_SCALE`` (default ``tiny``); an unknown value is an error naming the choices."""
-    env = os.environ if env is None else env
-    scale = env.get(SCALE_ENV, DEFAULT_SCALE) or DEFAULT_SCALE
-    if scale not in SCALES:
-        raise VlmpathError(f"{SCALE_ENV}={scale!r} is not a scale: choose one of {', '.join(SCALES)}")
-    return scale
+    """The run's scale, as ``vlmpath run`` handed it to this benchmark process (``BenchEnv``)."""
+    return BenchEnv.read(env).scale
 
 
 def quick_from_env(env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
-    return env.get(QUICK_ENV, "") not in ("", "0")
+    return BenchEnv.read(env).quick
 
 
 #: Timed passes per routine case outside quick mode: asv's Mann-Whitney test needs >= 7

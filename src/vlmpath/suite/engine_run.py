@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.engines.base import ENGINE_PYTHON_ENV, EngineSpec, parse_engine
+from vlmpath.engines.base import EngineSpec, parse_engine
+from vlmpath.suite.bench_env import BenchEnv
 from vlmpath.suite.worker import case_to_dict, error_text, failed_record
 
 
@@ -44,7 +45,7 @@ def engine_python(spec: EngineSpec, python: str | None = None, home: str | None 
 
     if spec.kind == "release":
         return str(envs.require_env(spec, home).python)
-    python = python or os.environ.get(ENGINE_PYTHON_ENV)
+    python = python or BenchEnv.read().engine_python
     if python:
         if not Path(python).exists():
             raise VlmpathError(f"--engine-python {python!r} does not exist: give an interpreter path, e.g. "
@@ -81,7 +82,8 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
                PYTHONWARNINGS="ignore")
     with tempfile.TemporaryDirectory(prefix="vlmpath-worker-") as tmp:
         out = Path(tmp) / "records.jsonl"
-        proc = subprocess.Popen([python, "-m", "vlmpath.suite.worker", "--out", str(out)], text=True, env=env,
+        job["out"] = str(out)
+        proc = subprocess.Popen([python, "-m", "vlmpath.suite.worker"], text=True, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         proc.stdin.write(json.dumps(job))
         proc.stdin.close()

@@ -5,7 +5,9 @@ input and the fix (``vlmpath.core.validate`` holds the primitives and stated lim
 ``--json`` file must be writable (a half-minute measurement used to end in a traceback
 there), the device must exist on this torch build, numbers must be in range, and a named
 ``--pipeline`` cannot be combined with per-stage flags (it sets every stage, so
-``--pipeline legacy --encode per_request`` silently ignored the stage flag).
+``--pipeline legacy --encode per_request`` silently ignored the stage flag), and a GPU
+scale is refused on a CPU device unless asked for by name (``--scale full`` on a CPU ran for
+minutes and took 2.4 GB before anyone learned it was the wrong machine).
 """
 
 from __future__ import annotations
@@ -67,3 +69,14 @@ def names_for_help() -> str:
             ("--count", sorted(COUNTERS)), ("--hash", sorted(HASH_PATHS)),
             ("--pipeline", sorted(NAMED_PIPELINES))]
     return "names:\n" + "\n".join(f"  {k}: {', '.join(v)}" for k, v in rows)
+
+
+def check_scale_device(scale: str, device: str, *, allow_cpu: bool = False) -> None:
+    """Refuse a GPU scale (``core.scales``) on a CPU device, unless ``allow_cpu``."""
+    from vlmpath.core.backends import gpu_labels
+    from vlmpath.core.scales import DEFAULT_SCALE, SCALES
+
+    if SCALES[scale].gpu and device.split(":")[0] == "cpu" and not allow_cpu:
+        raise VlmpathError(f"--scale {scale} needs a {gpu_labels()} device and this run is on {device}: "
+                           f"use --scale {DEFAULT_SCALE} on a CPU, or add --allow-cpu to run it here anyway "
+                           "(minutes per case and GBs of memory)")

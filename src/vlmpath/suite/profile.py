@@ -9,7 +9,7 @@ untimed warm-up pass, and writes:
 - an operator table (``ops`` JSON: name, calls, self CPU and self device microseconds per
   operator), which ``vlmpath.compare.profile_diff`` diffs between base and head.
 
-This file is also a script (``python .../suite/profile.py --case ... --trace ... --ops ...``):
+This file is also a script (``python .../suite/profile.py JOB_JSON``, the job written by ``pr.profile``):
 the PR flow runs it with each side's ``src/`` first on ``PYTHONPATH`` so that the routine is
 that commit's code. It therefore imports only names every commit of the package has
 (``suite.cases.RoutineCase``, ``suite.measure.Session``/``prepare``,
@@ -18,7 +18,6 @@ that commit's code. It therefore imports only names every commit of the package 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -128,7 +127,7 @@ def top_table(rows: list[OpRow], top: int = 15) -> str:
 
 
 def run_command(case_text: str, *, engine: str = "reference", scale: str = "tiny", passes: int = 2,
-                out_dir: str = "profile-out", top: int = 15, device: str | None = None) -> str:
+                out_dir: str = "reports/profile", top: int = 15, device: str | None = None) -> str:
     """``vlmpath profile``: profile the case, write ``<out>/<case>.trace.json`` and
     ``<case>.ops.json``, and return the report (top operators by self time)."""
     from vlmpath.core.errors import UnknownNameError, VlmpathError
@@ -148,17 +147,15 @@ def run_command(case_text: str, *, engine: str = "reference", scale: str = "tiny
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The script entry the PR flow runs per side (see the module docstring)."""
-    p = argparse.ArgumentParser(description="profile one routine case under torch.profiler")
-    p.add_argument("--case", required=True)
-    p.add_argument("--trace", required=True)
-    p.add_argument("--ops", required=True)
-    p.add_argument("--scale", default="tiny")
-    p.add_argument("--passes", type=int, default=2)
-    a = p.parse_args(argv)
-    case = parse_case(a.case)
-    rows = profile_case(case, trace_path=a.trace, scale=a.scale, passes=a.passes)
-    write_ops(a.ops, case.label, rows, a.passes)
+    """The script entry the PR flow runs per side (see the module docstring): one JSON job
+    (``case``, ``trace``, ``ops``, optional ``scale`` and ``passes``) as the only argument,
+    written by ``pr.profile.run_profile_subprocess``."""
+    args = sys.argv[1:] if argv is None else argv
+    job = json.loads(args[0])
+    passes = int(job.get("passes", 2))
+    case = parse_case(job["case"])
+    rows = profile_case(case, trace_path=job["trace"], scale=job.get("scale", "tiny"), passes=passes)
+    write_ops(job["ops"], case.label, rows, passes)
     return 0
 
 

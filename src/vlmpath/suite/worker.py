@@ -13,7 +13,6 @@ engine that does not load at all gives every case the same failed record.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -82,15 +81,14 @@ def run_job(job: dict, out) -> int:
     return failures
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m vlmpath.suite.worker", description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True, help="JSON Lines file the records are appended to")
-    a = p.parse_args(argv)
+def main() -> int:
+    """The job (``suite.engine_run._run_worker`` writes it) comes as JSON on stdin; its
+    ``out`` names the JSON Lines file the records are appended to."""
     try:
         job = json.load(sys.stdin)
     except json.JSONDecodeError as exc:
         raise VlmpathError(f"worker: the job on stdin is not JSON ({exc})") from exc
-    with open(a.out, "a", encoding="utf-8") as out:
+    with open(job["out"], "a", encoding="utf-8") as out:
         run_job(job, out)
     return 0
 

@@ -1,1 +1,0 @@
-"""Plumbing: asv runs, the PR flow, artifact merging and the GitHub API."""

@@ -1,0 +1,311 @@
+"""What can a person or CI ask vlmpath to do from the shell?
+
+The only module that parses arguments. Each subcommand has one ``_add_<name>`` function
+that declares its arguments and sets ``func`` to a handler; handlers translate the
+parsed namespace into a call of a library function and return the exit status.
+``VlmpathError`` (bad input) is printed as one line and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from vlmpath.cli.ci import add_bisect, engine_options
+from vlmpath.cli.instructions import add_command as add_instructions
+from vlmpath.cli.run import add_ci, add_run, add_serve
+from vlmpath.cli.smoke import add_smoke
+from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
+
+# Each entry adds one subcommand to the parser (see the _add_* functions below).
+# Filled in the order of ``vlmpath --help``; ci, run, serve and bisect (and ci alert) are
+# declared in vlmpath.cli.run / cli.ci and appended below.
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def _command(add: Callable[[argparse._SubParsersAction], None]):
+    _COMMANDS.append(add)
+    return add
+
+
+# --- info ------------------------------------------------------------------------------
+@_command
+def _add_info(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="print the platform fingerprint and machine name")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    def run(a: argparse.Namespace) -> int:
+        import json
+        from vlmpath.measure.platform import probe
+        plat = probe().to_dict()
+        print(json.dumps(plat, indent=2, sort_keys=True) if a.json
+              else "\n".join(f"{k:>20}: {v}" for k, v in sorted(plat.items())))
+        return 0
+
+    p.set_defaults(func=run)
+
+
+# --- comment ---------------------------------------------------------------------------
+@_command
+def _add_comment(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("comment", help="create or update the one sticky benchmark comment on a pull request",
+                       description="Token from GITHUB_TOKEN (never a flag: flags show in process lists); "
+                       "API root from GITHUB_API_URL (default https://api.github.com).")
+    p.add_argument("--repo", required=True, help="owner/name, e.g. sgl-project/sglang")
+    p.add_argument("--pr", required=True, type=int, help="pull request number")
+    p.add_argument("--body-file", required=True, help="markdown file to post ('-' = stdin)")
+    p.add_argument("--marker", default=None, help="hidden marker that identifies our comment")
+    p.add_argument("--dry-run", action="store_true", help="validate and print; no token, no request")
+    p.add_argument("--author", default=None, help="login whose comment is ours (default: the token's user)")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.github import comment as github
+        from vlmpath.github.rest import resolve_api_url
+
+        marker = a.marker or github.DEFAULT_MARKER
+        if a.body_file == "-":
+            text = sys.stdin.read()
+        else:
+            try:
+                with open(a.body_file, encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise VlmpathError(
+                    f"cannot read --body-file {a.body_file!r} ({exc.__class__.__name__}): "
+                    "pass the markdown written by `vlmpath compare --markdown FILE` "
+                    "(or comment.md in the --out folder of `vlmpath ci pr` / `vlmpath ci merge`)"
+                ) from None
+        if a.dry_run:
+            github.parse_repo(a.repo)
+            if a.pr <= 0:
+                raise VlmpathError(f"--pr {a.pr} is not a positive pull request number")
+            body = github.prepare_body(text, marker)
+            print(f"dry run: would create or update the comment marked {marker} on "
+                  f"{a.repo}#{a.pr} via {resolve_api_url()} ({len(body)} characters):")
+            print(body)
+            return 0
+        res = github.upsert_comment(a.repo, a.pr, text, marker=marker, author=a.author)
+        print(f"{res.action} comment {res.html_url}")
+        return 0
+
+    p.set_defaults(func=run)
+
+
+# --- compare ---------------------------------------------------------------------------
+@_command
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="compare base and head results; exit 1 on a regression, 3 if incomplete",
+        description="Reads asv results (and/or pytest-benchmark JSON) for two commits, prints "
+        "a table, optionally writes the PR-comment markdown and a JSON report.",
+    )
+    p.add_argument("base", help="base: a sha (7+ digit prefix) or any git revision (HEAD~1, main)")
+    p.add_argument("head", help="head: a sha (7+ digit prefix) or any git revision (HEAD)")
+    p.add_argument("--repo", default=".", help="git checkout that resolves revisions (default .)")
+    p.add_argument("--results", default=None, help="asv results dir (default .asv/results)")
+    p.add_argument("--pytest-json", nargs=2, metavar=("BASE_JSON", "HEAD_JSON"),
+                   help="pytest-benchmark --benchmark-json files for base and head")
+    p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
+    p.add_argument("--markdown", default=None, help="write the PR comment body here")
+    p.add_argument("--json", default=None, help="write the full comparison as JSON here")
+    p.add_argument("--chart-url", default=None, help="link to a chart artifact in the comment")
+    p.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+    p.add_argument("--accepted", default=None, metavar="FILE",
+                   help="accepted regressions (default: REPO/benchmarks/accepted.yaml when it exists)")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.compare import accepted
+        from vlmpath.compare import results
+        from vlmpath.compare import verdict as compare
+        from vlmpath.render import comment as render
+
+        from vlmpath.core.git import sha_or_revision
+        from vlmpath.core.validate import check_output_files
+
+        check_output_files(("--markdown", a.markdown), ("--json", a.json))  # before any reading
+        cfg = compare.load_thresholds(a.config)
+        # asv results are read unless only pytest-benchmark JSON was asked for.
+        use_asv = a.pytest_json is None or a.results is not None
+        runs = []
+        revs = [sha_or_revision(a.repo, r) for r in (a.base, a.head)] if use_asv else [a.base, a.head]
+        for i, commit in enumerate(revs):
+            run_ = results.load_asv(a.results or ".asv/results", commit) if use_asv else None
+            if a.pytest_json is not None:
+                pb = results.load_pytest_benchmark(a.pytest_json[i])
+                run_ = pb if run_ is None else results.merge_runs(run_, pb)
+            runs.append(run_)
+        report = compare.compare(runs[0], runs[1], cfg)
+        report = accepted.apply(report, accepted.load(a.accepted or os.path.join(a.repo, accepted.ACCEPTED_FILE)))
+        print(render.render_terminal(report), end="")
+        if a.markdown:
+            results.write_text_atomic(a.markdown, render.render_markdown(report, chart_url=a.chart_url))
+        if a.json:
+            results.write_text_atomic(a.json, render.render_json(report))
+        return report.exit_code(fail_on_regression=not a.no_fail)
+
+    p.set_defaults(func=run)
+
+# --- measure, engine ---------------------------------------------------------------------
+@_command
+def _add_engine(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("engine", help="install or list cached engine environments (sglang releases)")
+    esub = p.add_subparsers(dest="engine_command", required=True)
+    inst = esub.add_parser("install", help="build (or reuse) the engine environment of a release")
+    inst.add_argument("spec", help="a release, e.g. sglang==0.5.23")
+    lst = esub.add_parser("list", help="installed engine environments")
+    for q in (inst, lst):
+        q.add_argument("--home", default=None, metavar="DIR", help="engine envs dir (default VLMPATH_ENGINE_HOME "
+                       "or ~/.cache/vlmpath/engines)")
+    from vlmpath.cli.engine import run_engine
+
+    p.set_defaults(func=run_engine)
+
+
+@_command
+def _add_measure(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("measure", help="run embedding-routine cases and print tok/s, accuracy, syncs")
+    p.add_argument("--workload", action="append", metavar="NAME",
+                   help="preset name or trace:PATH.jsonl (repeatable; default: every preset)")
+    p.add_argument("--encode", action="append", metavar="NAME", help="encode strategy (repeatable)")
+    p.add_argument("--inject", action="append", metavar="NAME", help="inject strategy (repeatable)")
+    p.add_argument("--count", action="append", metavar="NAME", help="token-count strategy (repeatable)")
+    p.add_argument("--hash", action="append", metavar="NAME", help="hash path (repeatable)")
+    from vlmpath.engines.pipelines import NAMED_PIPELINES  # torch-free: the registry itself
+
+    p.add_argument("--pipeline", action="append", choices=list(NAMED_PIPELINES),
+                   help="a named pipeline instead of per-stage choices (repeatable)")
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
+    p.add_argument("--allow-cpu", action="store_true", help="run a GPU scale on a CPU anyway (refused otherwise)")
+    p.add_argument("--repeat", type=int, default=3, help="timed passes per case (default 3)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default=None, help="torch device (default: cuda:0 if available, else cpu)")
+    p.add_argument("--weights", default=None, metavar="DIR", help="local Qwen2.5-VL safetensors directory")
+    p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
+    p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch CPU threads (default: OMP_NUM_THREADS, else 1 on CPU, as `vlmpath run`)")
+    engine_options(p)
+
+    from vlmpath.cli.engine import run_measure
+
+    p.set_defaults(func=run_measure)
+
+
+# --- profile ---------------------------------------------------------------------------
+@_command
+def _add_profile(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="re-run one routine case under torch.profiler: Chrome trace + top operators")
+    p.add_argument("case", help="PATH:VARIANT/PRESET, e.g. embed:default/many_small_images, encode:batched/video")
+    p.add_argument("--engine", default="reference", help="routine to profile (default: reference)")
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
+    p.add_argument("--passes", type=int, default=2, help="profiled passes after one warm-up (default 2)")
+    p.add_argument("--top", type=int, default=15, help="operators to print (default 15)")
+    p.add_argument("--out", default="reports/profile", help="trace and ops JSON dir (default reports/profile)")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.suite.profile import run_command
+        print(run_command(a.case, engine=a.engine, scale=a.scale, passes=a.passes, out_dir=a.out, top=a.top))
+        return 0
+
+    p.set_defaults(func=run)
+
+
+# --- trust -----------------------------------------------------------------------------
+@_command
+def _add_trust(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("trust", help="measure the measuring: A/A false regressions and planted slowdowns caught")
+    p.add_argument("--preset", default="video", help="workload preset of the routine case (default video)")
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--samples", type=int, default=16, help="timed passes per side and round (default 16)")
+    p.add_argument("--band", type=float, action="append", help="CPU band(s) to judge with (repeatable; default: the CPU band in thresholds.yaml)")
+    p.add_argument("--threads", type=int, default=None, metavar="N")
+    p.add_argument("--instructions", type=int, default=0, metavar="ROUNDS", help="callgrind instruction-count rounds")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.selfcheck.trust import main_cli
+
+        return main_cli(a)
+
+    p.set_defaults(func=run)
+
+
+# --- report ----------------------------------------------------------------------------
+@_command
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="draw the charts (per path, GPU vendors side by side, history, PR) from recorded results",
+                       description="Reads asv results only (never measures). Charts go to OUT/charts/ as PNG "
+                       "(history and PR also as SVG) with a charts.json manifest; anything a reader must know "
+                       "is written in the chart and printed here as a warning.")
+    p.add_argument("--results", default=".asv/results", help="asv results dir (default .asv/results)")
+    p.add_argument("--out", default="reports", help="output dir (default reports/)")
+    p.add_argument("--base", default=None, help="base commit for the PR chart (with --head)")
+    p.add_argument("--head", default=None, help="head commit: the commit the per-path charts show")
+    p.add_argument("--comparison", default=None, metavar="FILE.json",
+                   help="a `vlmpath compare --json` file: PR chart and regression marks")
+    p.add_argument("--history", type=int, default=50, metavar="N",
+                   help="commits shown in the history charts (default 50, newest)")
+    p.add_argument("--config", default=None, help="thresholds YAML (as given to compare): history marks, directions")
+    p.add_argument("--html", default=None, metavar="DIR",
+                   help="also add the charts page to this published asv html dir")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.compare.thresholds import load_thresholds
+        from vlmpath.render.report import write_report
+
+        if a.history < 1:
+            raise VlmpathError(f"--history must be at least 1, got {a.history}")
+        out = write_report(a.results, a.out, thresholds=load_thresholds(a.config), base=a.base, head=a.head,
+                           comparison=a.comparison, history_limit=a.history)
+        for w in out.warnings:
+            print(f"vlmpath report: warning: {w}", file=sys.stderr)
+        for c in out.charts:
+            print("  ".join(str(out.out_dir / f) for f in c.files))
+        if a.html:
+            from vlmpath.render.dashboard import write_dashboard
+
+            print(write_dashboard(a.html, a.out))
+        return 0
+
+    p.set_defaults(func=run)
+
+
+# --- ci --------------------------------------------------------------------------------
+_COMMANDS += [add_run, add_serve, add_ci, add_bisect, add_instructions, add_smoke]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from vlmpath import __version__
+    from vlmpath.cli.help import HelpParser
+
+    parser = HelpParser(prog="vlmpath",
+                        description="Benchmarks for the multimodal embedding path of LLM inference engines.")
+    parser.add_argument("--version", action="version", version=f"vlmpath {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=HelpParser)
+    for add in _COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except VlmpathError as exc:
+        from vlmpath.render.escape import log_line  # a message can quote an artifact's names
+
+        print(log_line(f"vlmpath {args.command}: error: {exc}"), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"vlmpath {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # a full disk, a quota, a read-only output: one line, not a traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"vlmpath {args.command}: error: {exc.strerror or exc}{where}; free space or fix the "
+              "permissions, then run again", file=sys.stderr)
+        return 2
+

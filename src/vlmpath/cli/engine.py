@@ -1,0 +1,86 @@
+"""What do ``vlmpath measure`` and ``vlmpath engine install|list`` do with parsed arguments?
+
+The handlers behind the CLI's ``measure`` and ``engine`` subcommands (``vlmpath.cli``
+declares the arguments): ``measure`` plans the cases, measures them with the chosen engine through
+``vlmpath.suite.engine_run.measure_cases`` (in this process for ``reference``, in the
+engine environment's python otherwise) and prints one table row per case; ``engine``
+installs and lists cached engine environments (``vlmpath.engines.envs``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from vlmpath.core.errors import VlmpathError
+
+
+def run_measure(a: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from vlmpath.engines.base import parse_engine
+    from vlmpath.measure.pinning import cpu_threads, load_warning
+    from vlmpath.render.tables import measure_table
+    from vlmpath.suite.engine_run import measure_cases
+    from vlmpath.suite.inputs import check_measure_inputs, check_scale_device, resolve_device
+    from vlmpath.suite.measure import plan_cases
+
+    # Every input is checked (the --json file's directory included) before any work.
+    check_measure_inputs(json_path=a.json, repeat=a.repeat, seed=a.seed, pipelines=a.pipeline,
+                         weights=a.weights, stages={"encode": a.encode, "inject": a.inject,
+                                                    "count": a.count, "hash": a.hash})
+    spec = parse_engine(a.engine, src=a.engine_src)
+    chosen = [f"--{k}" for k in ("encode", "inject", "count", "hash", "pipeline") if getattr(a, k)]
+    if chosen and not spec.in_process:
+        raise VlmpathError(f"{', '.join(chosen)} choose the reference routine's strategies; with --engine "
+                           f"{spec.label} the engine's own code runs every stage: drop {', '.join(chosen)}")
+    device = resolve_device(a.device)
+    check_scale_device(a.scale, device, allow_cpu=a.allow_cpu)
+    # Threads as ``vlmpath run`` sets them for its benchmark processes; recorded per case.
+    threads = cpu_threads(a.threads, device)
+    # An engine has one path per stage (its seams are recorded): one case per workload.
+    cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count, hash=a.hash,
+                       pipelines=a.pipeline if spec.in_process else ["default"], scale=a.scale, seed=a.seed)
+    kw = dict(repeat=a.repeat, count=not a.no_syncs, device=device, weights=a.weights,
+              python=a.engine_python, home=a.engine_home, threads=threads)
+    if spec.in_process:  # one case at a time, with a progress bar
+        records = []
+        bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
+        for case in bar:
+            bar.set_postfix_str(case.label)
+            records += measure_cases([case], spec, **kw)
+    else:  # one engine process for every case (importing the engine takes seconds)
+        records = measure_cases(cases, spec, **kw)
+    for r in records:
+        warning = load_warning(r.get("load_avg"))
+        if warning:
+            print(f"vlmpath measure: WARNING ({r['workload']}): {warning}", file=sys.stderr)
+    print(measure_table(records))
+    if a.json:
+        import json
+
+        from vlmpath.core import atomic
+
+        atomic.write_text(a.json, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    if records and all(r["error"] for r in records):
+        print(f"vlmpath measure: every case failed ({len(records)}); see the errors above", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_engine(a: argparse.Namespace) -> int:
+    from vlmpath.engines import envs
+
+    if a.engine_command == "install":
+        env = envs.install(a.spec, a.home)
+        print(env.python)
+        return 0
+    rows = envs.list_envs(a.home)
+    if not rows:
+        print(f"no engine environments under {envs.engine_home(a.home)} (vlmpath engine install sglang==X)")
+    for env in rows:
+        m = env.manifest
+        size = f"{m['disk_bytes'] / 2**30:.2f} GiB" if "disk_bytes" in m else "?"
+        secs = f"{m['install_seconds']:.0f} s" if "install_seconds" in m else "?"
+        print(f"{env.spec.label}\t{env.path}\t{size}\t{secs}\t{'complete' if m.get('complete') else 'no manifest'}")
+    return 0

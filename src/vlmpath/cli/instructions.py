@@ -1,0 +1,71 @@
+"""Which arguments does ``vlmpath instructions`` take, and what does it do with them?
+
+It counts this checkout's routine cases in one callgrind process (``selfcheck.ir_cases``)
+and writes the records atomically; ``vlmpath ci pr --instructions`` uses the same counter
+through ``pr.instructions``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from vlmpath.core import atomic
+from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES
+
+
+def add_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("instructions", help="count the instructions of one pass of each routine case (callgrind, CPU)",
+                       description="One callgrind process counts one pass (after an uncounted warm-up) of every "
+                       "selected EmbedRoutine(pipeline, preset) case and writes one JSON of records.")
+    p.add_argument("--out", required=True, metavar="FILE", help="the records (JSON), written atomically")
+    p.add_argument("--bench", default=None, metavar="REGEX",
+                   help="only cases whose asv name (bench_embed.EmbedRoutine.track_instructions(...)) matches")
+    p.add_argument("--src", default=None, metavar="DIR", help="the src/ folder to count (default: this package's)")
+    p.add_argument("--commit", default=None, help="the commit to record (default: the checkout's HEAD, if any)")
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES),
+                   help="workload scale (a CPU scale: callgrind runs on the CPU)")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: vlmpath run's rule, 1)")
+    p.set_defaults(func=_command)
+
+
+def _commit_of(src: Path) -> str | None:
+    from vlmpath.core.git import head, repo_root
+
+    try:
+        return head(repo_root(src))
+    except (VlmpathError, OSError):
+        return None
+
+
+def _command(a: argparse.Namespace) -> int:
+    import re
+
+    from vlmpath.pr.instructions import _threads, refuse_gpu
+    from vlmpath.selfcheck.ir_cases import Side, _own_src, count_sides, to_json
+
+    if a.bench is not None:
+        try:
+            re.compile(a.bench)
+        except re.error as exc:
+            raise VlmpathError(f"--bench {a.bench!r} is not a regular expression: {exc}") from None
+    src = Path(a.src).resolve() if a.src else _own_src()
+    if not (src / "vlmpath").is_dir():
+        raise VlmpathError(f"--src {src}: no vlmpath package in it; pass a checkout's src/ folder")
+    refuse_gpu("vlmpath instructions")
+    if SCALES[a.scale].gpu:
+        raise VlmpathError(f"--scale {a.scale} needs a GPU; instruction counts run on the CPU: "
+                           f"use --scale {DEFAULT_SCALE}")
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    side = count_sides([Side("this", src, a.commit or _commit_of(src))], bench=a.bench, scale=a.scale,
+                       threads=_threads(a.threads), log=log)[0]
+    atomic.write_text(a.out, to_json([side]))
+    if side["not_measured"]:
+        print(f"not measured: {side['not_measured']}")
+        return 1
+    for r in side["records"]:
+        print(f"{r['case']:<40} {r['instructions'] if r['error'] is None else 'failed: ' + r['error']}")
+    print(f"{len(side['records'])} case(s), {side.get('seconds')} s under callgrind; records in {a.out}")
+    return 0

@@ -1,0 +1,214 @@
+"""Which arguments do ``vlmpath ci``, ``vlmpath run`` and ``vlmpath serve`` take?
+
+One module of the ``cli`` package (the only place that parses arguments); ``vlmpath.cli``
+registers these commands like its own.
+Handlers import their library lazily, as ``vlmpath.cli`` does, so ``vlmpath --help``
+stays cheap. ``VlmpathError`` from a handler is printed by ``vlmpath.cli.main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from vlmpath.cli.ci import add_ci_commands, engine_options
+from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
+
+
+def add_ci(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ci", help="pull-request checks: benchmark base vs head, merge machines")
+    ci = p.add_subparsers(dest="ci_command", required=True)
+
+    pr = ci.add_parser(
+        "pr", help="benchmark merge-base(BASE, HEAD) and HEAD on this machine and compare",
+        description="Checks both commits out into temporary git worktrees, runs the suite for "
+        "each (head's benchmark files, each side's src/ via ASV_PYTHONPATH), and writes "
+        "comment.md, comparison.json, summary.txt, run.json and results/ into --out. "
+        "Exit 1 on a regression (unless --no-fail), 2 on bad input, 3 if most cases were not judged.",
+    )
+    pr.add_argument("--base", required=True, help="base ref or sha (its merge-base with HEAD is measured)")
+    pr.add_argument("--head", required=True, help="head ref or sha")
+    pr.add_argument("--repo", default=".", help="git checkout (default: current directory)")
+    pr.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
+    pr.add_argument("--bench", default=None, metavar="REGEX", help="only benchmarks matching REGEX")
+    pr.add_argument("--quick", action="store_true", help="one pass per benchmark (smoke test)")
+    pr.add_argument("--interleave", type=int, default=0, metavar="N",
+                    help="run base and head alternately, N rounds (fresh process each), judge timings on pairs")
+    pr.add_argument("--instructions", action="store_true",
+                    help="also count each routine case's instructions on both sides (callgrind; CPU runners only)")
+    pr.add_argument("--instructions-bench", default=None, metavar="REGEX",
+                    help="with --instructions: count only the routine cases matching REGEX (default: --bench's)")
+    pr.add_argument("--scale", default=None, choices=list(SCALES),
+                    help=f"workload scale passed to `vlmpath run` (default: its default, {DEFAULT_SCALE})")
+    pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
+    pr.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
+    pr.add_argument("--results-dir", default=None,
+                    help="asv results directory kept across runs (default VLMPATH_RESULTS_DIR or .asv/results)")
+    pr.add_argument("--rerun-base", action="store_true", help="measure the base even if results exist")
+    pr.add_argument("--trusted-results", default=None, help="trusted results store (read-only) to reuse a base from")
+    pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
+    pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+    from vlmpath.pr import flow as ci_flow
+    from vlmpath.pr import outputs as pr_outputs
+    _engine_src_arguments(pr)  # --engine-src REPO: two commits of an engine (sglang) instead
+
+    def run_pr(a: argparse.Namespace) -> int:
+        try:
+            if a.engine_src and a.instructions:
+                raise VlmpathError("--instructions counts vlmpath's own routine cases: leave it out with --engine-src")
+            res = _engine_pr_from_args(a) if a.engine_src else ci_flow.run_pr(
+                a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
+                results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
+                thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
+                trusted_results=a.trusted_results, instructions=a.instructions,
+                instructions_bench=a.instructions_bench)
+        except VlmpathError as exc:
+            pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")
+            raise
+        print((res.out_dir / pr_outputs.SUMMARY_FILE).read_text(encoding="utf-8"), end="")
+        return res.exit_code
+
+    pr.set_defaults(func=run_pr)
+
+    merge = ci.add_parser(
+        "merge", help="merge every machine's `ci pr` artifact into one comparison and comment",
+        description="ARTIFACTS holds one directory per machine (as actions/download-artifact "
+        "writes them). Writes comment.md, comparison.json, summary.txt, pr-number and the "
+        "merged results/ into --out. Artifact contents are validated (untrusted).",
+    )
+    merge.add_argument("artifacts", help="directory of downloaded artifacts")
+    merge.add_argument("--out", default="bench-merged", help="output directory (default bench-merged)")
+    merge.add_argument("--head-sha", default=None, help="fail unless the artifacts measured this head")
+    merge.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
+    merge.add_argument("--fail", action="store_true", help="exit 1 on a regression (default: report only)")
+    merge.add_argument("--accepted", default=None, metavar="FILE",
+                       help="the PR head's benchmarks/accepted.yaml: regressions it lists do not fail")
+
+    def run_merge(a: argparse.Namespace) -> int:
+        from vlmpath.pr import merge as ci_merge
+
+        res = ci_merge.merge_artifacts(a.artifacts, a.out, head_sha=a.head_sha,
+                                       fail_on_regression=a.fail, thresholds=a.config, accepted=a.accepted)
+        print((res.out_dir / pr_outputs.SUMMARY_FILE).read_text(encoding="utf-8"), end="")
+        return res.exit_code
+
+    merge.set_defaults(func=run_merge)
+    add_ci_commands(ci)  # ci alert (vlmpath.cli.ci: this module is at its size limit)
+
+
+# --- run -------------------------------------------------------------------------------
+def add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run the asv suite for one commit, publish the dashboard, write a summary",
+        description="Runs asv in the existing environment for HEAD (or --set-commit-hash) on this "
+        "machine; see vlmpath/runner/run.py for how the benchmarks import the commit under test.",
+    )
+    p.add_argument("--quick", action="store_true", help="each benchmark once (smoke run; results saved)")
+    p.add_argument("--bench", "-b", default=None, metavar="REGEX",
+                   help="only benchmarks whose 'module.Class.method(params)' matches")
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
+    p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
+    p.add_argument("--results-dir", default=None, help="asv results dir (default .asv/results)")
+    p.add_argument("--html-dir", default=None, help="published dashboard dir (default .asv/html)")
+    p.add_argument("--reports-dir", default=None, help="summary dir (default reports/out)")
+    p.add_argument("--set-commit-hash", default=None, metavar="SHA", help="commit to file results under (default HEAD)")
+    p.add_argument("--allow-dirty", action="store_true", help="run even with uncommitted changes")
+    p.add_argument("--repo", default=".", help="the checkout with asv.conf.json and benchmarks/ (default .)")
+    p.add_argument("--python", default=None, help="interpreter the benchmarks run in (default: this one)")
+    p.add_argument("--package-src", default=None, metavar="DIR",
+                   help="directory put first on the benchmarks' path (default <repo>/src; '' = installed vlmpath)")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra variable for the benchmarks")
+    from vlmpath.runner.launch import LAUNCH_METHODS
+
+    p.add_argument("--launch-method", default="auto", choices=LAUNCH_METHODS,
+                   help="auto: forkserver on CPU, spawn on GPU")
+    p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
+    p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
+    p.add_argument("--trusted", action="store_true", help="mark the results a trusted baseline (main workflow only)")
+    engine_options(p)
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.runner.run import RunInterrupted, RunOptions, run as run_suite  # noqa: I001
+
+        extra = {}
+        for kv in a.env:
+            key, sep, value = kv.partition("=")
+            if not sep or not key:
+                raise VlmpathError(f"--env {kv!r} is not KEY=VALUE")
+            extra[key] = value
+        if a.engine_home:
+            extra["VLMPATH_ENGINE_HOME"] = a.engine_home
+        engine = f"sglang@src:{a.engine_src}" if a.engine_src else a.engine
+        opts = RunOptions(repo=a.repo, quick=a.quick, bench=a.bench, scale=a.scale, machine=a.machine,
+                          engine=engine, engine_python=a.engine_python, results_dir=a.results_dir,
+                          html_dir=a.html_dir, reports_dir=a.reports_dir,
+                          set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
+                          package_src=a.package_src, launch_method=a.launch_method,
+                          publish=not a.no_publish, extra_env=extra, trusted=a.trusted)
+        try:
+            outcome = run_suite(opts)
+        except RunInterrupted as exc:
+            print(f"vlmpath run: interrupted; summary (marked interrupted): {exc.outcome.summary_paths[0]}",
+                  file=sys.stderr)
+            return 130
+        print(f"summary: {', '.join(str(x) for x in outcome.summary_paths)}")
+        if outcome.html_dir is not None:
+            print(f"dashboard: {outcome.html_dir}/index.html (vlmpath serve --html-dir {outcome.html_dir})")
+        failed = outcome.status in ("failed", "interrupted")
+        return 1 if failed or (a.strict and outcome.status != "complete") else 0
+
+    p.set_defaults(func=run)
+
+
+# --- serve -----------------------------------------------------------------------------
+def add_serve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve the published asv dashboard over HTTP")
+    # The images set VLMPATH_HTML_DIR (the results volume), as `vlmpath run` there publishes to it.
+    p.add_argument("--html-dir", default=os.environ.get("VLMPATH_HTML_DIR") or ".asv/html",
+                   help="dashboard dir (default VLMPATH_HTML_DIR or .asv/html)")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.runner.serve import make_server
+
+        server = make_server(a.html_dir, a.port, a.bind)
+        host, port = server.server_address[:2]
+        print(f"serving {a.html_dir} at http://{host}:{port}/ (Ctrl-C stops)")
+        try:
+            server.serve_forever()
+        finally:
+            server.server_close()
+        return 0
+
+    p.set_defaults(func=run)
+
+
+def _engine_src_arguments(pr) -> None:
+    """The ``--engine-src`` flags of ``vlmpath ci pr`` (``pr`` is its argparse parser)."""
+    from vlmpath.pr.engine import DEFAULT_WORKLOADS
+
+    pr.add_argument("--engine-src", default=None, metavar="REPO",
+                    help="a git repository of the ENGINE (e.g. an sglang clone): measure its BASE and "
+                    "HEAD commits with this vlmpath instead of vlmpath's own commits")
+    pr.add_argument("--engine-subdir", default=None, metavar="DIR",
+                    help="--engine-src: directory of the checkout put first on the path "
+                    "(default python/ when present, else the root)")
+    pr.add_argument("--engine-python", default=None, metavar="PY",
+                    help="--engine-src: interpreter of the engine environment that measures")
+    pr.add_argument("--workload", action="append", metavar="NAME",
+                    help=f"--engine-src: workload preset (repeatable; default {', '.join(DEFAULT_WORKLOADS)})")
+    pr.add_argument("--repeat", type=int, default=3, help="--engine-src: timed passes per case (default 3)")
+
+
+def _engine_pr_from_args(a):
+    """``vlmpath ci pr --engine-src``: the parsed namespace as a ``run_engine_pr`` call."""
+    from vlmpath.pr.engine import run_engine_pr
+
+    return run_engine_pr(a.engine_src, a.base, a.head, out_dir=a.out, subdir=a.engine_subdir,
+                         workloads=a.workload, scale=a.scale or DEFAULT_SCALE, repeat=a.repeat,
+                         engine_python=a.engine_python, machine=a.machine, thresholds=a.config,
+                         fail_on_regression=not a.no_fail, charts=not a.no_charts)

@@ -1,0 +1,202 @@
+"""Did this pull request to the *engine* (sglang) make its embedding path slower or wrong?
+
+``run_engine_pr`` is ``vlmpath ci pr --engine-src REPO``: the same question as
+``vlmpath.pr.flow.run_pr``, asked of an engine repository instead of vlmpath's own commits.
+
+1. resolve ``--base`` and ``--head`` in the engine repository and take their merge-base as
+   the baseline (as ``run_pr`` does: the PR is not blamed for what landed on base since);
+2. check each side out into a temporary ``git worktree`` of the engine repository,
+   removed again afterwards, also when anything fails;
+3. measure each side with **this** vlmpath (``suite.engine_run.measure_cases`` with
+   ``<worktree>/<subdir>`` as the engine source: a fresh engine worker process per side,
+   so the engine's modules are never imported twice in one interpreter), same
+   workloads, scale, seed and repeat;
+4. turn each side's records into ``RunResults`` (``vlmpath.compare.from_records``),
+   compare them with the usual thresholds and write the usual ``comment.md``,
+   ``comparison.json``, ``summary.txt``, ``run.json`` and the PR chart, plus each side's
+   records under ``records/``. Exit 1 on a regression.
+
+The measurer is injectable (``measure=``) so the flow is testable without an engine; the
+real one is ``measure_engine``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vlmpath.pr.outputs import (
+    COMPARISON_FILE,
+    MACHINE_NAME,
+    RUN_FILE,
+    RUN_SCHEMA_VERSION,
+    FlowResult,
+    write_json,
+    write_outputs,
+)
+from vlmpath.pr.side import _log
+from vlmpath.core.errors import VlmpathError
+from vlmpath.core.validate import json_lines
+from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
+from vlmpath.core.scales import DEFAULT_SCALE
+
+RECORDS_SUBDIR = "records"
+DEFAULT_WORKLOADS = ("multi_region", "many_small_images", "mixed")
+
+
+@dataclass(frozen=True)
+class EngineSide:
+    """One side of an engine comparison, as ``run_engine_pr`` asks a measurer for it."""
+
+    commit: str
+    source: Path  # <worktree>/<subdir>: put first on the measuring process's path
+    json_path: Path  # where the JSON Lines of CaseRecord dicts go
+    workloads: tuple[str, ...]
+    scale: str
+    repeat: int
+    engine_python: str | None  # None: VLMPATH_ENGINE_PYTHON, else the newest engine environment
+
+
+Measure = Callable[[EngineSide], None]
+
+
+def measure_engine(side: EngineSide) -> None:
+    """The real measurer: ``suite.engine_run.measure_cases`` with the side's checkout as an
+    ``--engine-src``; the engine runs in a fresh worker process per side (its modules are
+    never imported twice in one interpreter), which imports this vlmpath after the engine."""
+    from vlmpath.engines.base import parse_engine
+    from vlmpath.suite.engine_run import measure_cases
+    from vlmpath.suite.measure import plan_cases
+
+    # One case per workload: the engine has its own strategies, the pipeline is not a choice.
+    cases = plan_cases(workloads=list(side.workloads), pipelines=["default"], scale=side.scale)
+    _log(f"measuring engine commit {side.commit[:8]} (code from {side.source}): "
+         f"{', '.join(side.workloads)}, scale {side.scale}, repeat {side.repeat}")
+    import torch
+
+    # The GPU when there is one (CUDA or ROCm: both are torch.cuda), as `vlmpath measure` does.
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    measure_cases(cases, parse_engine(None, src=str(side.source)), repeat=side.repeat,
+                  json_path=side.json_path, python=side.engine_python, device=device)
+
+
+def engine_subdir(root: Path, subdir: str | None) -> str:
+    """The directory inside the engine checkout that goes on the path: ``subdir`` when given,
+    else ``python`` when the checkout has one (sglang's layout), else the root."""
+    if subdir is not None:
+        if Path(subdir).is_absolute() or ".." in Path(subdir).parts:
+            raise VlmpathError(f"--engine-subdir {subdir!r} must be a relative path inside the engine repository")
+        return subdir
+    return "python" if (root / "python").is_dir() else ""
+
+
+def read_records(path: Path, commit: str) -> list[dict]:
+    """The JSON Lines a side wrote; a missing or broken file names the side and the fix."""
+    if not path.is_file():
+        raise VlmpathError(f"the measuring run for engine commit {commit[:8]} wrote no records ({path}): "
+                           "see its log above; does `vlmpath measure --engine-src` work on that checkout?")
+    return json_lines(path.read_text(encoding="utf-8"), str(path), "; re-run the measurement")
+
+
+def _draw_pr_chart(out: Path, report, thresholds) -> list[str]:
+    """The PR chart (base vs head per changed case) into OUT/report/charts; a note on failure."""
+    try:
+        from vlmpath.render.report_figure import save_figure
+        from vlmpath.render.report_history import pr_chart
+
+        fig = pr_chart(report, thresholds=thresholds)
+        for ext in ("png", "svg"):
+            save_figure(fig, out / "report" / "charts" / f"pr.{ext}")
+        fig.clear()
+    except (ImportError, VlmpathError, OSError) as exc:
+        return [f"charts not drawn: {exc}"]
+    return []
+
+
+def _default_machine() -> str:
+    from vlmpath.measure.platform import probe
+
+    return probe().machine
+
+
+def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
+                  out_dir: str | os.PathLike[str], subdir: str | None = None,
+                  workloads: Sequence[str] | None = None, scale: str = DEFAULT_SCALE, repeat: int = 3,
+                  engine_python: str | None = None, machine: str | None = None,
+                  thresholds: str | os.PathLike[str] | None = None, fail_on_regression: bool = True,
+                  charts: bool = True, measure: Measure | None = None) -> FlowResult:
+    """Measure merge-base(base, head) and head of the engine repository and compare them."""
+    from vlmpath.compare import verdict as compare
+    from vlmpath.compare.from_records import engines_of, run_from_records
+
+    if repeat < 1:
+        raise VlmpathError(f"--repeat must be at least 1, got {repeat}")
+    root = repo_root(engine_repo)
+    base_tip = resolve_commit(root, base)
+    head_sha = resolve_commit(root, head)
+    base_sha = merge_base(root, base_tip, head_sha)
+    sub = engine_subdir(root, subdir)
+    machine = machine or _default_machine()
+    if not MACHINE_NAME.match(machine):
+        raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only (at most 64)")
+    wls = tuple(workloads or DEFAULT_WORKLOADS)
+    cfg = compare.load_thresholds(thresholds)
+    out = Path(out_dir).resolve()
+    rec_dir = out / RECORDS_SUBDIR
+    if rec_dir.exists():
+        shutil.rmtree(rec_dir)  # a stale side would be compared as if new
+    rec_dir.mkdir(parents=True)
+    runner = measure or measure_engine
+    notes: list[str] = []
+    _log(f"engine {root}: base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); "
+         f"head {head} -> {head_sha[:8]}; source dir {sub or '.'}; machine {machine}")
+
+    def side(sha: str, wt: Path, name: str) -> list[dict]:
+        src = wt / sub if sub else wt
+        if not src.is_dir():
+            raise VlmpathError(f"engine commit {sha[:8]} has no {sub!r} directory: pass --engine-subdir "
+                               "(the directory that holds the engine's Python package)")
+        path = rec_dir / f"{name}.jsonl"
+        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python))
+        return read_records(path, sha)
+
+    tmp = Path(tempfile.mkdtemp(prefix="vlmpath-engine-pr-"))
+    try:
+        with worktree(root, head_sha, tmp / "head") as head_wt:
+            head_recs = side(head_sha, head_wt, "head")
+        if base_sha == head_sha:
+            notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
+            base_recs = head_recs
+            shutil.copyfile(rec_dir / "head.jsonl", rec_dir / "base.jsonl")  # the artifact has both sides
+        else:
+            with worktree(root, base_sha, tmp / "base") as base_wt:
+                base_recs = side(base_sha, base_wt, "base")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    report = compare.compare(
+        run_from_records(base_recs, machine=machine, commit=base_sha, where=f"base records ({base_sha[:8]})"),
+        run_from_records(head_recs, machine=machine, commit=head_sha, where=f"head records ({head_sha[:8]})"),
+        cfg)
+    header = [f"engine: {root} ({sub or '.'})",
+              f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
+              f"head: {head} -> {head_sha}", f"machine: {machine}",
+              f"workloads: {', '.join(wls)} (scale {scale}, repeat {repeat})",
+              f"measured by: base {', '.join(engines_of(base_recs)) or '?'}; head {', '.join(engines_of(head_recs)) or '?'}",
+              *(f"note: {n}" for n in notes)]
+    code = write_outputs(out, report, header=header, fail=fail_on_regression)
+    chart_notes = _draw_pr_chart(out, report, cfg) if charts else []
+    for n in chart_notes:
+        _log(n)
+    write_json(out / RUN_FILE, {
+        "schema_version": RUN_SCHEMA_VERSION, "kind": "engine", "engine_subdir": sub,
+        "base_ref": base, "head_ref": head, "base_sha": base_sha, "base_tip": base_tip,
+        "head_sha": head_sha, "machine": machine, "workloads": list(wls), "scale": scale,
+        "repeat": repeat, "engines": {"base": engines_of(base_recs), "head": engines_of(head_recs)}, "notes": notes, "chart_notes": chart_notes,
+        "regressions": len(report.regressions), "exit_code": code, "comparison": COMPARISON_FILE,
+    })
+    return FlowResult(base_sha, head_sha, (machine,), out, report, code, False, tuple(notes))

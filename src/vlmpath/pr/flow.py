@@ -1,0 +1,241 @@
+"""Did this pull request make the embedding path slower or less accurate than its base?
+
+``run_pr`` is the whole PR check on one machine (``vlmpath ci pr``):
+
+1. resolve ``--base`` and ``--head`` to commits and take their **merge-base** as the
+   baseline (comparing against the live base tip would blame the PR for whatever landed on
+   the base branch meanwhile);
+2. check head (and, when needed, the merge-base) out into temporary ``git worktree``\\ s,
+   removed again afterwards, also when anything fails;
+3. run the asv suite once per side with ``--set-commit-hash <sha>``, the same ``--machine``
+   and the same results directory, so both runs land in one asv results tree;
+4. copy just those two runs into ``OUT/results`` and compare them there, writing
+   ``comment.md`` (the PR comment body), ``comparison.json``, ``summary.txt`` and
+   ``run.json`` (what was compared, for the comment workflow).
+
+How each side's code is put under test: the benchmarks run in the one existing
+environment (the docker image or the CI venv; asv ``-E existing``), and each side's
+worktree ``src/`` is put **first on ``ASV_PYTHONPATH``** (``vlmpath run --package-src``). asv 0.6.6 discards a plain
+``PYTHONPATH`` in its benchmark subprocesses but turns ``ASV_PYTHONPATH`` into their
+``PYTHONPATH`` (asv/environment.py ``Environment.run``), and ``PYTHONPATH`` entries come
+before site-packages, so ``import vlmpath`` there resolves to that commit. We chose this
+over ``pip install --no-deps <worktree>`` because it never mutates the environment: two
+sides cannot leave the environment pointing at the wrong commit if a run is killed, no
+write access to site-packages is needed (the images run as a non-root user), an editable
+install of the checkout is left alone, and the torch of the image can never be touched.
+Its limit is the same as ``--no-deps``: a commit that needs new dependencies must bring
+them in the image first. Before each run the flow checks, in a subprocess with exactly
+that path, that ``vlmpath`` imports from the worktree, so a shadowing install cannot
+silently benchmark the wrong code.
+
+Which benchmark files run: **head's** ``asv.conf.json`` and ``benchmarks/`` for both
+sides (the asv convention: one checkout's suite measures every commit). The same
+measuring code on both sides means a difference comes from the library, not from a
+changed benchmark; a benchmark the base cannot run shows as failing on base / fixed, not
+as a silent change. The runner (``vlmpath run``) is this process's own vlmpath.
+
+Base results for the merge-base on this machine are reused only when they are valid for
+this comparison (``vlmpath.pr.base_reuse``): written by a trusted run (the main/nightly
+workflow, ``vlmpath run --trusted``), with the same ``--quick``/``--scale``, the same
+toolchain fingerprint, and a measured value with the same asv benchmark version for every
+case head measured in the selection. They are looked up in ``--trusted-results`` (the
+trusted store, read-only to PR jobs) or else the results directory; otherwise the base is
+measured again and the comment says why (``--rerun-base`` always measures). Sides this
+flow measures are stamped untrusted, so a PR's results never become anyone's baseline.
+Head is always measured afresh, and a head run that wrote nothing new is an error.
+
+The comment workflow's half (``vlmpath ci merge``, merging every machine's artifact into
+one comparison) is ``vlmpath.pr.merge``; it shares the output files and writers of ``vlmpath.pr.outputs``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from vlmpath.pr.outputs import (  
+    COMMENT_FILE,
+    MACHINE_NAME,
+    RESULTS_ENV,
+    RESULTS_SUBDIR,
+    RUN_FILE,
+    RUN_SCHEMA_VERSION,
+    FlowResult,
+    draw_charts,
+    drop_unselected,
+    write_json,
+    write_outputs,
+)
+from vlmpath.pr.side import (
+    RunSuite,
+    SuiteRequest,
+    _log,
+    _run_side,
+    base_reuse_problem,
+    copy_results,
+    run_suite_subprocess,
+    side_env,
+)
+from vlmpath.compare import accepted as accepted_mod
+from vlmpath.core.errors import VlmpathError
+from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
+
+
+def _default_machine() -> str:
+    from vlmpath.measure.platform import probe
+
+    return probe().machine
+
+
+def _profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler) -> list[str]:
+    """Profiles of the regressed cases, appended to comment.md; returns notes."""
+    from vlmpath.pr.profile import PROFILES_FILE, profile_regressions
+    from vlmpath.compare.profile_diff import profiles_to_json
+    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.render.comment import render_markdown
+
+    profiles = profile_regressions(root, base_sha, head_sha, report, out, cfg=cfg, scale=scale,
+                                   env=env, runner=profiler)
+    if not profiles:
+        return []
+    write_text_atomic(out / PROFILES_FILE, profiles_to_json(profiles))  # `ci merge` shows them too
+    write_text_atomic(out / COMMENT_FILE, render_markdown(report, profiles=profiles))  # within the size fit
+    return [f"profiled {len(profiles)} regressed case(s) on base and head: {out / 'profiles'}"]
+
+
+def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str | os.PathLike[str] = ".",
+           machine: str | None = None, bench: str | None = None, quick: bool = False,
+           results_dir: str | os.PathLike[str] | None = None, rerun_base: bool = False,
+           fail_on_regression: bool = True, run_suite: RunSuite | None = None,
+           thresholds: str | os.PathLike[str] | None = None, scale: str | None = None,
+           charts: bool = True, env: Mapping[str, str] | None = None,
+           trusted_results: str | os.PathLike[str] | None = None,
+           profile: bool | None = None, profiler=None, interleave: int = 0,
+           instructions: bool = False, instructions_bench: str | None = None,
+           accepted: str | os.PathLike[str] | None = None) -> FlowResult:
+    """Benchmark merge-base(base, head) and head on one machine and compare them.
+
+    ``trusted_results``: the trusted store a base may be reused from (default: the results
+    directory). ``profile``: re-run each regressed routine case on both sides under
+    torch.profiler (``vlmpath.pr.profile``); default: with the real suite runner only (a
+    fake runner's numbers belong to no code), or whenever a ``profiler`` runner is given.
+    ``interleave`` N >= 2: N alternating rounds, judged on pairs (``pr.interleave``).
+    ``instructions``: also count each routine case's instructions on both sides (CPU only;
+    ``pr.instructions``), merged into the same comparison; ``instructions_bench``: only the
+    routine cases it matches (default: ``bench``'s), as counting all of them costs a lot."""
+    from vlmpath.compare import results
+    from vlmpath.pr import interleave as pr_interleave
+    from vlmpath.compare import verdict as compare
+    from vlmpath.compare.paired import paired_report
+
+    for flag, pattern in (("--bench", bench), ("--instructions-bench", instructions_bench)):
+        try:
+            re.compile(pattern or "")
+        except re.error as exc:
+            raise VlmpathError(f"{flag} {pattern!r} is not a regular expression: {exc}") from None
+    root = repo_root(repo)
+    base_tip = resolve_commit(root, base)
+    head_sha = resolve_commit(root, head)
+    base_sha = merge_base(root, base_tip, head_sha)
+    machine = machine or _default_machine()
+    if not MACHINE_NAME.match(machine):
+        raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only (at most 64)")
+    rdir = Path(results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / RESULTS_SUBDIR).exists():
+        shutil.rmtree(out / RESULTS_SUBDIR)  # a stale copy would be compared as if new
+    cfg = compare.load_thresholds(thresholds)
+    if interleave:
+        pr_interleave.check_rounds(interleave)
+        shutil.rmtree(out / pr_interleave.ROUNDS_SUBDIR, ignore_errors=True)  # no stale rounds
+    runner = run_suite or run_suite_subprocess
+    if instructions:  # before any measuring: a GPU backend or a missing valgrind is one clear error
+        from vlmpath.pr import instructions as pr_instructions
+        from vlmpath.selfcheck import callgrind
+
+        pr_instructions.refuse_gpu()
+        callgrind.valgrind("or leave out --instructions")
+    notes: list[str] = []
+    _log(f"base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {head} -> {head_sha[:8]}; "
+         f"machine {machine}; results {rdir}")
+
+    def request(sha: str, source: Path, bench_root: Path) -> SuiteRequest:
+        return SuiteRequest(commit=sha, source=source, bench_root=bench_root, results_dir=rdir,
+                            machine=machine, bench=bench, quick=quick, env=side_env(source, env),
+                            scale=scale, reports_dir=out / "runs" / sha[:8])
+
+    reused = False
+    store = Path(trusted_results).resolve() if trusted_results else rdir
+    tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
+    try:
+        with worktree(root, head_sha, tmp / "head") as head_wt:
+            if interleave:  # ABAB...: never reuses base (see pr.interleave)
+                with worktree(root, base_sha, tmp / "base") as base_wt:
+                    pr_interleave.run_rounds(
+                        interleave, out, rdir, machine, base_sha, head_sha,
+                        lambda: _run_side(runner, request(base_sha, base_wt, head_wt)),
+                        lambda: _run_side(runner, request(head_sha, head_wt, head_wt)), _log)
+            else:
+                _run_side(runner, request(head_sha, head_wt, head_wt))
+            if interleave:  # the base was measured in the rounds: nothing reused
+                notes.append(f"{interleave} interleaved rounds (base, head, base, ...); timings judged on pairs")
+            elif base_sha == head_sha:
+                reused = True
+                notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
+            else:
+                why = "--rerun-base" if rerun_base else base_reuse_problem(
+                    store, rdir, machine, base_sha, head_sha, bench=bench, quick=quick, scale=scale)
+                reused = why is None
+                if not reused:
+                    notes.append(f"base {base_sha[:8]} measured: {why}")
+                    with worktree(root, base_sha, tmp / "base") as base_wt:
+                        _run_side(runner, request(base_sha, base_wt, head_wt))
+                else:
+                    notes.append(f"base results for {base_sha[:8]} on {machine} reused from a trusted run in "
+                                 f"{store} (same options, toolchain and benchmark versions; --rerun-base "
+                                 "measures it again)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
+                 sources={base_sha: store} if reused and base_sha != head_sha else None)
+    sides = [results.load_asv(out / RESULTS_SUBDIR, sha) for sha in (base_sha, head_sha)]
+    if instructions:  # the counts join each side's results: same comparison, comment and exit code
+        ir = pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
+                                      bench=instructions_bench or bench, scale=scale, log=_log)
+        sides = [results.merge_runs(run, counted) for run, counted in zip(sides, ir)]
+    head_run = sides[1]
+    report = compare.compare(*sides, cfg, quick=quick)
+    if interleave:
+        report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
+    report = drop_unselected(report, {machine: bench})
+    # Regressions the head's reviewed benchmarks/accepted.yaml lists: shown, not failing.
+    report = accepted_mod.apply(report, accepted_mod.load(accepted or Path(repo) / accepted_mod.ACCEPTED_FILE))
+    header = [f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
+              f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
+              *(f"note: {n}" for n in notes)]
+    code = write_outputs(out, report, header=header, fail=fail_on_regression)
+    if profile if profile is not None else (run_suite is None or profiler is not None):
+        notes.extend(_profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler))
+    chart_notes = draw_charts(out, report, cfg, head_run) if charts else []
+    for n in chart_notes:
+        _log(n)
+    write_json(out / RUN_FILE, {
+        "schema_version": RUN_SCHEMA_VERSION, "base_ref": base, "head_ref": head,
+        "base_sha": base_sha, "base_tip": base_tip, "head_sha": head_sha, "machine": machine,
+        "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
+        "interleave": interleave, "instructions": instructions,
+        "instructions_bench": instructions_bench,
+        "chart_notes": chart_notes,
+        "regressions": len(report.regressions), "not_judged": len(report.not_judged),
+        "incomplete": report.incomplete, "exit_code": code,
+    })
+    for n in notes:
+        _log(n)
+    return FlowResult(base_sha, head_sha, (machine,), out, report, code, reused, tuple(notes))
+

@@ -1,0 +1,74 @@
+"""Did a pull request make a routine case execute more instructions (CPU runners)?
+
+``vlmpath instructions --out FILE`` (``cli.instructions``) counts this checkout's routine
+cases (``selfcheck.ir_cases``) and writes the records. ``vlmpath ci pr --instructions`` (``count_pr``) checks base and head
+out again, counts both at once (one callgrind process each), writes the raw records to
+``OUT/instructions.json`` (atomically) and returns each side as ``RunResults`` rows
+(``bench_embed.EmbedRoutine.track_instructions``, unit ``instructions``, the PR's machine)
+that the flow merges with the side's asv results before comparing, so they reach the
+comment, the summary and the exit code like every other gate. ``vlmpath ci merge`` reads
+the same file back from each artifact (``load_artifact``). Instruction counts are a CPU
+gate: on a GPU backend the option is refused (GPU runners keep time).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from vlmpath.selfcheck.ir_cases import Side, count_sides, load_sides, run_results, to_json
+from vlmpath.core import atomic
+from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import DEFAULT_SCALE
+
+OUT_FILE = "instructions.json"
+MAX_FILE_BYTES = 4 << 20
+
+
+def refuse_gpu(what: str = "--instructions") -> None:
+    from vlmpath.measure.platform import probe
+
+    plat = probe()
+    if plat.is_gpu:
+        raise VlmpathError(f"{what} counts CPU instructions (Valgrind) and runs on CPU runners only; this "
+                           f"machine's backend is {plat.backend}: leave it out here (GPU runners keep time)")
+
+
+def _threads(threads: int | None) -> int:
+    from vlmpath.measure.pinning import cpu_threads
+
+    return cpu_threads(threads, "cpu") or 1
+
+
+def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: str, bench: str | None = None,
+             scale: str | None = None, log: Callable[[str], None] = print):
+    """(base, head) ``RunResults`` of instruction counts, each side counted from its own checkout."""
+    from vlmpath.core.git import worktree
+
+    with tempfile.TemporaryDirectory(prefix="vlmpath-ir-wt-") as tmp:
+        with worktree(root, head_sha, Path(tmp) / "head") as head_wt:
+            if base_sha == head_sha:
+                sides = count_sides([Side("head", head_wt / "src", head_sha)], bench=bench, scale=scale or DEFAULT_SCALE,
+                                    threads=_threads(None), log=log)
+                sides = [{**sides[0], "side": "base"}, sides[0]]
+            else:
+                with worktree(root, base_sha, Path(tmp) / "base") as base_wt:
+                    sides = count_sides([Side("base", base_wt / "src", base_sha), Side("head", head_wt / "src", head_sha)],
+                                        bench=bench, scale=scale or DEFAULT_SCALE, threads=_threads(None), log=log)
+    atomic.write_text(out / OUT_FILE, to_json(sides))
+    return tuple(run_results(s, machine, sha) for s, sha in zip(sides, (base_sha, head_sha)))
+
+
+def load_artifact(art: Path, machine: str, base_sha: str, head_sha: str):
+    """(base, head) ``RunResults`` from an artifact's ``instructions.json``; None when it has none."""
+    path = art / OUT_FILE
+    if not path.exists():
+        return None
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+        raise VlmpathError(f"artifact {art.name}: {OUT_FILE} is not a regular file of at most {MAX_FILE_BYTES} bytes")
+    sides = {s.get("side"): s for s in load_sides(path.read_text(encoding="utf-8", errors="replace"),
+                                                  f"artifact {art.name}: {OUT_FILE}")}
+    if set(sides) != {"base", "head"}:
+        raise VlmpathError(f"artifact {art.name}: {OUT_FILE} must hold a base and a head side")
+    return run_results(sides["base"], machine, base_sha), run_results(sides["head"], machine, head_sha)

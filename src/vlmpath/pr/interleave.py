@@ -1,0 +1,48 @@
+"""How does ``vlmpath ci pr --interleave N`` measure: base and head alternately, N rounds?
+
+Each round runs the base side, then the head side, each a fresh ``vlmpath run`` process
+(``pr_side._run_side``), and copies that side's asv results of the round to
+``OUT/rounds/NN/{base,head}`` before the next run overwrites them. Drift on a shared
+machine (a neighbour's job, a frequency step) then lands on both sides of a round alike,
+and ``vlmpath.compare.paired`` judges the timings on the paired rounds. Base results are
+never reused in this mode: reuse would take base out of the time window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from vlmpath.pr.side import copy_results
+from vlmpath.core.errors import VlmpathError
+
+ROUNDS_SUBDIR = "rounds"
+MAX_ROUNDS = 50
+
+
+def check_rounds(n: int) -> None:
+    if n < 2 or n > MAX_ROUNDS:
+        raise VlmpathError(f"--interleave {n}: use 2 to {MAX_ROUNDS} rounds (6 or more to be judged; "
+                           "fewer give indicative verdicts)")
+
+
+def side_dir(out: Path, i: int, side: str) -> Path:
+    return out / ROUNDS_SUBDIR / f"{i:02d}" / side
+
+
+def run_rounds(n: int, out: Path, rdir: Path, machine: str, base_sha: str, head_sha: str,
+               run_base: Callable[[], None], run_head: Callable[[], None],
+               log: Callable[[str], None]) -> None:
+    for i in range(n):
+        for side, sha, run in (("base", base_sha, run_base), ("head", head_sha, run_head)):
+            log(f"interleaved round {i + 1}/{n}: {side} {sha[:8]}")
+            run()
+            copy_results(rdir, side_dir(out, i, side), machine, (sha,))
+
+
+def load_rounds(n: int, out: Path, base_sha: str, head_sha: str):
+    from vlmpath.compare import results
+
+    base = [results.load_asv(side_dir(out, i, "base"), base_sha) for i in range(n)]
+    head = [results.load_asv(side_dir(out, i, "head"), head_sha) for i in range(n)]
+    return base, head

@@ -1,0 +1,268 @@
+"""How do every machine's ``vlmpath ci pr`` artifacts become one PR comparison?
+
+``merge_artifacts`` is the comment workflow's half of the PR check (``vlmpath ci merge``;
+``ci_flow.run_pr`` is the benchmark half, one per machine): it merges the per-machine
+artifacts of one PR run into one results tree and one comparison, and writes the same
+output files ``run_pr`` writes. Artifact contents come from untrusted PR code, so every
+name, sha, file and PR number is validated before it is used.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from vlmpath.pr.outputs import (
+    COMMENT_FILE,
+    ERROR_FILE,
+    MACHINE_NAME,
+    PR_NUMBER_FILE,
+    RESULTS_SUBDIR,
+    RUN_FILE,
+    RUN_SCHEMA_VERSION,
+    SUMMARY_FILE,
+    FlowResult,
+    write_json,
+    write_outputs,
+)
+from vlmpath.pr.merge_engine import is_engine_run, load_engine_artifact
+from vlmpath.pr.instructions import load_artifact
+from vlmpath.compare.records import FINGERPRINT_PREFIX
+from vlmpath.compare.selection import keep_selected
+from vlmpath.core import safe_json
+from vlmpath.core.errors import VlmpathError
+from vlmpath.render.escape import log_text
+from vlmpath.core.failures import FAILURES_PREFIX
+
+_SHA40 = re.compile(r"^[0-9a-f]{40}$")
+_RUN_FILE = re.compile(r"^[0-9a-f]{8}-[A-Za-z0-9._+-]{1,200}\.json$")
+_FINGERPRINT_FILE = re.compile(  # the fingerprint, and why cases failed
+    rf"^({re.escape(FINGERPRINT_PREFIX)}|{re.escape(FAILURES_PREFIX)})[0-9a-f]{{8}}\.json$")
+_PR_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
+_LINK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # an artifact name fit for a link target
+
+
+def _read_small(path: Path, limit: int = 1 << 20) -> str:
+    # Regular file checked on the open descriptor, read with the cap (safe_json.read_capped).
+    return safe_json.read_capped(path, "artifact file", limit).decode("utf-8", errors="replace")
+
+
+def read_pr_number(path: Path) -> int:
+    text = _read_small(path, 64).strip()
+    if not _PR_NUMBER.match(text):
+        raise VlmpathError(f"{path} holds {text[:20]!r}, not a pull request number (digits only)")
+    return int(text)
+
+
+def _artifact_dirs(root: Path) -> list[Path]:
+    if not root.is_dir():
+        raise VlmpathError(f"artifacts directory {root} does not exist: download the artifacts first")
+    if (root / RUN_FILE).exists() or (root / ERROR_FILE).exists():
+        return [root]
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+
+
+def _load_run_json(path: Path) -> dict[str, Any]:
+    data = safe_json.loads(_read_small(path), f"corrupted {path}")
+    if not isinstance(data, dict) or data.get("schema_version") != RUN_SCHEMA_VERSION:
+        raise VlmpathError(f"{path} is not a vlmpath ci run record (schema_version {RUN_SCHEMA_VERSION})")
+    for key in ("base_sha", "head_sha"):
+        if not isinstance(data.get(key), str) or not _SHA40.match(data[key]):
+            raise VlmpathError(f"{path}: {key} is not a 40-digit lowercase sha")
+    if not isinstance(data.get("machine"), str) or not MACHINE_NAME.match(data["machine"]):
+        raise VlmpathError(f"{path}: machine name {data.get('machine')!r} is not valid")
+    return data
+
+
+def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str) -> None:
+    if not src.is_dir() or src.is_symlink():
+        raise VlmpathError(f"artifact {artifact} has no {RESULTS_SUBDIR}/ directory")
+    bench_src = src / "benchmarks.json"
+    if bench_src.exists():
+        incoming = safe_json.loads(_read_small(bench_src, 64 << 20), f"corrupted {bench_src}")
+        if not isinstance(incoming, dict):
+            raise VlmpathError(f"corrupted {bench_src}: not a JSON object")
+        target = dest / "benchmarks.json"
+        merged = json.loads(target.read_text(encoding="utf-8")) if target.exists() else {}
+        for k, v in incoming.items():
+            merged.setdefault(k, v)
+        write_json(target, merged)
+    for mdir in sorted(src.iterdir()):
+        if mdir.name == "benchmarks.json":
+            continue
+        if mdir.is_symlink() or not mdir.is_dir() or not MACHINE_NAME.match(mdir.name):
+            raise VlmpathError(f"artifact {artifact}: unexpected entry {mdir.name!r} in {RESULTS_SUBDIR}/")
+        if mdir.name in owner:
+            raise VlmpathError(
+                f"machine {mdir.name} appears in artifacts {owner[mdir.name]} and {artifact}: "
+                "give each runner its own --machine name"
+            )
+        owner[mdir.name] = artifact
+        (dest / mdir.name).mkdir(parents=True, exist_ok=True)
+        for f in sorted(mdir.iterdir()):
+            ok = f.name == "machine.json" or _RUN_FILE.match(f.name) or _FINGERPRINT_FILE.match(f.name)
+            if not ok or f.is_symlink() or not f.is_file():
+                raise VlmpathError(f"artifact {artifact}: unexpected file {mdir.name}/{f.name!r}")
+            if f.stat().st_size > (64 << 20):
+                raise VlmpathError(f"artifact {artifact}: {mdir.name}/{f.name} is larger than 64 MiB")
+            if _RUN_FILE.match(f.name):  # bounded JSON, named by its artifact path (asv reads it next)
+                safe_json.check_file(f, f"artifact {artifact}: results file")
+            shutil.copyfile(f, dest / mdir.name / f.name)
+
+
+def _failure_comment(errors: Sequence[str]) -> str:
+    from vlmpath.render.comment import MARKER, md_escape
+
+    lines = [MARKER, "**Benchmarks did not run on any machine**", ""]
+    lines += [f"> ⚠️ {md_escape(e)}  " for e in errors]
+    return "\n".join(lines) + "\n"
+
+
+def _read_profiles(root: Path, names: Sequence[str]) -> list:
+    """Each artifact's profiles of regressed cases (``vlmpath.pr.profile``), for the
+    merged comment; trace links point into that artifact, and only when its directory name
+    is a plain one (a link target is built from validated parts only). Malformed: left
+    out, said so."""
+    from vlmpath.pr.profile import PROFILES_FILE
+    from vlmpath.compare.profile_diff import CaseProfile, profiles_from_json
+
+    profiles: list[CaseProfile] = []
+    for name in names:
+        path = root / name / PROFILES_FILE
+        if path.is_file() and not path.is_symlink():
+            try:
+                got = profiles_from_json(_read_small(path), prefix=f"{name}/")
+            except VlmpathError as exc:
+                profiles.append(CaseProfile(name, "(profiles)", (), (), None, None, f"{name}: {exc}"))
+                continue
+            if not _LINK_NAME.match(name):
+                got = [replace(p, base_trace=None, head_trace=None,
+                               note=(p.note + "; " if p.note else "") + "trace links left out: the artifact's "
+                               "name is not a plain name") for p in got]
+            profiles.extend(got)
+    return profiles
+
+
+def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
+                    head_sha: str | None = None, fail_on_regression: bool = False,
+                    thresholds: str | os.PathLike[str] | None = None,
+                    accepted: str | os.PathLike[str] | None = None) -> FlowResult:
+    """One comparison and one comment from every machine's ``vlmpath ci pr`` artifact."""
+    from vlmpath.compare import verdict as compare
+
+    root = Path(artifacts)
+    out = Path(out_dir)
+    if head_sha is not None and not _SHA40.match(head_sha.lower()):
+        raise VlmpathError(f"--head-sha {head_sha!r} is not a 40-digit sha")
+    cfg = compare.load_thresholds(thresholds)
+    # Everything is merged and compared in a staging directory first: a corrupt artifact
+    # fails the merge with --out left as it was (no half-merged results/, no pr-number).
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        return _merge(root, out, staging, cfg, head_sha=head_sha, fail_on_regression=fail_on_regression,
+                      accepted=accepted)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish(staging: Path, out: Path) -> None:
+    """Move the staged results into ``out`` (after the comparison succeeded)."""
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / RESULTS_SUBDIR).exists():
+        shutil.rmtree(out / RESULTS_SUBDIR)
+    os.replace(staging / RESULTS_SUBDIR, out / RESULTS_SUBDIR)
+
+
+def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
+           fail_on_regression: bool, accepted=None) -> FlowResult:
+    from vlmpath.compare import results
+    from vlmpath.compare import verdict as compare
+    from vlmpath.compare.results import write_text_atomic
+
+    dest = staging / RESULTS_SUBDIR
+    dest.mkdir()
+    errors: list[str] = []
+    runs: list[tuple[str, dict[str, Any]]] = []
+    prs: dict[int, list[str]] = {}
+    owner: dict[str, str] = {}
+    engine_runs: list[tuple[results.RunResults, results.RunResults]] = []
+    counts: list[tuple[results.RunResults, results.RunResults]] = []
+    for art in _artifact_dirs(root):
+        name = art.name
+        if (art / PR_NUMBER_FILE).exists():
+            prs.setdefault(read_pr_number(art / PR_NUMBER_FILE), []).append(name)
+        if (art / ERROR_FILE).exists():
+            first = _read_small(art / ERROR_FILE, 1 << 16).strip().splitlines() or ["(empty error file)"]
+            errors.append(f"{name}: benchmark run failed: {first[0][:300]}")
+        if not (art / RUN_FILE).exists():
+            if not (art / ERROR_FILE).exists():
+                errors.append(f"{name}: no {RUN_FILE} (the benchmark job stopped before comparing)")
+            continue
+        data = _load_run_json(art / RUN_FILE)
+        if is_engine_run(data):  # records of an engine PR (pr/merge_engine.py), not asv results
+            if data["machine"] in owner:
+                raise VlmpathError(f"machine {data['machine']} appears in artifacts {owner[data['machine']]} and {name}")
+            owner[data["machine"]] = name
+            engine_runs.append(load_engine_artifact(art, data))
+        else:
+            _merge_results(art / RESULTS_SUBDIR, dest, owner, name)
+            counted = load_artifact(art, data["machine"], data["base_sha"], data["head_sha"])
+            if counted is not None:  # instruction counts (``ci pr --instructions``) join the asv rows
+                counts.append(counted)
+        runs.append((name, data))
+    if len(prs) > 1:
+        raise VlmpathError(f"artifacts disagree on the pull request number: {dict(sorted(prs.items()))}")
+    pr = next(iter(prs), None)
+    if not runs:
+        if not errors:
+            raise VlmpathError(f"no benchmark artifacts under {root}: expected one directory per machine "
+                               f"with {RUN_FILE} and {RESULTS_SUBDIR}/")
+        _publish(staging, out)
+        if pr is not None:
+            write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
+        write_text_atomic(out / COMMENT_FILE, _failure_comment(errors))
+        write_text_atomic(out / SUMMARY_FILE, log_text("\n".join(["no machine produced results:", *errors])) + "\n")
+        return FlowResult("", "", (), out, None, 1 if fail_on_regression else 0, notes=tuple(errors))
+    pairs = {(d["base_sha"], d["head_sha"]) for _, d in runs}
+    if len(pairs) > 1:
+        listing = "; ".join(f"{n}: {d['base_sha'][:8]}..{d['head_sha'][:8]}" for n, d in runs)
+        raise VlmpathError(f"artifacts compared different commits ({listing}): re-run the benchmark workflow")
+    base_sha, head = pairs.pop()
+    if head_sha is not None and head != head_sha.lower():
+        raise VlmpathError(f"artifacts measured head {head[:12]}, but the workflow run is for {head_sha[:12]}")
+    sides = [[results.load_asv(dest, sha)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
+    for b, h in engine_runs + counts:
+        sides[0].append(b)
+        sides[1].append(h)
+    report = compare.compare(*(functools.reduce(results.merge_runs, side) for side in sides), cfg)
+    # Each machine's --bench, read as literal names (compare.selection): a pattern from an
+    # artifact is never compiled (one could backtrack for minutes in this privileged job).
+    report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
+    # --accepted: the PR head's reviewed benchmarks/accepted.yaml, given by the workflow (never
+    # read from the artifact: PR code wrote that); an entry's pr must be this PR.
+    from vlmpath.compare import accepted as accepted_mod
+
+    report = accepted_mod.apply(report, accepted_mod.load(accepted), pr=pr)
+    notes = list(errors)
+    for name, d in runs:
+        notes.extend(f"{d['machine']}: {n}" for n in d.get("notes", ()) if isinstance(n, str))
+    if notes:
+        report = replace(report, notes=tuple(dict.fromkeys(report.notes + tuple(n[:500] for n in notes))))
+    header = [f"merged artifacts: {', '.join(n for n, _ in runs)}", f"base (merge-base): {base_sha}",
+              f"head: {head}", f"pull request: {pr if pr is not None else 'unknown'}"]
+    _publish(staging, out)
+    if pr is not None:
+        write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
+    profiles = _read_profiles(root, [name for name, _ in runs])  # inside the comment's size fit
+    code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles)
+    machines = tuple(d["machine"] for _, d in runs)
+    return FlowResult(base_sha, head, machines, out, report, code, notes=tuple(notes))

@@ -1,0 +1,70 @@
+"""Which files of a published directory may an HTTP client read, and what does it get otherwise?
+
+``vlmpath serve`` publishes the asv dashboard, possibly bound to 0.0.0.0 in the compose
+``dashboard`` service. The standard library's ``SimpleHTTPRequestHandler`` lists every
+directory, follows symlinks out of the served root, and lets an exception from a hostile
+path (``/%00``: "embedded null byte") escape to ``socketserver``, which prints a traceback
+per request. This handler serves regular files that really lie under the root (after
+resolving symlinks) and ``index.html`` of a directory; everything else is a one-line
+404 or 400, with no listing and no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from http import HTTPStatus
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+class PublishedFilesHandler(SimpleHTTPRequestHandler):
+    """GET/HEAD of files under ``directory`` only: no listings, no escapes, no tracebacks."""
+
+    def list_directory(self, path):  # noqa: ANN001 (stdlib signature)
+        # A directory without index.html: the listing would show files nobody published.
+        self.send_error(HTTPStatus.NOT_FOUND, "no such page")
+        return None
+
+    def send_head(self):
+        try:
+            path = self.translate_path(self.path)
+        except ValueError:  # a NUL or other undecodable byte in the URL
+            self.send_error(HTTPStatus.BAD_REQUEST, "bad path")
+            return None
+        if "\x00" in path:
+            self.send_error(HTTPStatus.BAD_REQUEST, "bad path")
+            return None
+        root = os.path.realpath(self.directory)
+        real = os.path.realpath(path)
+        # realpath resolves every symlink: a link inside the root that points out of it is refused.
+        if real != root and not real.startswith(root + os.sep):
+            self.send_error(HTTPStatus.NOT_FOUND, "no such page")
+            return None
+        try:
+            return super().send_head()
+        except (OSError, ValueError):
+            self.send_error(HTTPStatus.NOT_FOUND, "no such page")
+            return None
+
+    def log_message(self, format, *args):  # noqa: A002 (stdlib signature)
+        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that reports a failed request in one line, not a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):  # noqa: ANN001 (stdlib signature)
+        exc = sys.exc_info()[1]
+        sys.stderr.write(f"vlmpath serve: request from {client_address[0]} failed: "
+                         f"{type(exc).__name__}: {exc}\n")
+
+
+def published_server(root: str | os.PathLike[str], bind: str, port: int) -> QuietServer:
+    """A server for the files under ``root`` (raises OSError if it cannot listen)."""
+    import functools
+
+    handler = functools.partial(PublishedFilesHandler, directory=str(Path(root).resolve()))
+    return QuietServer((bind, port), handler)

@@ -1,0 +1,93 @@
+"""How are the benchmark processes launched: environment, launch method, asv command line?
+
+Which ``vlmpath`` do the benchmarks import? asv's benchmark runner deletes ``PYTHONPATH``
+unless ``ASV_PYTHONPATH`` is set, which it puts first on ``sys.path`` instead; so
+``package_src`` and any ``PYTHONPATH`` of the caller are passed as ``ASV_PYTHONPATH`` (see
+``vlmpath.runner.run``). GPU runs use ``spawn`` (a forked child of a parent that touched
+CUDA/HIP cannot use the GPU); CPU runs default to ``forkserver`` (the suite is imported
+once) and pin ``OMP_NUM_THREADS=1`` unless set.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from vlmpath.runner.asv_config import abs_path
+from vlmpath.runner.options import RunOptions
+from vlmpath.suite.bench_env import BenchEnv
+from vlmpath.core.errors import VlmpathError
+
+LAUNCH_METHODS = ("auto", "spawn", "forkserver")
+
+
+def benchmark_env(opts: RunOptions, repo: Path, machine: str, backend: str,
+                  base: Mapping[str, str] | None = None, *, commit_is_head: bool = True) -> dict[str, str]:
+    """Environment of asv and, through it, of every benchmark process."""
+    env = dict(os.environ if base is None else base)
+    env.update(opts.extra_env)
+    src = opts.package_src
+    if src is None:
+        tree = commit_is_head and (repo / "src" / "vlmpath").is_dir()
+        src = str(repo / "src") if tree else ""
+    paths = [p for p in (src and str(abs_path(repo, src)), env.get("ASV_PYTHONPATH", ""), env.get("PYTHONPATH", "")) if p]
+    if paths:
+        env["ASV_PYTHONPATH"] = os.pathsep.join(paths)
+    if backend == "cpu":
+        env.setdefault("OMP_NUM_THREADS", "1")
+    engine = None
+    if opts.engine:  # the benchmarks measure with this engine (vlmpath.engines.base)
+        from vlmpath.engines.base import parse_engine
+
+        engine = parse_engine(opts.engine).label
+    # The one place the run's options are handed to the benchmark processes (asv's own).
+    BenchEnv(scale=opts.scale, quick=opts.quick, machine=machine, engine=engine,
+             engine_python=opts.engine_python if engine else None).apply(env)
+    return env
+
+
+def engine_machine(machine: str, engine: str | None) -> str:
+    """The machine name results are filed under: the engine's slug is appended for any engine
+    but the reference, so release-by-release history stays apart (``cpu-x86-sglang-0.5.23``)."""
+    from vlmpath.engines.base import parse_engine
+
+    spec = parse_engine(engine)
+    return machine if spec.kind == "reference" else f"{machine}-{spec.slug}"
+
+
+def launch_method(requested: str, backend: str) -> str:
+    if requested not in LAUNCH_METHODS:
+        raise VlmpathError(f"--launch-method {requested!r}: choose one of {', '.join(LAUNCH_METHODS)}")
+    if requested == "forkserver" and backend != "cpu":
+        raise VlmpathError("--launch-method forkserver cannot be used on a GPU: forked children of a "
+                           "process that initialised CUDA/HIP cannot use the device; use spawn")
+    if requested == "auto":
+        return "forkserver" if backend == "cpu" else "spawn"
+    return requested
+
+
+def asv_run_command(cfg: Path, python: str, commit: str, machine: str, method: str,
+                    quick: bool, bench: str | None) -> list[str]:
+    cmd = [sys.executable, "-m", "asv", "run", "--config", str(cfg), "-E", f"existing:{python}",
+           "--set-commit-hash", commit, "--machine", machine, "--launch-method", method,
+           "--record-samples", "--show-stderr"]
+    if quick:
+        cmd.append("--quick")
+    if bench is not None:
+        cmd += ["-b", bench]
+    return cmd
+
+def package_location(python: str, env: Mapping[str, str]) -> str:
+    """Where the benchmark interpreter imports ``vlmpath`` from (as asv will set its path)."""
+    penv = dict(env)
+    penv["PYTHONPATH"] = env.get("ASV_PYTHONPATH", "")
+    proc = subprocess.run([python, "-c", "import vlmpath, os; print(os.path.dirname(vlmpath.__file__))"],
+                          env=penv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise VlmpathError(f"the benchmark interpreter {python} cannot import vlmpath: install the commit under "
+                           "test, set PYTHONPATH to its src/, or pass --package-src")
+    return proc.stdout.strip()
+

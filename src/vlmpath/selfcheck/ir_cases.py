@@ -1,0 +1,190 @@
+"""How many instructions does one pass of each routine case execute, per checkout (side)?
+
+``count_sides`` counts every selected ``EmbedRoutine(pipeline, preset)`` case of one or more
+checkouts: per side ONE callgrind process (start-up with torch costs minutes; the cases
+share it), all sides at once (valgrind runs a process on one core), threads pinned
+(``measure.pinning``), tiny scale by default. The worker (``selfcheck/ir_worker.py``) runs by path
+with ``PYTHONPATH`` = the side's ``src``: the harness is fixed, the code under test varies
+(as asv runs head's benchmarks on each side's package). A quick plain-Python probe first
+proves the side imports its own ``vlmpath`` and has what the worker needs; if not, the
+side is *not measured* with that reason, never a crash.
+
+``records`` are what ``vlmpath instructions --out FILE`` writes (one JSON:
+case, params, instructions, commit); ``run_results`` turns a side into compare ``Metric``
+rows (unit ``instructions``: deterministic, judged by its band; ``thresholds.yaml``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import vlmpath
+from vlmpath.selfcheck import callgrind
+from vlmpath.core.errors import VlmpathError
+
+BENCH = "bench_embed.EmbedRoutine.track_instructions"
+UNIT = "instructions"
+SCHEMA_VERSION = 1
+SOURCE = "callgrind"
+WORKER = Path(__file__).with_name("ir_worker.py")
+# Run the worker by path without putting its folder (src/vlmpath/ci: bisect.py, ...) on sys.path.
+_RUN_BY_PATH = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
+PROBE_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Side:
+    """One checkout to count: its ``src`` folder (None: this process's own package)."""
+
+    label: str
+    src: Path | None
+    commit: str | None = None
+
+
+def _own_src() -> Path:
+    return Path(vlmpath.__file__).resolve().parents[1]
+
+
+def _env(src: Path, threads: int, base: Mapping[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env.update(PYTHONPATH=str(src), OMP_NUM_THREADS=str(threads), PYTHONHASHSEED="0")  # hash seed: same work each run
+    env.pop("ASV_PYTHONPATH", None)
+    return env
+
+
+def _argv(spec: Path) -> list[str]:
+    return [sys.executable, "-c", _RUN_BY_PATH, str(WORKER), str(spec)]
+
+
+def _spec(tmp: Path, **fields: Any) -> Path:
+    path = tmp / "spec.json"
+    path.write_text(json.dumps({"dumps": str(tmp / "cg"), "out": str(tmp / "result.json"), **fields}))
+    return path
+
+
+def _probe(src: Path, env: Mapping[str, str]) -> str | None:
+    """Why this side cannot be counted (None: it can): missing imports, or a shadowed vlmpath."""
+    with tempfile.TemporaryDirectory(prefix="vlmpath-ir-probe-") as tmp:
+        spec = _spec(Path(tmp), probe=True)
+        try:
+            r = subprocess.run(_argv(spec), env=dict(env), cwd=tmp, capture_output=True, text=True,
+                               timeout=PROBE_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            return f"the counter's probe (plain Python, importing the side) took over {PROBE_TIMEOUT_S} s"
+        out = Path(tmp) / "result.json"
+        if r.returncode != 0 or not out.is_file():
+            return f"the counter's probe failed (exit {r.returncode}): {r.stderr.strip()[-300:]}"
+        result = json.loads(out.read_text(encoding="utf-8"))
+    if result.get("not_measured"):
+        return result["not_measured"]
+    got = Path(result["vlmpath"]).resolve().parent
+    if got != (src / "vlmpath").resolve():
+        return f"the counter would import vlmpath from {got}, not from {src} (a .pth or editable-install hook?)"
+    return None
+
+
+def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str = "tiny", threads: int = 1,
+                env: Mapping[str, str] | None = None, timeout: float = callgrind.TIMEOUT_S,
+                log: Callable[[str], None] = print) -> list[dict]:
+    """Per side: ``{"side", "commit", "not_measured", "records", "seconds", ...}``; see module doc."""
+    callgrind.valgrind("or leave out --instructions")  # one clear error before any work
+    results: list[dict] = []
+    running = []
+    with tempfile.TemporaryDirectory(prefix="vlmpath-ir-") as root:
+        for i, side in enumerate(sides):
+            src = (side.src or _own_src()).resolve()
+            side_env = _env(src, threads, env)
+            res = {"side": side.label, "commit": side.commit, "source": str(src), "scale": scale,
+                   "threads": threads, "bench": bench, "not_measured": _probe(src, side_env), "records": []}
+            results.append(res)
+            if res["not_measured"]:
+                log(f"instructions: {side.label} not measured: {res['not_measured']}")
+                continue
+            tmp = Path(root) / f"side{i}"
+            tmp.mkdir()
+            spec = _spec(tmp, bench=bench, scale=scale, threads=threads)
+            log(f"instructions: counting {side.label} ({src}) under callgrind, one process (minutes)")
+            running.append((res, tmp, time.monotonic(), callgrind.start(_argv(spec), tmp, side_env, instrument=False)))
+        try:
+            for res, tmp, t0, proc in running:
+                try:
+                    out = callgrind.finish(proc, tmp, tmp / "result.json", timeout)
+                except VlmpathError as exc:  # this side's run broke: said, and the other sides still count
+                    out = {"not_measured": str(exc)}
+                res["not_measured"] = out.get("not_measured")
+                res["records"] = [_record(r, res["commit"]) for r in out.get("records", ())]
+                res["seconds"] = round(time.monotonic() - t0, 1)
+        finally:
+            for *_, proc in running:  # never leave a valgrind behind (an interrupt, a timeout)
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    return results
+
+
+def _record(raw: Mapping[str, Any], commit: str | None) -> dict:
+    params = {"pipeline": str(raw["pipeline"]), "preset": str(raw["preset"])}
+    return {"case": f"embed:{params['pipeline']}/{params['preset']}", "params": params,
+            "instructions": raw.get("instructions"), "error": raw.get("error"), "commit": commit}
+
+
+def to_json(sides: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps({"schema_version": SCHEMA_VERSION, "benchmark": BENCH, "sides": list(sides)},
+                      indent=1, sort_keys=True) + "\n"
+
+
+def load_sides(text: str, where: str) -> list[dict]:
+    """The sides of a records file (``to_json``), checked: it may come from an untrusted artifact."""
+    from vlmpath.core import safe_json
+
+    data = safe_json.loads(text, where, "re-run `vlmpath instructions --out FILE`")
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION or not isinstance(
+            data.get("sides"), list):
+        raise VlmpathError(f"{where}: not an instruction-count file (schema_version {SCHEMA_VERSION}, sides)")
+    for s in data["sides"]:
+        recs = s.get("records") if isinstance(s, dict) else None
+        if not isinstance(recs, list) or not all(_valid(r) for r in recs):
+            raise VlmpathError(f"{where}: a side has malformed records (need case params, instructions or error)")
+    return data["sides"]
+
+
+def _valid(r: Any) -> bool:
+    if not isinstance(r, dict) or not isinstance(r.get("params"), dict):
+        return False
+    n = r.get("instructions")
+    ok_n = n is None or (isinstance(n, int) and not isinstance(n, bool) and n >= 0)
+    return ok_n and all(isinstance(r["params"].get(k), str) for k in ("pipeline", "preset"))
+
+
+def metrics(side: Mapping[str, Any], machine: str, commit: str) -> list:
+    """One ``Metric`` per record (an error or a missing count is a failed case)."""
+    from vlmpath.compare.records import Metric
+
+    out = []
+    for r in side.get("records", ()):
+        n = r.get("instructions")
+        error = str(r["error"])[:500] if r.get("error") else (None if n is not None else "no instruction count")
+        out.append(Metric(machine=machine, benchmark=BENCH, unit=UNIT, commit=commit, source=SOURCE,
+                          params=(("pipeline", r["params"]["pipeline"]), ("preset", r["params"]["preset"])),
+                          value=None if error else float(n), samples=() if error else (float(n),), error=error))
+    return out
+
+
+def run_results(side: Mapping[str, Any], machine: str, commit: str):
+    """A side as ``RunResults`` (one machine) to merge with its asv results; a side that was
+    not measured has no rows and a note saying why."""
+    from vlmpath.compare.records import MachineRun, RunResults
+
+    rows = tuple(metrics(side, machine, commit))
+    why = side.get("not_measured")
+    notes = (f"instruction counts: {side.get('side', 'side')} {commit[:8]} not measured: {str(why)[:300]}",) if why else ()
+    return RunResults(commit=commit, machines=(MachineRun(machine, commit, rows),), source=SOURCE, notes=notes)
