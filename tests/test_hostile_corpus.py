@@ -203,6 +203,28 @@ def test_values_that_are_not_numbers_in_range_are_not_judged(tmp_path, capsys, r
     assert row["verdict"] == "not comparable" and row["head"] is None
 
 
+def test_the_engine_flow_and_ci_pr_follow_the_same_rule():
+    """Engine records (``ci pr --engine-src``, merged by ``ci merge``) and ``ci pr``'s own
+    selection go through the same verdict: a NaN or Infinity record value is not judged,
+    and a selection that leaves nothing is incomplete (exit 3), never green."""
+    from vlmpath.compare.from_records import run_from_records
+    from vlmpath.compare.verdict import compare as judge_all
+    from vlmpath.pr.outputs import drop_unselected
+
+    def rec(**kw):
+        return {"workload": "w", "pipeline": {"encode": "engine"}, "tok_per_s": 1000.0, "accuracy": 1.0,
+                "syncs": 0, "encoder_syncs": 2, "encoder_calls": 1, "error": None, **kw}
+    base = run_from_records([rec()], machine="m", commit="a" * 40)
+    head = run_from_records([rec(accuracy=float("nan"), tok_per_s=float("inf"))], machine="m", commit="b" * 40)
+    rep = judge_all(base, head)
+    bad = {c.benchmark.rsplit(".", 1)[1]: c for c in rep.not_judged}
+    assert set(bad) == {"track_accuracy", "track_tok_per_s"} and "not finite" in bad["track_accuracy"].reason
+    assert rep.improvements == [] and rep.regressions == []
+    assert judge_all(base, base).exit_code() == 0  # the unchanged pair: green
+    nothing = drop_unselected(judge_all(base, base), {"m": "NoSuchCase"})
+    assert nothing.all() == [] and nothing.exit_code() == 3 and nothing.incomplete
+
+
 def test_same_commit_and_an_older_benchmark_version_are_said(tmp_path, capsys):
     res = tmp_path / "res"
     results(res, "cpu-a", BASE, GOOD)
