@@ -457,8 +457,10 @@ def test_the_comment_fits_at_every_bound_with_profiles_and_a_70k_value(tmp_path,
     no_workflow_command(md)
     assert md.splitlines()[1].startswith("**300 regressions")  # the verdict line is kept
     assert huge not in md and ("left out" in md or "omitted" in md)
-    # Room was made in the sections, not by a hard cut of the text.
-    assert "comment cut at the size limit" not in md
+    # Room was made in the sections, not by a hard cut of the text; 300 notes do not crowd
+    # out the changes table, and the profiles section is inside the fit (said when cut).
+    assert "comment cut at the size limit" not in md and "### What changed" in md
+    assert "Where the time went" in md and "more warnings in comparison.json" in md
     # The smallest budget still keeps the marker and the verdict line.
     tiny = render_markdown(rep, profiles=profiles, max_chars=2000)
     assert len(tiny) <= 2000 and tiny.splitlines()[1] == md.splitlines()[1]

@@ -49,6 +49,8 @@ DEFAULT_MAX_CHARS = 65000
 #: Longest case label shown (benchmark and parameters): a 70k-character parameter value
 #: must not fill the comment; the JSON keeps it whole.
 NAME_CHARS = 160
+#: Most warning lines under the verdict (each is clipped to ``headline.NOTE_CHARS``).
+MAX_WARNINGS = 20
 
 
 # --- terminal -------------------------------------------------------------------------------
@@ -161,9 +163,12 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
         f" · {_plural(n_cases, 'case')} on {_plural(len(report.machines), 'machine')}"
         f" · thresholds: {md_escape(report.thresholds_source)}</sub>"
     )
-    if warnings(report):
+    shown = warnings(report, md_escape)
+    if shown:  # at most MAX_WARNINGS: notes must not crowd the tables out of the comment
         top.append("")
-        top.extend(f"> ⚠️ {w}  " for w in warnings(report, md_escape))
+        top.extend(f"> ⚠️ {w}  " for w in shown[:MAX_WARNINGS])
+        if len(shown) > MAX_WARNINGS:
+            top.append(f"> _{len(shown) - MAX_WARNINGS} more warnings in comparison.json_")
     blocks = [_Block(top)]
 
     changed = sorted((c for c in report.all() if c.verdict is not Verdict.UNCHANGED), key=_sort_key)
