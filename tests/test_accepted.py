@@ -151,3 +151,10 @@ def test_an_accepted_change_opens_no_issue_and_closes_an_open_one(github_fake, t
     assert res.closed and issue["state"] == "closed"
     res = _step(github_fake, results, _file(results, 5, 402.0), entries)  # same change, later commit
     assert res.opened == () and len(github_fake.issues) == 1
+
+
+def test_the_repositorys_own_list_is_valid():
+    # A bad edit to the reviewed file fails here, not in the comment job.
+    root = Path(__file__).resolve().parents[1]
+    entries = accepted.load(root / accepted.ACCEPTED_FILE)
+    assert all(e.reason and (e.commit or e.pr) for e in entries)
