@@ -187,7 +187,7 @@ class ComparisonReport:
         return self.judged == 0 or 2 * len(self.not_judged) > len(self.all())
 
     def exit_code(self, fail_on_regression: bool = True) -> int:
-        """1 on a regression, else 3 when most cases were not judged, else 0 (0 without gating)."""
+        """1 on a regression, else 3 when nothing or most cases were not judged, else 0 (0 without gating)."""
         if not fail_on_regression:
             return EXIT_OK
         if self.regressions:
