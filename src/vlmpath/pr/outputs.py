@@ -101,6 +101,8 @@ def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
         verdict = f"no regressions among the judged cases, {len(report.not_judged)} not judged: exit {code}"
     else:
         verdict = f"no regressions: exit {code}"
+    if report.accepted:  # benchmarks/accepted.yaml: counted, not failing
+        verdict += f" ({len(report.accepted)} accepted regression(s) not failing)"
     text = "\n".join([*header, f"verdict: {verdict}", "", render.render_terminal(report)])
     write_text_atomic(out / SUMMARY_FILE, log_text(text))  # printed in the job log: no workflow commands
     return code
