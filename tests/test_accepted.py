@@ -158,3 +158,22 @@ def test_the_repositorys_own_list_is_valid():
     root = Path(__file__).resolve().parents[1]
     entries = accepted.load(root / accepted.ACCEPTED_FILE)
     assert all(e.reason and (e.commit or e.pr) for e in entries)
+
+
+def test_ci_merge_applies_the_given_file_for_its_pr_only(tmp_path, capsys):
+    import shutil
+
+    res = _pair(tmp_path)
+    art = tmp_path / "arts" / "bench-cpu"
+    shutil.copytree(res, art / "results")
+    (art / "run.json").write_text(json.dumps({"schema_version": 1, "base_sha": BASE, "head_sha": HEAD,
+                                              "machine": "cpu-a"}))
+    (art / "pr-number").write_text("7\n")
+    for pr, code in ((8, 1), (7, 0)):  # an entry for another PR covers nothing
+        (tmp_path / "acc.yaml").write_text(f"accepted:\n  - case: 'bench_embed.*'\n    pr: {pr}\n    reason: r\n")
+        out = tmp_path / f"m{pr}"
+        rc = main(["ci", "merge", str(tmp_path / "arts"), "--out", str(out), "--fail",
+                   "--accepted", str(tmp_path / "acc.yaml")])
+        capsys.readouterr()
+        assert rc == code, pr
+        assert ("2 accepted" in (out / "comment.md").read_text()) == (code == 0)
