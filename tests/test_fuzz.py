@@ -97,7 +97,14 @@ def _load_with(name: str, data: bytes):
 
 
 def test_results_known_good_loads():
-    assert _load_with("extra.txt", b"") is not None
+    # The template must load to what was written (not merely to something): else the
+    # properties below would pass on a loader that refuses every input as its own error.
+    run = _load_with("extra.txt", b"")
+    assert run is not None and run.commit == BASE
+    [machine] = run.machines
+    assert machine.machine == "m1"
+    got = sorted((m.benchmark, dict(m.params)["preset"], m.unit, m.value) for m in machine.metrics)
+    assert got == [("bench_x.A.track_tok_per_s", "a", "tok/s", 1.0), ("bench_x.A.track_tok_per_s", "b", "tok/s", 2.0)]
 
 
 @FAST

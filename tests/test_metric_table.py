@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.compare.pytest_results import EXTRA_INFO_UNITS
 from vlmpath.compare.thresholds import Thresholds, UnitRule, table_disagreements
 from vlmpath.core import metrics
 from vlmpath.core.metrics import METRICS, MetricSpec, by_unit, routine_metrics
@@ -51,12 +50,22 @@ def test_bad_rows_are_refused():
         by_unit((a, dataclasses.replace(a, name="b", exact=True)))
 
 
-def test_readers_and_summary_take_their_keys_from_the_table():
+def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
+    import json
+
+    from vlmpath.compare.pytest_results import load_pytest_benchmark
     from vlmpath.suite.cases import record_summary
 
     routine = {m.name: m.unit for m in METRICS if m.routine}
-    assert dict(EXTRA_INFO_UNITS) == routine
-    assert set(routine) == {"tok_per_s", "accuracy", "syncs", "encoder_calls", "peak_bytes", "reserved_bytes"}
+    assert routine == {"tok_per_s": "tok/s", "accuracy": "fraction", "syncs": "syncs", "encoder_calls": "calls",
+                       "peak_bytes": "bytes", "reserved_bytes": "bytes"}
+    # The pytest-benchmark reader: every routine key read with the table's unit, nothing else.
+    extra = {**{name: 1.0 for name in routine}, "not_a_metric": 5.0}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"benchmarks": [{"name": "test_x", "stats": {"median": 0.5}, "extra_info": extra}]}))
+    [run] = load_pytest_benchmark(path).machines
+    assert {m.benchmark: m.unit for m in run.metrics} == {
+        "test_x": "seconds", **{f"test_x.{name}": unit for name, unit in routine.items()}}
 
     class Record:  # every routine metric is a field of the measured record
         wall_s, samples, error, encoder_syncs, memory = 0.5, (0.1,), None, 0, None
@@ -76,10 +85,14 @@ def test_the_formatter_follows_the_table():
     assert fmt_with_unit(2.0, "seconds") == "2 s" and fmt_with_unit(2.0, "calls") == "2 calls"
 
 
-def test_headline_units_are_the_throughputs():
+def test_headline_units_are_the_throughputs(monkeypatch):
     from vlmpath.render.report_data import THROUGHPUT_UNITS
 
-    assert THROUGHPUT_UNITS == metrics.headline_units() == ("tok/s", "GB/s")
+    assert THROUGHPUT_UNITS == ("tok/s", "GB/s")
+    # headline_units reads the table: a planted headline row (a unit seen twice once) shows.
+    row = MetricSpec("img_per_s", "img/s", "higher", False, "plain", True, "images per second")
+    monkeypatch.setattr(metrics, "METRICS", metrics.METRICS + (row, dataclasses.replace(row, name="img2_per_s")))
+    assert metrics.headline_units() == ("tok/s", "GB/s", "img/s")
 
 
 @pytest.fixture(scope="module")
