@@ -171,15 +171,16 @@ def _fake_measure(monkeypatch, errors):
     import dataclasses
 
     import vlmpath.suite.measure as sm
+    from vlmpath.suite.record import CaseRecord
 
     it = iter(errors)
 
     def fake(case, session, **k):
-        return sm.CaseRecord(workload=case.workload, scale="tiny", pipeline=case.pipeline.to_dict(),
-                             tok_per_s=None, accuracy=0.0, max_abs_err=None, encoder_calls=1, cache_hits=0,
-                             wall_s=0.1, samples=(0.1,), error=next(it), prefill_tokens=10, steps=1,
-                             failed_steps=1, items=1, placed=0, hash_s=0.0, sha256_digests=0, syncs=None,
-                             encoder_syncs=None)
+        return CaseRecord(workload=case.workload, scale="tiny", pipeline=case.pipeline.to_dict(),
+                          tok_per_s=None, accuracy=0.0, max_abs_err=None, encoder_calls=1, cache_hits=0,
+                          wall_s=0.1, samples=(0.1,), error=next(it), prefill_tokens=10, steps=1,
+                          failed_steps=1, items=1, placed=0, hash_s=0.0, sha256_digests=0, syncs=None,
+                          encoder_syncs=None)
 
     monkeypatch.setattr(sm, "measure_case", fake)
     return dataclasses

@@ -20,7 +20,14 @@ from vlmpath.render.fmt import fmt_value, fmt_with_unit
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_packaged_thresholds_agree_with_the_table():
+def test_the_thresholds_take_every_table_unit_from_the_table():
+    import yaml
+    from importlib import resources
+
+    packaged = yaml.safe_load(resources.files("vlmpath.compare").joinpath("thresholds.yaml").read_text())
+    table_units = set(metrics.metric_by_unit())
+    assert not set(packaged["units"]) & table_units  # the yaml restates no row
+    assert table_units <= set(dict(Thresholds.default().units))
     assert table_disagreements(Thresholds.default()) == []
 
 
@@ -57,8 +64,8 @@ def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
     from vlmpath.suite.cases import record_summary
 
     routine = {m.name: m.unit for m in METRICS if m.routine}
-    assert routine == {"tok_per_s": "tok/s", "accuracy": "fraction", "syncs": "syncs", "encoder_calls": "calls",
-                       "peak_bytes": "bytes", "reserved_bytes": "bytes"}
+    assert routine == {"tok_per_s": "tok/s", "accuracy": "fraction", "syncs": "syncs", "encoder_syncs": "syncs",
+                       "encoder_calls": "calls", "peak_bytes": "bytes", "reserved_bytes": "bytes"}
     # The pytest-benchmark reader: every routine key read with the table's unit, nothing else.
     extra = {**{name: 1.0 for name in routine}, "not_a_metric": 5.0}
     path = tmp_path / "bench.json"
@@ -68,7 +75,7 @@ def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
         "test_x": "seconds", **{f"test_x.{name}": unit for name, unit in routine.items()}}
 
     class Record:  # every routine metric is a field of the measured record
-        wall_s, samples, error, encoder_syncs, memory = 0.5, (0.1,), None, 0, None
+        wall_s, samples, error, memory = 0.5, (0.1,), None, None
         prefill_tokens, hash_s = 64, 1e-5
 
     for i, name in enumerate(routine):
@@ -104,6 +111,20 @@ def suite():
         sys.path.remove(str(ROOT))
 
 
+def test_every_record_metric_is_a_record_field_and_the_engine_path_has_them_all():
+    from dataclasses import fields
+
+    from vlmpath.compare.from_records import record_metrics as engine_rows
+    from vlmpath.suite.record import CaseRecord
+
+    names = {f.name for f in fields(CaseRecord)}
+    assert {m.name for m in metrics.record_metrics()} <= names
+    # The engine path reports what the routine paths report (peak memory was once missing).
+    assert [leaf for _, leaf, _ in engine_rows()] == [
+        "track_tok_per_s", "track_accuracy", "track_syncs", "track_encoder_syncs", "track_encoder_calls",
+        "track_peak_bytes", "track_reserved_bytes"]
+
+
 def test_the_suite_generates_one_track_method_per_routine_metric(suite):
     encode, embed = suite
     for cls, path in ((encode.EncodeMetrics, "encode"), (embed.EmbedRoutine, "embed")):
@@ -115,7 +136,9 @@ def test_the_suite_generates_one_track_method_per_routine_metric(suite):
     # The asv names history is keyed on stay as they were.
     assert sorted(n for n in dir(encode.EncodeMetrics) if n.startswith("track_")) == \
         ["track_accuracy", "track_encoder_calls", "track_peak_bytes", "track_reserved_bytes", "track_tok_per_s"]
-    assert "track_syncs" in dir(embed.EmbedRoutine)
+    assert sorted(n for n in dir(embed.EmbedRoutine) if n.startswith("track_")) == \
+        ["track_accuracy", "track_encoder_calls", "track_hash_s", "track_peak_bytes", "track_reserved_bytes",
+         "track_syncs", "track_tok_per_s"]
 
 
 def test_a_hand_written_twin_is_refused(suite):

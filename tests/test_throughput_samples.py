@@ -96,7 +96,7 @@ def test_record_summary_keeps_tokens_and_hash_seconds():
 
     from dataclasses import fields
 
-    from vlmpath.suite.measure import CaseRecord
+    from vlmpath.suite.record import CaseRecord
 
     values = {f.name: None for f in fields(CaseRecord)}
     values.update(tok_per_s=1.0, accuracy=1.0, encoder_calls=1, syncs=0, wall_s=1.0, samples=(1.0,),

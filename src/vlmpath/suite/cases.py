@@ -25,7 +25,7 @@ import torch
 
 from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import UnknownNameError, VlmpathError
-from vlmpath.core.metrics import METRICS
+from vlmpath.core.metrics import record_metrics
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES
 from vlmpath.engines.pipelines import NAMED_PIPELINES
 from vlmpath.engines.reference import Pipeline
@@ -145,11 +145,10 @@ def embed_cases() -> tuple[RoutineCase, ...]:
 
 def record_summary(record) -> dict:
     """The numbers a routine benchmark reports, as a plain (picklable, torch-free) dict."""
-    # Every routine metric of the table (``vlmpath.core.metrics``) is a field of the record.
-    numbers = {m.name: getattr(record, m.name) for m in METRICS if m.routine}
+    # Every metric a case reports (``vlmpath.core.metrics``) is a field of the record.
+    numbers = {m.name: getattr(record, m.name) for m in record_metrics()}
     return {
         **numbers,
-        "encoder_syncs": record.encoder_syncs,
         "wall_s": record.wall_s,
         "samples": list(record.samples),
         "prefill_tokens": record.prefill_tokens,
