@@ -14,11 +14,11 @@ in the headline, in the verdict cell of the changes table and in the note column
 from __future__ import annotations
 
 import html
-import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from vlmpath.compare.comparison import dumps_report
 from vlmpath.compare.verdict import (
     Comparison,
     ComparisonReport,
@@ -214,4 +214,4 @@ def _fit(blocks: list[_Block], max_chars: int) -> str:
 
 
 def render_json(report: ComparisonReport) -> str:
-    return json.dumps(report.to_dict(), indent=1, sort_keys=True) + "\n"
+    return dumps_report(report)  # the one writer of a comparison (compare.comparison)
