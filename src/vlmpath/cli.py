@@ -246,13 +246,23 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="also add the charts page to this published asv html dir")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.compare.results import load_asv
         from vlmpath.compare.thresholds import load_thresholds
+        from vlmpath.compare.verdict import compare
         from vlmpath.render.report import write_report
+        from vlmpath.render.report_data import check_results_dir, load_comparison
 
         if a.history < 1:
             raise VlmpathError(f"--history must be at least 1, got {a.history}")
-        out = write_report(a.results, a.out, thresholds=load_thresholds(a.config), base=a.base, head=a.head,
-                           comparison=a.comparison, history_limit=a.history)
+        if (a.base is None) != (a.head is None):
+            raise VlmpathError("pass both --base and --head (or neither)")
+        thresholds = load_thresholds(a.config)
+        report = load_comparison(a.comparison) if a.comparison else None
+        if report is None and a.base is not None:  # judged here, as `vlmpath compare` judges: the charts never do
+            check_results_dir(a.results)
+            report = compare(load_asv(a.results, a.base), load_asv(a.results, a.head), thresholds)
+        out = write_report(a.results, a.out, thresholds=thresholds, comparison=report, head=a.head,
+                           history_limit=a.history)
         for w in out.warnings:
             print(f"vlmpath report: warning: {w}", file=sys.stderr)
         for c in out.charts:

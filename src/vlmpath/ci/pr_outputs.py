@@ -111,8 +111,7 @@ def draw_charts(out: Path, report, thresholds, head_run=None) -> list[str]:
         from vlmpath.render.report import write_report
 
         rep = write_report(out / RESULTS_SUBDIR, out / "report", thresholds=thresholds,
-                           base=report.base_commit, head=report.head_commit, comparison=report,
-                           head_run=head_run)
+                           head=report.head_commit, comparison=report, head_run=head_run)
     except (ImportError, VlmpathError) as exc:
         return [f"charts not drawn: {exc}"]
     return [f"chart warning: {w}" for w in rep.warnings]

@@ -37,10 +37,8 @@ from vlmpath.compare.results import RunResults, load_asv
 from vlmpath.compare.verdict import (
     ComparisonReport,
     Thresholds,
-    compare,
 )
 from vlmpath.core.atomic import write_text as write_text_atomic
-from vlmpath.core.errors import VlmpathError
 from vlmpath.render.report_charts import path_chart, vendor_chart
 from vlmpath.render.report_data import (
     DEFAULT_PATHS,
@@ -111,22 +109,19 @@ def _safe_name(text: str) -> str:
 
 
 def write_report(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
-                 thresholds: Thresholds, base: str | None = None, head: str | None = None,
-                 comparison: str | os.PathLike[str] | ComparisonReport | None = None,
-                 head_run: RunResults | None = None,
+                 thresholds: Thresholds, comparison: ComparisonReport | None = None,
+                 head: str | None = None, head_run: RunResults | None = None,
                  history_limit: int | None = 50) -> ReportOutput:
     """Draw every chart from ``results_dir`` into ``<out_dir>/charts/`` plus a manifest.
 
-    ``thresholds``: what every judgement here uses (history marks, a ``--base/--head``
-    comparison, the direction labels); a caller that already compared passes the
-    ``ComparisonReport`` itself as ``comparison`` and the thresholds it used, and
-    ``head_run`` when it holds head's results already (nothing it made is read back)."""
-    if (base is None) != (head is None):
-        raise VlmpathError("pass both --base and --head (or neither)")
+    ``comparison``: the judged base-vs-head report the PR chart draws (the charts never
+    judge a pair again; ``vlmpath report --base/--head`` compares before calling this);
+    ``thresholds``: the ones it was judged with, which the history marks and the
+    direction labels use too. ``head`` (or ``head_run``, head's results already loaded:
+    nothing is read back) is the commit the per-path charts show; default the
+    comparison's head, else the newest results."""
     history = load_history(results_dir, history_limit)
-    report = load_comparison(comparison) if comparison is not None else None
-    if report is None and base is not None and head is not None:
-        report = compare(load_asv(results_dir, base), load_asv(results_dir, head), thresholds)
+    report = comparison
     shown = head_run
     if shown is None and head is not None:
         shown = load_asv(results_dir, head)
