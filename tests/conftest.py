@@ -12,7 +12,8 @@ import pytest
 import torch
 from counted_pipelines import COUNTED_PIPELINES
 
-from vlmpath.engines.reference import EmbedRoutine, Pipeline, text_table
+from vlmpath.engines.pipelines import Pipeline
+from vlmpath.engines.reference import EmbedRoutine, text_table
 from vlmpath.measure.fidelity import Assembler, golden_rows, score
 from vlmpath.measure.workload import Workload, preset
 from vlmpath.suite.measure import Case, Session, measure_case

@@ -19,13 +19,12 @@ from pathlib import Path
 import pytest
 from asv_fixtures import fingerprint, write_asv_run
 
-from vlmpath.ci import merge as ci_merge
+from vlmpath.ci import merge as ci_merge, pr as ci_flow
 from vlmpath.ci.base_reuse import write_run_info
-from vlmpath.ci import pr as ci_flow
 from vlmpath.cli import main
-from vlmpath.compare.verdict import Verdict
+from vlmpath.compare.comparison import Verdict
 from vlmpath.core.errors import VlmpathError
-from vlmpath.render.comment import md_escape
+from vlmpath.render.escape import md_escape
 
 MACHINE = "cpu-test"
 BENCH = "bench_embed.Embed.track_accuracy"

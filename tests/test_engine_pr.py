@@ -19,8 +19,10 @@ import pytest
 
 from vlmpath.ci import engine_pr
 from vlmpath.cli import main
+from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.from_records import ENGINE_BENCH, engines_of, run_from_records
-from vlmpath.compare.verdict import Verdict, compare, load_thresholds
+from vlmpath.compare.thresholds import load_thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 from vlmpath.suite.record import CaseRecord, dumps_record, loads_record, read_records, write_records
 

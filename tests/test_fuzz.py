@@ -87,7 +87,7 @@ _RUN_FILE = next((_TEMPLATE / "m1").glob(f"{BASE[:8]}-*.json")).name
 
 
 def _load_with(name: str, data: bytes):
-    from vlmpath.compare.results import load_asv
+    from vlmpath.compare.asv_results import load_asv
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "res"
@@ -131,7 +131,7 @@ def test_results_file_wrong_typed_fields(field, value):
        st.binary(max_size=100) | json_values.map(lambda v: json.dumps(v).encode()))
 def test_side_files(name, data):
     if name == "benchmarks.json":
-        from vlmpath.compare.results import load_asv
+        from vlmpath.compare.asv_results import load_asv
 
         with tempfile.TemporaryDirectory() as d:
             root = Path(d) / "res"
@@ -148,7 +148,7 @@ def test_side_files(name, data):
     st.dictionaries(st.sampled_from(["name", "stats", "params", "group", "fullname"]), json_values),
     max_size=3)}))
 def test_pytest_benchmark_json(value):
-    from vlmpath.compare.results import load_pytest_benchmark
+    from vlmpath.compare.pytest_results import load_pytest_benchmark
 
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "pb.json"

@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 from test_ci_flow import MACHINE, FakeSuite, commit_value, repo, run  # noqa: F401 (repo: a fixture)
 
-from vlmpath.ci import callgrind, ir_cases, ir_worker, pr_instructions
-from vlmpath.ci import merge as ci_merge
+from vlmpath.ci import callgrind, ir_cases, ir_worker, merge as ci_merge, pr_instructions
 from vlmpath.cli import main
+from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.records import MachineRun, Metric, RunResults, merge_runs
-from vlmpath.compare.verdict import Thresholds, Verdict, compare
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 
 SHA_B, SHA_H = "a" * 40, "b" * 40

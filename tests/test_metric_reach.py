@@ -4,7 +4,7 @@ The row planted here (``cache_hits``: embedding-cache hits, higher is better, ex
 a field the measured record already has, so nothing but the table changes: the case
 summary and the record's round trip, the ``vlmpath measure`` table, the asv suite's
 generated ``track_`` methods (routine and engine), the engine comparison with the unit's
-direction taken from the table, and the PR comment must all carry it. Without the row,
+direction taken from the table, the PR comment and the PR chart must all carry it. Without the row,
 none of them but the record does (checked first, so the test cannot pass by accident).
 """
 
@@ -16,11 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.from_records import run_from_records
-from vlmpath.compare.verdict import Verdict, compare, load_thresholds
+from vlmpath.compare.thresholds import load_thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core import metrics
 from vlmpath.core.metrics import MetricSpec
 from vlmpath.render.comment import render_markdown
+from vlmpath.render.report_figure import figure_marks
+from vlmpath.render.report_history import pr_chart
 from vlmpath.render.tables import measure_table
 from vlmpath.suite.cases import record_summary
 from vlmpath.suite.record import CaseRecord, dumps_record, loads_record
@@ -60,6 +64,7 @@ def _reach(monkeypatch, tmp_path) -> dict[str, bool]:
                      run_from_records([head], machine="m", commit="b" * 40), load_thresholds())
     row = next((c for c in report.all() if c.benchmark.endswith(".track_cache_hits")), None)
     comment = render_markdown(report).replace("\\", "")  # markdown escapes: the words, not the escaping
+    marks = figure_marks(pr_chart(report, thresholds=load_thresholds()))
     return {
         "summary": record_summary(base).get("cache_hits") == 5,
         "record": loads_record(dumps_record(base)).cache_hits == 5,
@@ -69,6 +74,7 @@ def _reach(monkeypatch, tmp_path) -> dict[str, bool]:
         # higher is better and exact, from the row: 5 -> 2 hits is a regression
         "comparison": row is not None and row.verdict is Verdict.REGRESSION and row.direction == "higher",
         "comment": "Engine.track_cache_hits" in comment and "Engine.cache_hits" in comment,
+        "chart": any(m.startswith("regression m cache_hits") for m in marks),
     }
 
 

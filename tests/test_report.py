@@ -15,26 +15,24 @@ from asv_fixtures import fingerprint, sha, write_asv_run
 from report_fixture import FIXTURE
 
 from vlmpath import cli
-from vlmpath.compare.results import load_asv
-from vlmpath.compare.verdict import Thresholds, Verdict, compare
+from vlmpath.compare.asv_results import load_asv
+from vlmpath.compare.comparison import Verdict
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.comment import render_json
 from vlmpath.render.dashboard import write_dashboard
-from vlmpath.render.report import (
-    FAIL,
+from vlmpath.render.report import write_report
+from vlmpath.render.report_charts import path_chart, vendor_chart
+from vlmpath.render.report_data import (
     History,
     consecutive_regressions,
-    figure_notes,
-    history_chart,
     load_comparison,
     load_history,
-    path_chart,
     path_of,
-    pr_chart,
-    save_figure,
-    vendor_chart,
-    write_report,
 )
+from vlmpath.render.report_figure import FAIL, figure_notes, save_figure
+from vlmpath.render.report_history import history_chart, pr_chart
 
 TH = Thresholds.default()  # the thresholds every chart here is told it was judged with
 OTHER_FIXTURE = Path(__file__).parent / "fixtures" / "asv_results"  # `vlmpath run`'s recording

@@ -29,8 +29,10 @@ from vlmpath.ci.github import parse_repo
 from vlmpath.ci.github_http import make_client
 from vlmpath.ci.github_issues import close_issue, comment_issue, create_issue, list_issues, update_issue
 from vlmpath.compare.asv_results import load_asv
+from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison, Verdict
 from vlmpath.compare.records import MachineRun, Metric, backend_from_name
-from vlmpath.compare.verdict import FAILING_VERDICTS, Comparison, Thresholds, Verdict, judge
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import judge
 from vlmpath.core.backends import noise_band
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.fmt import fmt_pair

@@ -133,6 +133,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     """Measure merge-base(base, head) and head of the engine repository and compare them."""
     from vlmpath.compare import verdict as compare
     from vlmpath.compare.from_records import engines_of, run_from_records
+    from vlmpath.compare.thresholds import load_thresholds
 
     if repeat < 1:
         raise VlmpathError(f"--repeat must be at least 1, got {repeat}")
@@ -145,7 +146,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     if not MACHINE_NAME.match(machine):
         raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only (at most 64)")
     wls = tuple(workloads or DEFAULT_WORKLOADS)
-    cfg = compare.load_thresholds(thresholds)
+    cfg = load_thresholds(thresholds)
     out = Path(out_dir).resolve()
     rec_dir = out / RECORDS_SUBDIR
     if rec_dir.exists():

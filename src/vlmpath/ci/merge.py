@@ -123,7 +123,8 @@ def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str) 
 
 
 def _failure_comment(errors: Sequence[str]) -> str:
-    from vlmpath.render.comment import MARKER, md_escape
+    from vlmpath.render.comment import MARKER
+    from vlmpath.render.escape import md_escape
 
     lines = [MARKER, "**Benchmarks did not run on any machine**", ""]
     lines += [f"> ⚠️ {md_escape(e)}  " for e in errors]
@@ -152,13 +153,13 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
                     head_sha: str | None = None, fail_on_regression: bool = False,
                     thresholds: str | os.PathLike[str] | None = None) -> FlowResult:
     """One comparison and one comment from every machine's ``vlmpath ci pr`` artifact."""
-    from vlmpath.compare import verdict as compare
+    from vlmpath.compare.thresholds import load_thresholds
 
     root = Path(artifacts)
     out = Path(out_dir)
     if head_sha is not None and not _SHA40.match(head_sha.lower()):
         raise VlmpathError(f"--head-sha {head_sha!r} is not a 40-digit sha")
-    cfg = compare.load_thresholds(thresholds)
+    cfg = load_thresholds(thresholds)
     # Everything is merged and compared in a staging directory first: a corrupt artifact
     # fails the merge with --out left as it was (no half-merged results/, no pr-number).
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -179,9 +180,8 @@ def _publish(staging: Path, out: Path) -> None:
 
 def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
            fail_on_regression: bool) -> FlowResult:
-    from vlmpath.compare import results
-    from vlmpath.compare import verdict as compare
-    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.compare import asv_results, records, verdict as compare
+    from vlmpath.core.atomic import write_text as write_text_atomic
 
     dest = staging / RESULTS_SUBDIR
     dest.mkdir()
@@ -189,8 +189,8 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     runs: list[tuple[str, dict[str, Any]]] = []
     prs: dict[int, list[str]] = {}
     owner: dict[str, str] = {}
-    engine_runs: list[tuple[results.RunResults, results.RunResults]] = []
-    counts: list[tuple[results.RunResults, results.RunResults]] = []
+    engine_runs: list[tuple[records.RunResults, records.RunResults]] = []
+    counts: list[tuple[records.RunResults, records.RunResults]] = []
     for art in _artifact_dirs(root):
         name = art.name
         if (art / PR_NUMBER_FILE).exists():
@@ -234,11 +234,11 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     base_sha, head = pairs.pop()
     if head_sha is not None and head != head_sha.lower():
         raise VlmpathError(f"artifacts measured head {head[:12]}, but the workflow run is for {head_sha[:12]}")
-    sides = [[results.load_asv(dest, sha)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
+    sides = [[asv_results.load_asv(dest, sha)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
     for b, h in engine_runs + counts:
         sides[0].append(b)
         sides[1].append(h)
-    report = compare.compare(*(functools.reduce(results.merge_runs, side) for side in sides), cfg)
+    report = compare.compare(*(functools.reduce(records.merge_runs, side) for side in sides), cfg)
     selections = {}
     for _, d in runs:
         bench = d.get("bench")

@@ -75,7 +75,7 @@ class FlowResult:
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """Sorted, indented JSON written atomically (run.json, merged benchmarks.json)."""
-    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.core.atomic import write_text as write_text_atomic
 
     write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
@@ -83,7 +83,7 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
                    thresholds_note: str | None = None) -> int:
     """comment.md, comparison.json and summary.txt for ``report`` into OUT; returns the exit code."""
-    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.core.atomic import write_text as write_text_atomic
     from vlmpath.render import comment as render
 
     write_text_atomic(out / COMMENT_FILE, render.render_markdown(report))
@@ -119,6 +119,6 @@ def draw_charts(out: Path, report, thresholds, head_run=None) -> list[str]:
 
 def write_error(out_dir: str | os.PathLike[str], message: str) -> None:
     """Leave the failure in OUT so the comment workflow can report it (never silence)."""
-    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.core.atomic import write_text as write_text_atomic
 
     write_text_atomic(Path(out_dir) / ERROR_FILE, message.rstrip() + "\n")

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vlmpath.compare.results import SCHEMA_VERSION
+from vlmpath.compare.records import SCHEMA_VERSION
 from vlmpath.core.errors import VlmpathError
 
 

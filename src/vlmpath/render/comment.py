@@ -18,16 +18,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from vlmpath.compare.comparison import dumps_report
-from vlmpath.compare.verdict import (
-    Comparison,
-    ComparisonReport,
-    MachineComparison,
-    Verdict,
-)
-from vlmpath.render.escape import ERROR_CHARS, clip, html_escape, md_escape  # noqa: F401 (re-exported)
-from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_pct, fmt_ratio, fmt_value  # noqa: F401 (re-exported)
-from vlmpath.render.headline import (  # noqa: F401 (re-exported)
+from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict, dumps_report
+from vlmpath.render.escape import clip, html_escape, md_escape
+from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_ratio
+from vlmpath.render.headline import (
     VERDICT_ORDER,
     VERDICT_TEXT,
     _plural,
@@ -35,8 +29,6 @@ from vlmpath.render.headline import (  # noqa: F401 (re-exported)
     case_text,
     headline,
     note_text,
-    params_text,
-    short_label,
     warnings,
 )
 from vlmpath.render.spread_text import verdict_text

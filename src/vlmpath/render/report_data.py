@@ -17,15 +17,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlmpath.compare.results import (
-    MachineRun,
-    Metric,
-    RunResults,
-    existing_commits,
-    load_asv,
-)
-from vlmpath.compare.comparison import loads_report
-from vlmpath.compare.verdict import Comparison, ComparisonReport, Thresholds, compare
+from vlmpath.compare.asv_results import existing_commits, load_asv
+from vlmpath.compare.comparison import Comparison, ComparisonReport, loads_report
+from vlmpath.compare.records import MachineRun, Metric, RunResults
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.asv_names import strip_kind
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.metrics import headline_units

@@ -6,7 +6,7 @@ The one case registry behind the asv suite (``benchmarks/``), its pytest-benchma
 newly registered strategy is benchmarked without touching the benchmark files.
 
 Names are data, resolved at *call* time: ``pipeline("default")`` reads
-``vlmpath.engines.reference.DEFAULT_PIPELINE`` when a benchmark runs, not when this module was
+``vlmpath.engines.pipelines.DEFAULT_PIPELINE`` when a benchmark runs, not when this module was
 imported, so changing the package's default changes what the ``default`` rows measure
 (the PR-replay test relies on it).
 
@@ -27,8 +27,7 @@ from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.core.metrics import record_metrics
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES
-from vlmpath.engines.pipelines import NAMED_PIPELINES
-from vlmpath.engines.reference import Pipeline
+from vlmpath.engines.pipelines import NAMED_PIPELINES, Pipeline
 from vlmpath.measure.workload import PRESETS, Workload, preset
 from vlmpath.paths.count import COUNTERS, CountQuery
 from vlmpath.paths.encode import ENCODE_STRATEGIES
@@ -91,10 +90,10 @@ def bench_device(scale: str) -> str:
 
 
 def pipeline(name: str) -> Pipeline:
-    """A named pipeline, read from ``vlmpath.engines.reference`` now (see the module docstring)."""
-    from vlmpath.engines import reference as embed
+    """A named pipeline, read from ``vlmpath.engines.pipelines`` now (see the module docstring)."""
+    from vlmpath.engines import pipelines
 
-    named = embed.NAMED_PIPELINES  # the registry (engines/pipelines.py), read at call time
+    named = pipelines.NAMED_PIPELINES  # the registry, read at call time
     if name not in named:
         raise UnknownNameError("pipeline", name, named)
     return named[name]

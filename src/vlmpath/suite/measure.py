@@ -33,21 +33,18 @@ from dataclasses import dataclass, replace
 import torch
 
 from vlmpath.core.scales import DEFAULT_SCALE
-from vlmpath.engines.reference import (
-    DEFAULT_CACHE_BYTES,
-    EmbedRoutine,
-    Pipeline,
-    text_table,
-)
+from vlmpath.engines.pipelines import Pipeline
+from vlmpath.engines.reference import DEFAULT_CACHE_BYTES, EmbedRoutine, text_table
 from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.encoders import family_of
 from vlmpath.measure.fidelity import Assembler, GoldenRows, golden_rows, score
+from vlmpath.measure.items import Step
 from vlmpath.measure.memory import NOT_MEASURED_NO_COUNT, PeakMemory, peak_memory
 from vlmpath.measure.pinning import load_average, pinned
 from vlmpath.measure.shm import ShmLedger
 from vlmpath.measure.timing import DeviceTimer
-from vlmpath.measure.workload import Step, Workload, with_item_hashes
+from vlmpath.measure.workload import Workload, with_item_hashes
 from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
 from vlmpath.suite.record import CaseRecord
 
@@ -251,7 +248,7 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
     from itertools import product
 
     from vlmpath.core.scales import check_scale
-    from vlmpath.engines.reference import DEFAULT_PIPELINE, NAMED_PIPELINES
+    from vlmpath.engines.pipelines import DEFAULT_PIPELINE, NAMED_PIPELINES
     from vlmpath.measure.traces import read_trace
     from vlmpath.measure.workload import PRESETS
     from vlmpath.paths.encode import ENCODE_STRATEGIES

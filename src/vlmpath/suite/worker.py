@@ -22,7 +22,7 @@ from vlmpath.suite.record import CaseRecord, dumps_record
 
 
 def case_from_dict(d: dict):
-    from vlmpath.engines.reference import Pipeline
+    from vlmpath.engines.pipelines import Pipeline
     from vlmpath.suite.measure import Case
 
     return Case(d["workload"], Pipeline(**d["pipeline"]), d.get("scale", "tiny"), int(d.get("seed", 0)))
