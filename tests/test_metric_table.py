@@ -226,3 +226,32 @@ def test_the_history_source_carries_the_old_comment(suite, monkeypatch):
     assert "must not read as an improvement" in kept
     monkeypatch.setattr(_compat, "HISTORY_COMMENTS", {})  # planted: the comment forgotten
     assert _common._history_source(spec, encode.EncodeMetrics) != kept
+
+
+#: main before bench_engine's tracks were generated from the table (hand-written, five).
+PRE_ENGINE_TABLE_COMMIT = "f3b0c59"
+
+
+@pytest.mark.e2e  # reads a git history
+def test_generated_engine_tracks_keep_the_hand_written_asv_versions(tmp_path):
+    import shutil
+    import subprocess
+
+    from asv_runner.benchmarks._base import get_source_code
+
+    old_pkg = tmp_path / "preengine"
+    shutil.copytree(ROOT / "benchmarks", old_pkg)
+    (old_pkg / "bench_engine.py").write_text(subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{PRE_ENGINE_TABLE_COMMIT}:benchmarks/bench_engine.py"],
+        check=True, capture_output=True, text=True).stdout, encoding="utf-8")
+    sys.path[:0] = [str(tmp_path), str(ROOT)]
+    try:
+        old = importlib.import_module("preengine.bench_engine").Engine()
+        new = importlib.import_module("benchmarks.bench_engine").Engine()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.path.remove(str(ROOT))
+    names = [n for n in dir(old) if n.startswith("track_")]
+    assert len(names) == 5 and set(names) < {n for n in dir(new) if n.startswith("track_")}
+    for n in names:  # the version asv hashes: the method and the setups it runs with
+        assert get_source_code([getattr(new, n), new.setup]) == get_source_code([getattr(old, n), old.setup]), n
