@@ -8,6 +8,9 @@ silent copy in the benchmark modules.
   package from before then lacks the module; the shim loads the same file from this
   suite's own checkout (``../src/vlmpath/core/failures.py``), so the format still has one
   home. It needs only ``vlmpath.core.errors``, which every layered package has.
+- ``ENGINE_METRICS``: the table's rows for ``bench_engine``; a package whose table has
+  no ``engine`` path gets this checkout's rows (its record has the same fields, and a
+  number it lacks is skipped, never 0).
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ try:
     from vlmpath.core import metrics
 except ImportError:  # compat: packages before vlmpath.core.metrics
     metrics = _core_module_from_checkout("metrics")
+
+try:
+    ENGINE_METRICS = metrics.routine_metrics("engine")
+except ValueError:  # compat: tables before the engine path was a column (bench_engine's tracks)
+    ENGINE_METRICS = _core_module_from_checkout("metrics").routine_metrics("engine")
 
 try:
     from vlmpath.core.asv_names import BENCHMARK_PREFIXES

@@ -1,6 +1,6 @@
 """The whole embedding routine: the ``default`` pipeline vs the ``legacy`` one (before #26082).
 
-``default`` is read from ``vlmpath.engines.reference.DEFAULT_PIPELINE`` when the benchmark runs, so a
+``default`` is read from ``vlmpath.engines.pipelines.DEFAULT_PIPELINE`` when the benchmark runs, so a
 commit that changes the package's default changes what these rows measure. Every number
 comes from one ``measure_case`` per (pipeline, preset): tok/s over device-timed steps
 (median of the timed passes), placement accuracy against each item's golden rows, host-

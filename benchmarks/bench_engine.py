@@ -11,7 +11,8 @@ discovery, so a value only some runs have would hide the others' results.
 
 Every number of one preset comes from one measured case (memoised in asv's cache
 directory, as ``_common.case_summary`` does): tok/s, placement accuracy, syncs outside
-and inside the encoder, encoder calls. Under the reference the case *is*
+and inside the encoder, encoder calls, peak memory: one ``track_`` method per ``engine``
+row of the metric table (``vlmpath.core.metrics``). Under the reference the case *is*
 ``bench_embed.EmbedRoutine``'s default-pipeline case (same memo, measured once); under
 an engine it is measured by ``vlmpath.suite.engine_run.measure_cases`` in the engine's
 own interpreter. A case the engine cannot run is a failed benchmark with its message.
@@ -25,11 +26,12 @@ import tempfile
 
 from vlmpath.suite import cases
 
-from . import _common
+from . import _common, _compat
 
 ENGINE_ENV = "VLMPATH_ENGINE"  # vlmpath.suite.bench_env.ENGINE_ENV (older packages lack it)
-SUMMARY_KEYS = ("tok_per_s", "accuracy", "encoder_calls", "syncs", "encoder_syncs", "wall_s", "samples",
-                "error", "engine", "engine_version")
+#: The memo of an engine case: the table's engine metrics plus what says how it ran.
+SUMMARY_KEYS = tuple(m.name for m in _compat.ENGINE_METRICS) + ("wall_s", "samples", "error", "engine",
+                                                                 "engine_version")
 
 _common.preimport_tower()
 
@@ -59,7 +61,10 @@ def engine_summary(preset: str, cache: dict) -> dict:
 
     (record,) = measure_cases([case.measure_case(scale)], engine, repeat=cases.routine_repeat(cache["quick"]),
                               device=device)
-    summary = {k: record.get(k) for k in SUMMARY_KEYS}
+    # compat: packages before suite.record returned record dicts
+    fields = record if isinstance(record, dict) else vars(record)
+    summary = {k: fields.get(k) for k in SUMMARY_KEYS}
+    summary["memory_reason"] = (fields.get("memory") or {}).get("reason")  # as cases.record_summary has it
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(summary, f)
@@ -67,7 +72,51 @@ def engine_summary(preset: str, cache: dict) -> dict:
     return summary
 
 
+# --- the track_ methods, one per engine row of the metric table -------------------------
+def _track(spec):
+    """``track_<name>`` of one engine metric: the measured case's number. A failed case
+    raises unless the table says the number is the finding even then (``report_failed``);
+    a number this device does not measure (``may_be_unmeasured``) is NaN, asv's "skipped"."""
+
+    def track(self, cache, preset):
+        summary = engine_summary(preset, cache)
+        if spec.report_failed and summary.get(spec.name) is not None:
+            return float(summary[spec.name])
+        if spec.may_be_unmeasured:
+            try:
+                return cases.require_measured(summary, spec.name)
+            except NotImplementedError:
+                return float("nan")
+        return cases.require_ok(summary, spec.name)
+
+    track.__name__ = spec.track_method
+    track.__qualname__ = f"Engine.{spec.track_method}"
+    track.unit = spec.unit
+    track.pretty_source = _history_source(spec)
+    return track
+
+
+def _history_source(spec) -> str:
+    """The source asv hashes into the benchmark's version: the text of the hand-written
+    method this one replaced, so stored results keep their version (see ``_common``)."""
+    head = f"def {spec.track_method}(self, cache, preset):\n"
+    if spec.report_failed:
+        return (head + f'    {spec.name} = engine_summary(preset, cache).get("{spec.name}")\n'
+                f"    if {spec.name} is None:  # the case never ran (e.g. the engine could not be driven)\n"
+                f'        return cases.require_ok(engine_summary(preset, cache), "{spec.name}")\n'
+                f"    return float({spec.name})")
+    require = "require_measured" if spec.may_be_unmeasured else "require_ok"
+    return head + f'    return cases.{require}(engine_summary(preset, cache), "{spec.name}")'
+
+
+def _engine_tracks(cls: type) -> type:
+    for spec in _compat.ENGINE_METRICS:
+        setattr(cls, spec.track_method, _track(spec))
+    return cls
+
+
 @_common.report_failures
+@_engine_tracks  # track_tok_per_s, _accuracy, _syncs, _encoder_syncs, _encoder_calls, _peak_bytes, ...
 class Engine:
     params = (list(cases.ROUTINE_PRESETS),)
     param_names = ("preset",)
@@ -76,31 +125,3 @@ class Engine:
 
     def setup(self, cache, preset):
         cases.bench_device(cache["scale"])  # full scale on a CPU-only machine: skipped
-
-    def track_tok_per_s(self, cache, preset):
-        return cases.require_ok(engine_summary(preset, cache), "tok_per_s")
-
-    track_tok_per_s.unit = "tok/s"
-
-    def track_accuracy(self, cache, preset):
-        accuracy = engine_summary(preset, cache).get("accuracy")
-        if accuracy is None:  # the case never ran (e.g. the engine could not be driven)
-            return cases.require_ok(engine_summary(preset, cache), "accuracy")
-        return float(accuracy)
-
-    track_accuracy.unit = "fraction"
-
-    def track_syncs(self, cache, preset):
-        return cases.require_ok(engine_summary(preset, cache), "syncs")
-
-    track_syncs.unit = "syncs"
-
-    def track_encoder_syncs(self, cache, preset):
-        return cases.require_ok(engine_summary(preset, cache), "encoder_syncs")
-
-    track_encoder_syncs.unit = "syncs"
-
-    def track_encoder_calls(self, cache, preset):
-        return cases.require_ok(engine_summary(preset, cache), "encoder_calls")
-
-    track_encoder_calls.unit = "calls"

@@ -12,10 +12,12 @@ import pytest
 import torch
 from counted_pipelines import COUNTED_PIPELINES
 
-from vlmpath.engines.reference import EmbedRoutine, Pipeline, text_table
+from vlmpath.engines.pipelines import Pipeline
+from vlmpath.engines.reference import EmbedRoutine, text_table
 from vlmpath.measure.fidelity import Assembler, golden_rows, score
 from vlmpath.measure.workload import Workload, preset
-from vlmpath.suite.measure import Case, CaseRecord, Session, measure_case
+from vlmpath.suite.measure import Case, Session, measure_case
+from vlmpath.suite.record import CaseRecord
 
 #: Fixtures that build a git history or drive a real program (git, bash, asv): every test
 #: using one is end-to-end (``-m e2e``), without a marker to forget on each test.

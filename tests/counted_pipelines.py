@@ -1,7 +1,7 @@
 """Which pipelines does the expected-counts file pin? (A module of its own: ``conftest``
 is ambiguous as an import name once tests/bench/ has a conftest too.)"""
 
-from vlmpath.engines.reference import NAMED_PIPELINES, Pipeline
+from vlmpath.engines.pipelines import NAMED_PIPELINES, Pipeline
 
 # Pipelines the expected-counts file pins, by the key used in that file.
 COUNTED_PIPELINES = {

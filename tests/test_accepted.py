@@ -67,8 +67,9 @@ def test_an_entry_is_bound_to_its_change_and_its_place(tmp_path, capsys):
                              f"accepted:\n  - case: '{SPEED}'\n    {other}\n    reason: other change\n")
         assert rc == 1 and "accepted" not in md.splitlines()[1], other
     # ci merge knows the PR: an entry for another PR does not cover this one.
-    from vlmpath.compare.verdict import compare, load_thresholds
-    from vlmpath.compare.results import load_asv
+    from vlmpath.compare.thresholds import load_thresholds
+    from vlmpath.compare.verdict import compare
+    from vlmpath.compare.asv_results import load_asv
 
     rep = compare(load_asv(res, BASE), load_asv(res, HEAD), load_thresholds(None))
     entries = accepted.entries_from({"accepted": [{"case": "*", "pr": 7, "reason": "r"}]}, "x")

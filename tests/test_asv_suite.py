@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from vlmpath.runner import run as runmod
-from vlmpath.compare.results import load_asv
+from vlmpath.compare.asv_results import load_asv
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "vlmpath-test"

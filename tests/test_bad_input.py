@@ -98,7 +98,7 @@ def test_booleans_do_not_pass_integer_checks():
 def test_mixed_trace_measures_every_correct_strategy_at_accuracy_1(tmp_path):
     # regions + plain image + video in one trace: regions items go through the resampler,
     # the others keep the tower's rows (before: every strategy failed at accuracy 0).
-    from vlmpath.engines.reference import Pipeline
+    from vlmpath.engines.pipelines import Pipeline
     from vlmpath.paths.encode import ENCODE_STRATEGIES
     from vlmpath.suite.measure import Case, Session, measure_case
 
@@ -171,15 +171,16 @@ def _fake_measure(monkeypatch, errors):
     import dataclasses
 
     import vlmpath.suite.measure as sm
+    from vlmpath.suite.record import CaseRecord
 
     it = iter(errors)
 
     def fake(case, session, **k):
-        return sm.CaseRecord(workload=case.workload, scale="tiny", pipeline=case.pipeline.to_dict(),
-                             tok_per_s=None, accuracy=0.0, max_abs_err=None, encoder_calls=1, cache_hits=0,
-                             wall_s=0.1, samples=(0.1,), error=next(it), prefill_tokens=10, steps=1,
-                             failed_steps=1, items=1, placed=0, hash_s=0.0, sha256_digests=0, syncs=None,
-                             encoder_syncs=None)
+        return CaseRecord(workload=case.workload, scale="tiny", pipeline=case.pipeline.to_dict(),
+                          tok_per_s=None, accuracy=0.0, max_abs_err=None, encoder_calls=1, cache_hits=0,
+                          wall_s=0.1, samples=(0.1,), error=next(it), prefill_tokens=10, steps=1,
+                          failed_steps=1, items=1, placed=0, hash_s=0.0, sha256_digests=0, syncs=None,
+                          encoder_syncs=None)
 
     monkeypatch.setattr(sm, "measure_case", fake)
     return dataclasses
@@ -268,7 +269,7 @@ def test_ci_merge_on_a_wrong_typed_value_leaves_no_partial_output(tmp_path, caps
 
 
 def test_corrupt_machine_file_is_named_in_a_warning(tmp_path):
-    from vlmpath.compare.results import load_asv
+    from vlmpath.compare.asv_results import load_asv
 
     res, base, _ = _results(tmp_path)
     assert load_asv(res, base).machine("m1").notes == ()
@@ -281,8 +282,8 @@ def test_corrupt_machine_file_is_named_in_a_warning(tmp_path):
 def test_failure_reason_survives_sorted_json_for_non_alphabetical_params(tmp_path):
     # EncodeMetrics / Inject / Count name ("strategy", "preset"): not alphabetical. The
     # filed list is dumped with sort_keys=True, which used to reorder the values.
-    from vlmpath.compare.asv_results import NO_RESULT_ERROR, _attach_failures
-    from vlmpath.compare.records import Metric
+    from vlmpath.compare.asv_results import _attach_failures
+    from vlmpath.compare.records import NO_RESULT_ERROR, Metric
     from vlmpath.core.failures import Failure, failure_line, failures_path, read_failures
 
     line = failure_line("bench_encode.EncodeMetrics.track_calls", {"strategy": "batched", "preset": "video"},

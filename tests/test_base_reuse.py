@@ -18,8 +18,14 @@ from test_ci_flow import BENCH, MACHINE, SPEED, FakeSuite, commit_value, repo, r
 
 from vlmpath.pr import side as pr_side
 from vlmpath.runner.run_files import read_run_info, write_run_info
-from vlmpath.compare.comparison import EXIT_INCOMPLETE, ComparisonReport, Comparison, MachineComparison, Verdict
-from vlmpath.render.comment import md_escape
+from vlmpath.compare.comparison import (
+    EXIT_INCOMPLETE,
+    Comparison,
+    ComparisonReport,
+    MachineComparison,
+    Verdict,
+)
+from vlmpath.render.escape import md_escape
 from vlmpath.render.headline import headline
 
 

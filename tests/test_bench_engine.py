@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from vlmpath.suite.record import loads_record
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -38,9 +40,10 @@ class FakeEngineLayer:
 
     def __call__(self, cases, engine, *, repeat, device):
         self.calls.append((engine, cases[0].workload, repeat))
-        base = {"tok_per_s": 500.0, "accuracy": 1.0, "encoder_calls": 2, "syncs": 0, "encoder_syncs": 3,
-                "wall_s": 0.1, "samples": [0.1], "error": None, "engine": engine, "engine_version": "0.5.23"}
-        return [{**base, **self.record}]
+        base = {"workload": cases[0].workload, "tok_per_s": 500.0, "accuracy": 1.0, "encoder_calls": 2,
+                "syncs": 0, "encoder_syncs": 3, "wall_s": 0.1, "samples": [0.1], "error": None,
+                "engine": engine, "engine_version": "0.5.23"}
+        return [loads_record({**base, **self.record})]
 
 
 def test_unset_engine_is_the_reference_and_shares_bench_embeds_case(bench, monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.engines.reference import Pipeline
+from vlmpath.engines.pipelines import Pipeline
 from vlmpath.measure.cache import EmbeddingCache, combine_hashes, owns_storage
 
 

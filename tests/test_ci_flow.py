@@ -20,14 +20,14 @@ import pytest
 from asv_fixtures import fingerprint, write_asv_run
 
 from vlmpath.pr import merge as ci_merge
-from vlmpath.runner.run_files import write_run_info
 from vlmpath.pr import flow as ci_flow
 from vlmpath.pr import outputs as pr_outputs
 from vlmpath.pr import side as pr_side
+from vlmpath.runner.run_files import write_run_info
 from vlmpath.cli import main
-from vlmpath.compare.verdict import Verdict
+from vlmpath.compare.comparison import Verdict
 from vlmpath.core.errors import VlmpathError
-from vlmpath.render.comment import md_escape
+from vlmpath.render.escape import md_escape
 
 MACHINE = "cpu-test"
 BENCH = "bench_embed.Embed.track_accuracy"

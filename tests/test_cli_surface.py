@@ -20,7 +20,7 @@ def test_version(capsys):
 
 @pytest.mark.parametrize("argv", [["--help"], ["measure", "--help"]])
 def test_help_lists_every_registered_name(capsys, argv):
-    from vlmpath.engines.reference import NAMED_PIPELINES
+    from vlmpath.engines.pipelines import NAMED_PIPELINES
     from vlmpath.measure.workload import PRESETS
     from vlmpath.paths.count import COUNTERS
     from vlmpath.paths.encode import ENCODE_STRATEGIES

@@ -10,23 +10,13 @@ import pytest
 from asv_fixtures import fingerprint, sha, write_asv_run
 
 from vlmpath.cli import main
-from vlmpath.compare.results import (
-    NO_RESULT_ERROR,
-    MachineRun,
-    Metric,
-    RunResults,
-    failures_path,
-    load_asv,
-)
-from vlmpath.compare.verdict import (
-    ComparisonReport,
-    Thresholds,
-    Verdict,
-    compare,
-    judge,
-    load_thresholds,
-)
+from vlmpath.compare.asv_results import load_asv
+from vlmpath.compare.comparison import ComparisonReport, Verdict
+from vlmpath.compare.records import NO_RESULT_ERROR, MachineRun, Metric, RunResults
+from vlmpath.compare.thresholds import Thresholds, load_thresholds
+from vlmpath.compare.verdict import compare, judge
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.failures import failures_path
 
 BASE, HEAD = sha("base"), sha("head")
 CFG = Thresholds.default()

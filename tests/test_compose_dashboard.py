@@ -14,7 +14,6 @@ shipped before (``serve --host``) is shown to exit 2.
 from __future__ import annotations
 
 import importlib.util
-import os
 import socket
 import subprocess
 import sys

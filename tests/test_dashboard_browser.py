@@ -39,11 +39,13 @@ import pytest
 from report_fixture import FIXTURE, asv_conf, make_repo
 from test_report import assert_not_blank
 
-from vlmpath.compare.verdict import Thresholds, compare
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.render import dashboard
 from vlmpath.render.comment import render_json, render_markdown
 from vlmpath.render.dashboard import localize_assets, write_dashboard
-from vlmpath.render.report import load_history, write_report
+from vlmpath.render.report import write_report
+from vlmpath.render.report_data import load_history
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = Path(dashboard.__file__).parent / dashboard.VENDOR_PACKAGE_DIR

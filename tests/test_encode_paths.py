@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from vlmpath.core.errors import LengthMismatchError
-from vlmpath.engines.reference import Pipeline
+from vlmpath.engines.pipelines import Pipeline
 from vlmpath.measure.cache import EmbeddingCache
-from vlmpath.measure.encoders import EncodeOutput
+from vlmpath.measure.families import EncodeOutput
 from vlmpath.measure.families.qwen2_5_vl import REGION_TOKENS
 from vlmpath.measure.fidelity import TOLERANCES, relative_error
 from vlmpath.measure.workload import PRESETS

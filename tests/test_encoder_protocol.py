@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlmpath.measure.encoders import ENCODERS, EncodeOutput, Encoder, family_of
-from vlmpath.measure.families import Family
+from vlmpath.measure.encoders import ENCODERS, family_of
+from vlmpath.measure.families import EncodeOutput, Encoder, Family
 from vlmpath.measure.workload import MediaSpec, RequestSpec, build_requests
 
 

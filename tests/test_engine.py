@@ -141,12 +141,12 @@ def test_engine_function_that_raises_fails_its_case_and_the_run_goes_on(tmp_path
     recs = measure_cases(cases, spec, repeat=1, python=sys.executable, json_path=out)
     assert [json.loads(x)["workload"] for x in out.read_text().splitlines()] == ["multi_region", "many_small_images"]
     bad, good = recs
-    assert bad["error"] == "RuntimeError: fake engine: items with several offsets are not supported"
-    assert bad["tok_per_s"] is None and bad["accuracy"] < 1.0  # its multi-offset requests failed
-    assert good["error"] is None and good["accuracy"] == 1.0 and good["tok_per_s"] > 0
-    assert good["engine"] == spec.label and good["engine_version"] == "0.0.0+fake"
-    assert good["engine_seams"]["scatter"] == "unknown" and good["engine_seams"]["shm"] == "none"
-    assert good["encoder_calls"] > 0 and good["syncs"] is not None
+    assert bad.error == "RuntimeError: fake engine: items with several offsets are not supported"
+    assert bad.tok_per_s is None and bad.accuracy < 1.0  # its multi-offset requests failed
+    assert good.error is None and good.accuracy == 1.0 and good.tok_per_s > 0
+    assert good.engine == spec.label and good.engine_version == "0.0.0+fake"
+    assert good.engine_seams["scatter"] == "unknown" and good.engine_seams["shm"] == "none"
+    assert good.encoder_calls > 0 and good.syncs is not None
 
 
 @pytest.mark.e2e
@@ -162,8 +162,8 @@ def test_tree_without_the_embedding_path_names_what_is_missing(tmp_path):
     recs = measure_cases(cases, parse_engine(None, src=str(tree)), repeat=1, python=sys.executable)
     assert len(recs) == 2
     for r in recs:
-        assert "lacks mm_utils.embed_mm_inputs" in r["error"] and "cannot be measured" in r["error"]
-        assert r["accuracy"] is None and r["tok_per_s"] is None
+        assert "lacks mm_utils.embed_mm_inputs" in r.error and "cannot be measured" in r.error
+        assert r.accuracy is None and r.tok_per_s is None
 
 
 @pytest.mark.e2e
@@ -190,5 +190,5 @@ def test_planted_misplacement_through_the_adapter_lowers_accuracy(monkeypatch):
     cases = plan_cases(workloads=["many_small_images", "few_large_images"], pipelines=["default"])
     flipped, plain = measure_cases(cases, parse_engine(None, src=str(FAKE)), repeat=1, count=False,
                                    python=sys.executable)
-    assert flipped["error"] is None and flipped["accuracy"] < 1.0
-    assert plain["error"] is None and plain["accuracy"] == 1.0
+    assert flipped.error is None and flipped.accuracy < 1.0
+    assert plain.error is None and plain.accuracy == 1.0

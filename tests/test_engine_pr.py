@@ -2,7 +2,7 @@
 usual rules, clean up, and exit 1 exactly when the engine got worse?
 
 The engine here is a fake: a small git repository whose ``python/knobs.json`` holds what
-the measured records will say, and an injected measurer that writes CaseRecord dicts from
+the measured records will say, and an injected measurer that writes CaseRecords from
 the ``knobs.json`` of the checkout it was handed. A wrong checkout, a wrong baseline or a
 stale records file therefore shows up as a wrong verdict. The real engine (sglang built
 from a released wheel) is ``tests/test_engine_pr_sglang.py``. The record-to-metric
@@ -19,22 +19,31 @@ import pytest
 
 from vlmpath.pr import engine as engine_pr
 from vlmpath.cli import main
+from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.from_records import ENGINE_BENCH, engines_of, run_from_records
-from vlmpath.compare.verdict import Verdict, compare, load_thresholds
+from vlmpath.compare.thresholds import load_thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
+from vlmpath.suite.record import CaseRecord, dumps_record, loads_record, read_records, write_records
 
 WORKLOADS = ("multi_region", "many_small_images")
 
 
-def record(workload: str, **kw) -> dict:
+def raw(workload: str, **kw) -> dict:
+    """A record as its JSON line holds it (what the measuring job writes)."""
     r = {"workload": workload, "scale": "tiny", "pipeline": {"encode": "engine"}, "tok_per_s": 1000.0,
          "accuracy": 1.0, "syncs": 0, "encoder_syncs": 2, "encoder_calls": 1, "error": None,
-         "samples": [0.01, 0.011, 0.012], "prefill_tokens": 10, "engine": "sglang", "engine_version": "0.5.23"}
+         "samples": [0.01, 0.011, 0.012], "prefill_tokens": 10, "peak_bytes": 4096, "reserved_bytes": 8192,
+         "engine": "sglang", "engine_version": "0.5.23"}
     r.update(kw)
     return r
 
 
-def verdicts(base: list[dict], head: list[dict]) -> dict[tuple[str, str], Verdict]:
+def record(workload: str, **kw) -> CaseRecord:
+    return loads_record(raw(workload, **kw))
+
+
+def verdicts(base: list[CaseRecord], head: list[CaseRecord]) -> dict[tuple[str, str], Verdict]:
     rep = compare(run_from_records(base, machine="m", commit="a" * 40),
                   run_from_records(head, machine="m", commit="b" * 40), load_thresholds())
     return {(c.benchmark.rsplit(".", 1)[1], dict(c.params)["workload"]): c.verdict for c in rep.all()}
@@ -91,12 +100,26 @@ def test_uncounted_syncs_are_skipped_not_failed():
 @pytest.mark.parametrize("bad, words", [
     ([], "no records"),
     ([{"tok_per_s": 1.0}], "not a CaseRecord"),
-    ([record("multi_region", accuracy="high")], "not a number"),
-    ([record("multi_region"), record("multi_region")], "appears twice"),
+    ([raw("multi_region", accuracy="high")], "not a number"),
+    ([raw("multi_region", accuracy=True)], "not a number"),
+    ([raw("multi_region", samples=[0.1, "x"])], "not a list of numbers"),
+    ([{**raw("multi_region"), "workload": 7}], "not a CaseRecord"),
+    ([raw("multi_region", schema_version=2)], "schema_version 2"),
+    ([raw("multi_region"), raw("multi_region")], "appears twice"),
 ])
 def test_bad_records_are_one_clear_error(bad, words):
     with pytest.raises(VlmpathError, match=words):
-        run_from_records(bad, machine="m", commit="a" * 40)
+        run_from_records([loads_record(d, "r") for d in bad], machine="m", commit="a" * 40)
+
+
+def test_a_record_crosses_a_file_unchanged_and_a_missing_number_is_not_a_zero(tmp_path):
+    rec = record("multi_region", peak_bytes=2048, sync_events={"Tensor.item": 2})
+    assert loads_record(dumps_record(rec)) == rec
+    write_records(tmp_path / "r.jsonl", [rec, record("mixed")])
+    assert read_records(tmp_path / "r.jsonl") == [rec, record("mixed")]
+    old = loads_record({"workload": "mixed", "tok_per_s": 5.0})  # an older writer: no counters
+    assert old.encoder_calls is None and old.syncs is None and old.samples == ()
+    assert loads_record({**raw("mixed"), "from_a_newer_writer": 1}) == record("mixed")
 
 
 # --- the flow against a fake engine repository ------------------------------------------
@@ -137,8 +160,7 @@ class FakeMeasure:
         if self.fail_on and side.commit.startswith(self.fail_on):
             raise VlmpathError("measuring exploded")
         knobs = json.loads((side.source / "knobs.json").read_text())
-        side.json_path.write_text("".join(json.dumps(record(w, **knobs.get(w, {}))) + "\n"
-                                          for w in side.workloads))
+        write_records(side.json_path, [record(w, **knobs.get(w, {})) for w in side.workloads])
 
 
 def worktrees(repo: Path) -> list[str]:

@@ -8,22 +8,12 @@ import pytest
 import torch
 
 from vlmpath.core.errors import LengthMismatchError
-from vlmpath.engines.reference import DEFAULT_PIPELINE, EvsBatchError, Pipeline
+from vlmpath.engines.pipelines import DEFAULT_PIPELINE, Pipeline
+from vlmpath.engines.reference import EvsBatchError
+from vlmpath.measure.evs_layout import EVS_TIMESTAMP, evs_kept_tokens, evs_layout, evs_relayout
 from vlmpath.measure.families.qwen2_5_vl import EvsEncoder, tokens_of_grid
-from vlmpath.measure.evs_layout import (
-    EVS_TIMESTAMP,
-    evs_kept_tokens,
-    evs_layout,
-    evs_relayout,
-)
 from vlmpath.measure.fidelity import Assembler, final_offsets, golden_rows, score
-from vlmpath.measure.workload import (
-    MediaSpec,
-    RequestSpec,
-    build_requests,
-    build_workload,
-    preset,
-)
+from vlmpath.measure.workload import MediaSpec, RequestSpec, build_requests, build_workload, preset
 from vlmpath.paths.count import count_from_offsets, offsets
 from vlmpath.paths.encode import RequestChunk, chunk_is_active
 

@@ -17,7 +17,7 @@ import pytest
 from test_encoder_protocol import assert_encoder_contract, family_items
 
 from vlmpath.core.errors import UnknownNameError, VlmpathError
-from vlmpath.engines.reference import Pipeline
+from vlmpath.engines.pipelines import Pipeline
 from vlmpath.measure import encoders as real
 from vlmpath.measure.families import discover
 from vlmpath.measure.fidelity import Assembler, golden_rows, score

@@ -12,16 +12,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vlmpath.engines.reference import Pipeline
+from vlmpath.engines.pipelines import Pipeline
 from vlmpath.measure.families import is_norm
 from vlmpath.measure.families.qwen2_5_vl import build_vision_tower
-from vlmpath.measure.fidelity import (
-    DegenerateGoldenError,
-    check_golden,
-    golden_rows,
-    relative_error,
-    score,
-)
+from vlmpath.measure.fidelity import DegenerateGoldenError, check_golden, golden_rows, relative_error, score
 from vlmpath.suite.measure import Case, Session, measure_case
 
 

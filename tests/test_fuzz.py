@@ -87,7 +87,7 @@ _RUN_FILE = next((_TEMPLATE / "m1").glob(f"{BASE[:8]}-*.json")).name
 
 
 def _load_with(name: str, data: bytes):
-    from vlmpath.compare.results import load_asv
+    from vlmpath.compare.asv_results import load_asv
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "res"
@@ -97,7 +97,14 @@ def _load_with(name: str, data: bytes):
 
 
 def test_results_known_good_loads():
-    assert _load_with("extra.txt", b"") is not None
+    # The template must load to what was written (not merely to something): else the
+    # properties below would pass on a loader that refuses every input as its own error.
+    run = _load_with("extra.txt", b"")
+    assert run is not None and run.commit == BASE
+    [machine] = run.machines
+    assert machine.machine == "m1"
+    got = sorted((m.benchmark, dict(m.params)["preset"], m.unit, m.value) for m in machine.metrics)
+    assert got == [("bench_x.A.track_tok_per_s", "a", "tok/s", 1.0), ("bench_x.A.track_tok_per_s", "b", "tok/s", 2.0)]
 
 
 @FAST
@@ -124,7 +131,7 @@ def test_results_file_wrong_typed_fields(field, value):
        st.binary(max_size=100) | json_values.map(lambda v: json.dumps(v).encode()))
 def test_side_files(name, data):
     if name == "benchmarks.json":
-        from vlmpath.compare.results import load_asv
+        from vlmpath.compare.asv_results import load_asv
 
         with tempfile.TemporaryDirectory() as d:
             root = Path(d) / "res"
@@ -141,7 +148,7 @@ def test_side_files(name, data):
     st.dictionaries(st.sampled_from(["name", "stats", "params", "group", "fullname"]), json_values),
     max_size=3)}))
 def test_pytest_benchmark_json(value):
-    from vlmpath.compare.results import load_pytest_benchmark
+    from vlmpath.compare.pytest_results import load_pytest_benchmark
 
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "pb.json"

@@ -342,8 +342,20 @@ def test_cli_missing_token_and_missing_file(github_fake, body_file, monkeypatch,
     assert github_fake.calls() == []
 
 
-def test_github_error_is_a_vlmpath_error():
-    assert issubclass(GitHubError, VlmpathError)
+def test_a_refusal_is_the_projects_error_one_line_and_exit_2(github_fake, body_file, monkeypatch, capsys):
+    # Callers catch VlmpathError, never GitHubError by name: a refusal must be one, carry
+    # its status, and reach the user as one line and exit 2 (not a traceback).
+    github_fake.fail_next(1, 404, message="Not Found")
+    with pytest.raises(VlmpathError) as e:
+        post(github_fake)
+    assert isinstance(e.value, GitHubError) and e.value.status == 404
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_API_URL", github_fake.url)
+    github_fake.fail_next(1, 404, message="Not Found")
+    assert cli.main(cli_args(body_file)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vlmpath comment: error: ") and err.count("\n") == 1 and "404" in err, err
+    assert github_fake.marked(PR, DEFAULT_MARKER) == []
 
 
 # --- whose comment is ours -------------------------------------------------------------

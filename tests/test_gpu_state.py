@@ -106,8 +106,9 @@ BASE, HEAD = sha("gb"), sha("gh")
 
 
 def _pair(tmp_path, base_state, head_state):
-    from vlmpath.compare.results import load_asv
-    from vlmpath.compare.verdict import Thresholds, compare
+    from vlmpath.compare.asv_results import load_asv
+    from vlmpath.compare.thresholds import Thresholds
+    from vlmpath.compare.verdict import compare
 
     suite = {"b.B.track_tok": ("tok/s", [], [], [100.0], None)}
     write_asv_run(tmp_path, "cuda-h200", BASE, suite, fingerprint("cuda", gpu_state=base_state))

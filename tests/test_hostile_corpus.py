@@ -211,14 +211,20 @@ def test_the_engine_flow_and_ci_pr_follow_the_same_rule():
     from vlmpath.compare.verdict import compare as judge_all
     from vlmpath.pr.outputs import drop_unselected
 
+    from vlmpath.suite.record import CaseRecord
+
+    # Built directly: loads_record already refuses a non-finite number from a file (one line,
+    # exit 2); this is the verdict's own rule for a value that got past a reader.
     def rec(**kw):
-        return {"workload": "w", "pipeline": {"encode": "engine"}, "tok_per_s": 1000.0, "accuracy": 1.0,
-                "syncs": 0, "encoder_syncs": 2, "encoder_calls": 1, "error": None, **kw}
+        return CaseRecord(**{"workload": "w", "pipeline": {"encode": "engine"}, "tok_per_s": 1000.0,
+                             "accuracy": 1.0, "syncs": 0, "encoder_syncs": 2, "encoder_calls": 1, **kw})
     base = run_from_records([rec()], machine="m", commit="a" * 40)
     head = run_from_records([rec(accuracy=float("nan"), tok_per_s=float("inf"))], machine="m", commit="b" * 40)
     rep = judge_all(base, head)
     bad = {c.benchmark.rsplit(".", 1)[1]: c for c in rep.not_judged}
-    assert set(bad) == {"track_accuracy", "track_tok_per_s"} and "not finite" in bad["track_accuracy"].reason
+    assert "not finite" in bad["track_accuracy"].reason and "not finite" in bad["track_tok_per_s"].reason
+    # Memory the CPU worker did not measure is not judged either, and said so: never a zero.
+    assert set(bad) - {"track_accuracy", "track_tok_per_s"} <= {"track_peak_bytes", "track_reserved_bytes"}
     assert rep.improvements == [] and rep.regressions == []
     assert judge_all(base, base).exit_code() == 0  # the unchanged pair: green
     nothing = drop_unselected(judge_all(base, base), {"m": "NoSuchCase"})

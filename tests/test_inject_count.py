@@ -15,16 +15,10 @@ import torch
 from counted_pipelines import COUNTED_PIPELINES
 
 from vlmpath.core.errors import LengthMismatchError, VlmpathError
-from vlmpath.engines.reference import DEFAULT_PIPELINE, LEGACY_PIPELINE, Pipeline
+from vlmpath.engines.pipelines import DEFAULT_PIPELINE, LEGACY_PIPELINE, Pipeline
 from vlmpath.measure.syncs import count_syncs
 from vlmpath.measure.workload import PRESETS, preset
-from vlmpath.paths.count import (
-    COUNTERS,
-    CountQuery,
-    count_from_offsets,
-    mask_sum,
-    offsets,
-)
+from vlmpath.paths.count import COUNTERS, CountQuery, count_from_offsets, mask_sum, offsets
 from vlmpath.paths.encode import RequestChunk, chunk_is_active
 from vlmpath.paths.inject import (
     INJECTORS,

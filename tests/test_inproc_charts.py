@@ -18,8 +18,9 @@ import pytest
 from asv_fixtures import fingerprint, sha, write_asv_run
 
 from vlmpath.pr.outputs import COMMENT_FILE, RESULTS_SUBDIR, draw_charts, write_outputs
-from vlmpath.compare.results import load_asv
-from vlmpath.compare.verdict import Thresholds, compare, load_thresholds
+from vlmpath.compare.asv_results import load_asv
+from vlmpath.compare.thresholds import Thresholds, load_thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.render.report_data import consecutive_regressions, load_history
 
 MACHINE = "cpu-ci"

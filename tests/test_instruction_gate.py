@@ -21,11 +21,13 @@ from test_ci_flow import MACHINE, FakeSuite, commit_value, repo, run  # noqa: F4
 from vlmpath.selfcheck import callgrind
 from vlmpath.selfcheck import ir_cases
 from vlmpath.selfcheck import ir_worker
-from vlmpath.pr import instructions as pr_instructions
 from vlmpath.pr import merge as ci_merge
+from vlmpath.pr import instructions as pr_instructions
 from vlmpath.cli import main
+from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.records import MachineRun, Metric, RunResults, merge_runs
-from vlmpath.compare.verdict import Thresholds, Verdict, compare
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 
 SHA_B, SHA_H = "a" * 40, "b" * 40

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from vlmpath.selfcheck import ir_cases
-from vlmpath.compare.verdict import Thresholds, Verdict, compare
+from vlmpath.compare.comparison import Verdict
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = r"\('default', 'video'\)"

@@ -10,9 +10,11 @@ import pytest
 from asv_fixtures import fingerprint, write_asv_run
 from test_ci_flow import MACHINE, SPEED, FakeSuite, commit_value, repo, run  # noqa: F401 (fixture)
 
+from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.paired import MIN_ROUNDS, paired_report
-from vlmpath.compare.results import MachineRun, Metric, RunResults
-from vlmpath.compare.verdict import Thresholds, Verdict, compare
+from vlmpath.compare.records import MachineRun, Metric, RunResults
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 
 CFG = Thresholds.default()

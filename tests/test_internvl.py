@@ -92,7 +92,7 @@ def test_internvl_is_not_in_the_default_presets():
 
 
 def test_a_trace_naming_internvl_is_measured_end_to_end(tmp_path, session):
-    from vlmpath.engines.reference import Pipeline
+    from vlmpath.engines.pipelines import Pipeline
     from vlmpath.measure.catalog import workload_by_name
     from vlmpath.suite.measure import Case, measure_case
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from vlmpath.cli import main
-from vlmpath.engines.reference import DEFAULT_PIPELINE, LEGACY_PIPELINE
+from vlmpath.engines.pipelines import DEFAULT_PIPELINE, LEGACY_PIPELINE
 
 REQUIRED_KEYS = {"workload", "scale", "pipeline", "tok_per_s", "accuracy", "max_abs_err",
                  "encoder_calls", "cache_hits", "wall_s", "error", "syncs", "encoder_syncs",

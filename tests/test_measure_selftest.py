@@ -25,7 +25,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from vlmpath.engines.reference import EmbedRoutine, Pipeline, text_table
+from vlmpath.engines.pipelines import Pipeline
+from vlmpath.engines.reference import EmbedRoutine, text_table
 from vlmpath.measure.encoders import ENCODERS, family_of
 from vlmpath.measure.families import internvl, qwen2_5_vl
 from vlmpath.measure.fidelity import (

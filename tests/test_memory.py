@@ -111,7 +111,7 @@ def session():
 
 
 def _measure(session, count=True):
-    from vlmpath.engines.reference import DEFAULT_PIPELINE
+    from vlmpath.engines.pipelines import DEFAULT_PIPELINE
     from vlmpath.suite.measure import Case, measure_case
 
     return measure_case(Case("many_small_images", DEFAULT_PIPELINE), session, repeat=1, count=count)
@@ -135,8 +135,9 @@ def plant_injector(monkeypatch, extra) -> None:
     (the routine reads ``reference.INJECTORS`` when it is built)."""
     from vlmpath.core.registry import Registry
     from vlmpath.engines import reference
+    from vlmpath.engines.pipelines import DEFAULT_PIPELINE
 
-    name = reference.DEFAULT_PIPELINE.inject
+    name = DEFAULT_PIPELINE.inject
     original = reference.INJECTORS[name]
 
     def planted(dest, mask, rows):
@@ -157,8 +158,10 @@ def test_planted_extra_allocation_moves_the_cpu_metric(session, base_record, mon
 
 
 def test_memory_metrics_are_gated_lower_and_banded():
-    from vlmpath.compare.results import Metric
-    from vlmpath.compare.verdict import Thresholds, Verdict, judge
+    from vlmpath.compare.comparison import Verdict
+    from vlmpath.compare.records import Metric
+    from vlmpath.compare.thresholds import Thresholds
+    from vlmpath.compare.verdict import judge
 
     cfg = Thresholds.default()
     name = "bench_embed.EmbedRoutine.track_peak_bytes"

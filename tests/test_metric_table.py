@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.compare.pytest_results import EXTRA_INFO_UNITS
 from vlmpath.compare.thresholds import Thresholds, UnitRule, table_disagreements
 from vlmpath.core import metrics
 from vlmpath.core.metrics import METRICS, MetricSpec, by_unit, routine_metrics
@@ -21,7 +20,14 @@ from vlmpath.render.fmt import fmt_value, fmt_with_unit
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_packaged_thresholds_agree_with_the_table():
+def test_the_thresholds_take_every_table_unit_from_the_table():
+    import yaml
+    from importlib import resources
+
+    packaged = yaml.safe_load(resources.files("vlmpath.compare").joinpath("thresholds.yaml").read_text())
+    table_units = set(metrics.metric_by_unit())
+    assert not set(packaged["units"]) & table_units  # the yaml restates no row
+    assert table_units <= set(dict(Thresholds.default().units))
     assert table_disagreements(Thresholds.default()) == []
 
 
@@ -51,15 +57,25 @@ def test_bad_rows_are_refused():
         by_unit((a, dataclasses.replace(a, name="b", exact=True)))
 
 
-def test_readers_and_summary_take_their_keys_from_the_table():
+def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
+    import json
+
+    from vlmpath.compare.pytest_results import load_pytest_benchmark
     from vlmpath.suite.cases import record_summary
 
     routine = {m.name: m.unit for m in METRICS if m.routine}
-    assert dict(EXTRA_INFO_UNITS) == routine
-    assert set(routine) == {"tok_per_s", "accuracy", "syncs", "encoder_calls", "peak_bytes", "reserved_bytes"}
+    assert routine == {"tok_per_s": "tok/s", "accuracy": "fraction", "syncs": "syncs", "encoder_syncs": "syncs",
+                       "encoder_calls": "calls", "peak_bytes": "bytes", "reserved_bytes": "bytes"}
+    # The pytest-benchmark reader: every routine key read with the table's unit, nothing else.
+    extra = {**{name: 1.0 for name in routine}, "not_a_metric": 5.0}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"benchmarks": [{"name": "test_x", "stats": {"median": 0.5}, "extra_info": extra}]}))
+    [run] = load_pytest_benchmark(path).machines
+    assert {m.benchmark: m.unit for m in run.metrics} == {
+        "test_x": "seconds", **{f"test_x.{name}": unit for name, unit in routine.items()}}
 
     class Record:  # every routine metric is a field of the measured record
-        wall_s, samples, error, encoder_syncs, memory = 0.5, (0.1,), None, 0, None
+        wall_s, samples, error, memory = 0.5, (0.1,), None, None
         prefill_tokens, hash_s = 64, 1e-5
 
     for i, name in enumerate(routine):
@@ -76,10 +92,14 @@ def test_the_formatter_follows_the_table():
     assert fmt_with_unit(2.0, "seconds") == "2 s" and fmt_with_unit(2.0, "calls") == "2 calls"
 
 
-def test_headline_units_are_the_throughputs():
+def test_headline_units_are_the_throughputs(monkeypatch):
     from vlmpath.render.report_data import THROUGHPUT_UNITS
 
-    assert THROUGHPUT_UNITS == metrics.headline_units() == ("tok/s", "GB/s")
+    assert THROUGHPUT_UNITS == ("tok/s", "GB/s")
+    # headline_units reads the table: a planted headline row (a unit seen twice once) shows.
+    row = MetricSpec("img_per_s", "img/s", "higher", False, "plain", True, "images per second")
+    monkeypatch.setattr(metrics, "METRICS", metrics.METRICS + (row, dataclasses.replace(row, name="img2_per_s")))
+    assert metrics.headline_units() == ("tok/s", "GB/s", "img/s")
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +109,20 @@ def suite():
         yield importlib.import_module("benchmarks.bench_encode"), importlib.import_module("benchmarks.bench_embed")
     finally:
         sys.path.remove(str(ROOT))
+
+
+def test_every_record_metric_is_a_record_field_and_the_engine_path_has_them_all():
+    from dataclasses import fields
+
+    from vlmpath.compare.from_records import record_metrics as engine_rows
+    from vlmpath.suite.record import CaseRecord
+
+    names = {f.name for f in fields(CaseRecord)}
+    assert {m.name for m in metrics.record_metrics()} <= names
+    # The engine path reports what the routine paths report (peak memory was once missing).
+    assert [leaf for _, leaf, _ in engine_rows()] == [
+        "track_tok_per_s", "track_accuracy", "track_syncs", "track_encoder_syncs", "track_encoder_calls",
+        "track_peak_bytes", "track_reserved_bytes"]
 
 
 def test_the_suite_generates_one_track_method_per_routine_metric(suite):
@@ -102,7 +136,9 @@ def test_the_suite_generates_one_track_method_per_routine_metric(suite):
     # The asv names history is keyed on stay as they were.
     assert sorted(n for n in dir(encode.EncodeMetrics) if n.startswith("track_")) == \
         ["track_accuracy", "track_encoder_calls", "track_peak_bytes", "track_reserved_bytes", "track_tok_per_s"]
-    assert "track_syncs" in dir(embed.EmbedRoutine)
+    assert sorted(n for n in dir(embed.EmbedRoutine) if n.startswith("track_")) == \
+        ["track_accuracy", "track_encoder_calls", "track_hash_s", "track_peak_bytes", "track_reserved_bytes",
+         "track_syncs", "track_tok_per_s"]
 
 
 def test_a_hand_written_twin_is_refused(suite):
@@ -190,3 +226,32 @@ def test_the_history_source_carries_the_old_comment(suite, monkeypatch):
     assert "must not read as an improvement" in kept
     monkeypatch.setattr(_compat, "HISTORY_COMMENTS", {})  # planted: the comment forgotten
     assert _common._history_source(spec, encode.EncodeMetrics) != kept
+
+
+#: main before bench_engine's tracks were generated from the table (hand-written, five).
+PRE_ENGINE_TABLE_COMMIT = "f3b0c59"
+
+
+@pytest.mark.e2e  # reads a git history
+def test_generated_engine_tracks_keep_the_hand_written_asv_versions(tmp_path):
+    import shutil
+    import subprocess
+
+    from asv_runner.benchmarks._base import get_source_code
+
+    old_pkg = tmp_path / "preengine"
+    shutil.copytree(ROOT / "benchmarks", old_pkg)
+    (old_pkg / "bench_engine.py").write_text(subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{PRE_ENGINE_TABLE_COMMIT}:benchmarks/bench_engine.py"],
+        check=True, capture_output=True, text=True).stdout, encoding="utf-8")
+    sys.path[:0] = [str(tmp_path), str(ROOT)]
+    try:
+        old = importlib.import_module("preengine.bench_engine").Engine()
+        new = importlib.import_module("benchmarks.bench_engine").Engine()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.path.remove(str(ROOT))
+    names = [n for n in dir(old) if n.startswith("track_")]
+    assert len(names) == 5 and set(names) < {n for n in dir(new) if n.startswith("track_")}
+    for n in names:  # the version asv hashes: the method and the setups it runs with
+        assert get_source_code([getattr(new, n), new.setup]) == get_source_code([getattr(old, n), old.setup]), n

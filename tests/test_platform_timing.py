@@ -137,15 +137,14 @@ def test_device_timer_gpu_branch_uses_events():
     timer = DeviceTimer("cuda:0", cuda=cuda)
     assert timer.method == "cuda-events"
     with timer as t:
-        ran = True
-    assert ran
+        log.append(("body", None))  # the timed region: it must sit between the two records
     start, end = [e for kind, e in log if kind == "new"]
     assert start.enable_timing and end.enable_timing
     assert start.recorded == end.recorded == 1 and end.synced == 0  # no sync until read
     assert t.seconds == pytest.approx(0.0025)  # ms -> s
     assert end.synced == 1 and start.synced == 0  # waits on the end event only
     kinds = [(k, e is end) for k, e in log if k != "new"]
-    assert kinds == [("record", False), ("record", True), ("synchronize", True), ("elapsed", False)]
+    assert kinds == [("record", False), ("body", False), ("record", True), ("synchronize", True), ("elapsed", False)]
 
 
 def test_device_timer_clamps_negative_event_times():
@@ -155,11 +154,24 @@ def test_device_timer_clamps_negative_event_times():
     assert t.seconds == 0.0
 
 
-def test_device_timer_cpu_branch_is_real():
+def test_device_timer_cpu_branch_reads_the_clock_around_the_body(monkeypatch):
+    # A scripted perf_counter (no real timing in a unit test): the timer must read it once
+    # on entry and once on exit, after the body, and report the difference in seconds.
+    import vlmpath.measure.timing as timing
+
+    clock = iter([10.0, 10.25])
+    reads: list[str] = []
+
+    def perf_counter() -> float:
+        reads.append("clock")
+        return next(clock)
+
+    monkeypatch.setattr(timing.time, "perf_counter", perf_counter)
     with DeviceTimer("cpu") as t:
-        sum(range(1000))
+        reads.append("body")
     assert t.method == "perf_counter"
-    assert t.seconds >= 0.0 and isinstance(t.seconds, float)
+    assert reads == ["clock", "body", "clock"]
+    assert t.seconds == pytest.approx(0.25)
 
 
 def test_time_fn_counts_calls_and_samples():

@@ -37,8 +37,8 @@ from vlmpath.pr import flow as ci_flow
 from vlmpath.pr import outputs as pr_outputs
 from vlmpath.runner.run_files import write_run_info
 from vlmpath.cli import main
-from vlmpath.compare.verdict import Verdict
-from vlmpath.render.comment import md_escape
+from vlmpath.compare.comparison import Verdict
+from vlmpath.render.escape import md_escape
 
 # The module's fixture runs the real suite six times (several minutes on 2 shared cores):
 # the project-wide 600 s limit is for one test, not for this shared setup.

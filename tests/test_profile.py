@@ -15,7 +15,7 @@ from test_memory import plant_injector
 
 from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict
 from vlmpath.compare.profile_diff import CaseProfile, OpTotals, diff_ops, read_ops
-from vlmpath.compare.verdict import Thresholds
+from vlmpath.compare.thresholds import Thresholds
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.profile_section import HEADING, render_profiles
 
@@ -85,7 +85,7 @@ def git_repo(tmp_path):
 
 def test_planted_slowdown_is_a_regression_whose_comment_names_the_operator(git_repo, tmp_path, monkeypatch):
     from vlmpath.pr.profile import profile_regressions
-    from vlmpath.compare.results import MachineRun, Metric, RunResults
+    from vlmpath.compare.records import MachineRun, Metric, RunResults
     from vlmpath.compare.verdict import compare
     from vlmpath.suite.cases import RoutineCase
     from vlmpath.suite.measure import Session

@@ -7,17 +7,13 @@ import re
 
 import pytest
 
-from vlmpath.compare.results import Fingerprint, MachineRun, Metric, RunResults
-from vlmpath.compare.verdict import ComparisonReport, Thresholds, compare
-from vlmpath.render.comment import (
-    GITHUB_COMMENT_LIMIT,
-    MARKER,
-    fmt_pair,
-    md_escape,
-    render_json,
-    render_markdown,
-    render_terminal,
-)
+from vlmpath.compare.comparison import ComparisonReport
+from vlmpath.compare.records import Fingerprint, MachineRun, Metric, RunResults
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
+from vlmpath.render.comment import GITHUB_COMMENT_LIMIT, MARKER, render_json, render_markdown, render_terminal
+from vlmpath.render.escape import md_escape
+from vlmpath.render.fmt import fmt_pair
 
 CFG = Thresholds.default()
 EMBED = "bench_embed.Embed.track_tok_per_s"
@@ -200,7 +196,7 @@ def test_fmt_pair_shows_a_difference_when_there_is_one(b, h, unit, expect):
 
 def test_escaping_keeps_entities_intact():
     assert md_escape("it's <a&b>") == "it's &lt;a&amp;b&gt;"
-    from vlmpath.render.comment import html_escape
+    from vlmpath.render.escape import html_escape
     assert html_escape("o'k <b> #1 @x") == "o&#39;k &lt;b&gt; &#35;1 &#64;x"
 
 

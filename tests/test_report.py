@@ -15,26 +15,24 @@ from asv_fixtures import fingerprint, sha, write_asv_run
 from report_fixture import FIXTURE
 
 from vlmpath import cli
-from vlmpath.compare.results import load_asv
-from vlmpath.compare.verdict import Thresholds, Verdict, compare
+from vlmpath.compare.asv_results import load_asv
+from vlmpath.compare.comparison import Verdict
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.comment import render_json
 from vlmpath.render.dashboard import write_dashboard
-from vlmpath.render.report import (
-    FAIL,
+from vlmpath.render.report import write_report
+from vlmpath.render.report_charts import path_chart, vendor_chart
+from vlmpath.render.report_data import (
     History,
     consecutive_regressions,
-    figure_notes,
-    history_chart,
     load_comparison,
     load_history,
-    path_chart,
     path_of,
-    pr_chart,
-    save_figure,
-    vendor_chart,
-    write_report,
 )
+from vlmpath.render.report_figure import FAIL, figure_notes, save_figure
+from vlmpath.render.report_history import history_chart, pr_chart
 
 TH = Thresholds.default()  # the thresholds every chart here is told it was judged with
 OTHER_FIXTURE = Path(__file__).parent / "fixtures" / "asv_results"  # `vlmpath run`'s recording
@@ -273,8 +271,8 @@ def test_pr_chart_with_nothing_changed_says_so(history, tmp_path):
 
 
 def test_write_report_on_real_results(real, history, tmp_path):
-    out = write_report(real, tmp_path / "reports", thresholds=TH, base=history.runs[0].commit[:8],
-                       head=history.runs[-1].commit[:8])
+    judged = compare(load_asv(real, history.runs[0].commit[:8]), load_asv(real, history.runs[-1].commit[:8]), TH)
+    out = write_report(real, tmp_path / "reports", thresholds=TH, comparison=judged)
     kinds = {c.kind for c in out.charts}
     assert kinds == {"path", "vendor", "history", "pr"}
     for c in out.charts:
@@ -340,9 +338,22 @@ def test_unreadable_results_dir_is_a_clear_error(tmp_path, capsys, make, expect)
     assert expect in capsys.readouterr().err
 
 
-def test_bad_arguments_are_clear_errors(tmp_path, history, real):
-    with pytest.raises(VlmpathError, match="both --base and --head"):
-        write_report(real, tmp_path, thresholds=TH, base=history.runs[0].commit)
+def test_the_pr_chart_draws_the_report_it_is_given_and_never_judges_it_again(real, history, tmp_path):
+    # A report whose verdicts differ from what the data would give (planted: every row a
+    # regression): a chart writer that compared base and head again would draw improvements.
+    judged = compare(history.runs[0], history.runs[-1], TH)
+    planted = replace(judged, machines=tuple(
+        replace(m, comparisons=tuple(replace(c, verdict=Verdict.REGRESSION) if c.verdict is Verdict.IMPROVEMENT
+                                     else c for c in m.comparisons)) for m in judged.machines))
+    assert any(c.verdict is Verdict.IMPROVEMENT for c in judged.all())
+    out = write_report(real, tmp_path / "reports", thresholds=TH, comparison=planted)
+    [pr] = [c for c in out.charts if c.kind == "pr"]
+    assert pr.marks and all(m.startswith("regression ") for m in pr.marks), pr.marks
+
+
+def test_bad_arguments_are_clear_errors(tmp_path, history, real, capsys):
+    assert cli.main(["report", "--results", str(real), "--out", str(tmp_path), "--base", history.runs[0].commit]) == 2
+    assert "pass both --base and --head" in capsys.readouterr().err
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(VlmpathError, match="not a vlmpath comparison JSON|schema_version"):
         load_comparison(tmp_path / "bad.json")

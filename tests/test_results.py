@@ -15,19 +15,12 @@ import pytest
 from asv.results import Results
 from asv_fixtures import fingerprint, sha, write_asv_run
 
-from vlmpath.compare.results import (
-    NO_RESULT_ERROR,
-    Fingerprint,
-    RunResults,
-    existing_commits,
-    failures_path,
-    load_asv,
-    load_pytest_benchmark,
-    merge_runs,
-    read_failures,
-    write_text_atomic,
-)
+from vlmpath.compare.asv_results import existing_commits, load_asv
+from vlmpath.compare.pytest_results import load_pytest_benchmark
+from vlmpath.compare.records import NO_RESULT_ERROR, Fingerprint, RunResults, merge_runs
+from vlmpath.core.atomic import write_text as write_text_atomic
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.failures import failures_path, read_failures
 
 BASE, HEAD = sha("base"), sha("head")
 EMBED = "bench_embed.Embed.track_tok_per_s"

@@ -12,8 +12,10 @@ import statistics
 import pytest
 
 from vlmpath.compare import spread
-from vlmpath.compare.results import MachineRun, Metric, RunResults
-from vlmpath.compare.verdict import ComparisonReport, Thresholds, Verdict, compare, judge
+from vlmpath.compare.comparison import ComparisonReport, Verdict
+from vlmpath.compare.records import MachineRun, Metric, RunResults
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare, judge
 from vlmpath.render.comment import render_markdown, render_terminal
 
 CFG = Thresholds.default()

@@ -55,7 +55,7 @@ def test_older_summary_without_tokens_or_hash(embed):
 def _hash_metric(embed, preset_hash_s: float):
     import statistics
 
-    from vlmpath.compare.results import Metric
+    from vlmpath.compare.records import Metric
 
     bench, cache = embed(tok_per_s=500.0, accuracy=1.0, encoder_calls=1, syncs=0, wall_s=0.2,
                          samples=[0.2], prefill_tokens=100, hash_s=preset_hash_s, error=None)
@@ -71,7 +71,9 @@ def test_cpu_gate_turns_red_on_a_planted_rehash_in_the_forwarded_receiver(embed,
     import dataclasses
     from types import MappingProxyType
 
-    from vlmpath.compare.verdict import Thresholds, Verdict, judge
+    from vlmpath.compare.comparison import Verdict
+    from vlmpath.compare.thresholds import Thresholds
+    from vlmpath.compare.verdict import judge
     from vlmpath.measure.catalog import workload_by_name
     from vlmpath.paths.hashing import HASH_PATHS
     from vlmpath.suite.measure import arrive
@@ -96,7 +98,7 @@ def test_record_summary_keeps_tokens_and_hash_seconds():
 
     from dataclasses import fields
 
-    from vlmpath.suite.measure import CaseRecord
+    from vlmpath.suite.record import CaseRecord
 
     values = {f.name: None for f in fields(CaseRecord)}
     values.update(tok_per_s=1.0, accuracy=1.0, encoder_calls=1, syncs=0, wall_s=1.0, samples=(1.0,),

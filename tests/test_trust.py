@@ -10,8 +10,10 @@ import pytest
 
 from vlmpath.selfcheck import callgrind
 from vlmpath.selfcheck import trust
-from vlmpath.compare.results import Metric
-from vlmpath.compare.verdict import Thresholds, Verdict, judge
+from vlmpath.compare.comparison import Verdict
+from vlmpath.compare.records import Metric
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import judge
 from vlmpath.core.errors import VlmpathError
 
 CFG = Thresholds.default()

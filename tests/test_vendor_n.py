@@ -15,8 +15,9 @@ import json
 import pytest
 
 from vlmpath.compare.comparison import ComparisonReport, CrossVendorRow
-from vlmpath.compare.results import Fingerprint, MachineRun, Metric, RunResults
-from vlmpath.compare.verdict import Thresholds, compare
+from vlmpath.compare.records import Fingerprint, MachineRun, Metric, RunResults
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.backends import BACKENDS, backend
 from vlmpath.render.comment import render_markdown, render_terminal
 from vlmpath.render.report_charts import vendor_chart

@@ -10,19 +10,12 @@ import torch
 
 from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.core.scales import check_scale
-from vlmpath.engines.reference import Pipeline
+from vlmpath.engines.pipelines import Pipeline
 from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.evs_layout import EVS_TIMESTAMP, evs_kept_tokens
 from vlmpath.measure.families.qwen2_5_vl import REGION_SEPARATOR, REGION_TOKENS, tokens_of_grid
 from vlmpath.measure.traces import load_trace
-from vlmpath.measure.workload import (
-    PRESETS,
-    MediaSpec,
-    RequestSpec,
-    build_requests,
-    preset,
-    schedule,
-)
+from vlmpath.measure.workload import PRESETS, MediaSpec, RequestSpec, build_requests, preset, schedule
 from vlmpath.paths.count import COUNTERS, count_from_offsets
 from vlmpath.paths.encode import ENCODE_STRATEGIES, chunk_row_range
 from vlmpath.paths.inject import INJECTORS

@@ -11,7 +11,7 @@ import pytest
 
 def pytest_benchmark_update_machine_info(config, machine_info):
     """Put the platform fingerprint and the asv machine name into the JSON's machine_info
-    (``vlmpath.compare.results.load_pytest_benchmark`` reads both)."""
+    (``vlmpath.compare.pytest_results.load_pytest_benchmark`` reads both)."""
     from vlmpath.measure.platform import probe
 
     plat = probe()

@@ -2,7 +2,7 @@
 
 Timed: the routine's whole schedule (encode, embed), one injection or count call, one
 receiver-side hash. Extra metrics go into ``benchmark.extra_info`` under the keys
-``vlmpath.compare.results`` reads: the metric table's routine metrics. A case whose
+``vlmpath.compare.pytest_results`` reads: the metric table's routine metrics. A case whose
 strategy failed fails the test (and records no tok/s).
 """
 
@@ -110,7 +110,7 @@ def test_hash_receive(benchmark, path, size_mib):
 @pytest.mark.e2e
 def test_benchmark_json_is_readable_by_results(tmp_path):
     """A real ``--benchmark-only --benchmark-json`` run of two cheap cases, read back."""
-    from vlmpath.compare.results import load_pytest_benchmark
+    from vlmpath.compare.pytest_results import load_pytest_benchmark
 
     out = tmp_path / "bench.json"
     root = Path(__file__).resolve().parents[2]

@@ -33,7 +33,7 @@ def add_bisect(sub: argparse._SubParsersAction) -> None:
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.pr import bisect
-        from vlmpath.compare.verdict import load_thresholds
+        from vlmpath.compare.thresholds import load_thresholds
 
         res = bisect.bisect(a.good, a.bad, a.bench, repo=a.repo, machine=a.machine, results_dir=a.results_dir,
                             quick=a.quick, scale=a.scale, thresholds=load_thresholds(a.config))
@@ -66,7 +66,7 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
     def run(a: argparse.Namespace) -> int:
         from vlmpath.compare import accepted
         from vlmpath.github import alert
-        from vlmpath.compare.verdict import load_thresholds
+        from vlmpath.compare.thresholds import load_thresholds
 
         cfg = load_thresholds(a.config)
         entries = accepted.load(a.accepted)

@@ -52,17 +52,15 @@ def run_measure(a: argparse.Namespace) -> int:
     else:  # one engine process for every case (importing the engine takes seconds)
         records = measure_cases(cases, spec, **kw)
     for r in records:
-        warning = load_warning(r.get("load_avg"))
+        warning = load_warning(r.load_avg)
         if warning:
-            print(f"vlmpath measure: WARNING ({r['workload']}): {warning}", file=sys.stderr)
+            print(f"vlmpath measure: WARNING ({r.workload}): {warning}", file=sys.stderr)
     print(measure_table(records))
     if a.json:
-        import json
+        from vlmpath.suite.record import write_records
 
-        from vlmpath.core import atomic
-
-        atomic.write_text(a.json, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
-    if records and all(r["error"] for r in records):
+        write_records(a.json, records)
+    if records and all(r.error for r in records):
         print(f"vlmpath measure: every case failed ({len(records)}); see the errors above", file=sys.stderr)
         return 1
     return 0

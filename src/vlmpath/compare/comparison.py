@@ -3,18 +3,21 @@
 ``Verdict`` names what happened to one case; ``Comparison`` is one case's row,
 ``CrossVendorRow`` one other-backend / reference-backend ratio, ``MachineComparison`` and
 ``ComparisonReport`` the groups, with the JSON round trip the PR flow and the comment
-workflow share (older two-vendor rows are still read: ``CrossVendorRow.from_dict``).
+workflow share: ``dumps_report`` / ``loads_report``, the one pair that writes and reads a
+comparison (``vlmpath compare --json``, ``comparison.json``; older two-vendor rows are
+still read: ``CrossVendorRow.from_dict``).
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vlmpath.compare.results import SCHEMA_VERSION
+from vlmpath.compare.records import SCHEMA_VERSION
 from vlmpath.core.errors import VlmpathError
 
 
@@ -244,3 +247,19 @@ def _jsonable(x: Any) -> Any:
         return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
     return x
 
+
+def dumps_report(report: ComparisonReport) -> str:
+    """The comparison as the JSON text ``vlmpath compare --json`` writes."""
+    return json.dumps(report.to_dict(), indent=1, sort_keys=True) + "\n"
+
+
+def loads_report(text: str, where: str) -> ComparisonReport:
+    """The comparison in ``text`` (what ``dumps_report`` wrote); ``where`` names it in the
+    one-line error anything else raises."""
+    try:
+        return ComparisonReport.from_dict(json.loads(text))
+    except VlmpathError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise VlmpathError(f"{where} is not a vlmpath comparison JSON ({type(exc).__name__}: {exc}); "
+                           "pass the file `vlmpath compare --json` wrote") from None

@@ -1,85 +1,71 @@
 """What does one ``vlmpath measure --json`` run look like as the comparison's typed results?
 
-``vlmpath measure`` (and the engine layer's ``measure_cases``) writes one ``CaseRecord``
-dict per case; the comparison (``compare.verdict.compare``) reads ``RunResults`` of
-``Metric``\\ s. ``run_from_records`` turns one side's records into one ``RunResults`` so
-that a pull request to an *engine* (``vlmpath ci pr --engine-src``) is judged by exactly
-the rules that judge vlmpath's own asv runs: direction and exactness come from the unit
-(``thresholds.yaml``: tok/s higher and banded; fraction, syncs and calls exact), never
-from this module.
+``vlmpath measure`` (and the engine layer's ``measure_cases``) gives one ``CaseRecord``
+(``vlmpath.suite.record``, parsed there) per case; the comparison
+(``compare.verdict.compare``) reads ``RunResults`` of ``Metric``\\ s. ``run_from_records``
+turns one side's records into one ``RunResults`` so that a pull request to an *engine*
+(``vlmpath ci pr --engine-src``) is judged by exactly the rules that judge vlmpath's own
+asv runs: direction and exactness come from the unit (the metric table: tok/s higher and
+banded; fraction, syncs and calls exact), never from this module.
 
-One record gives one ``Metric`` per number in ``RECORD_METRICS``. The benchmark name is
-``ENGINE_BENCH.<leaf>`` and the parameters are the workload (and the pipeline when the
-records hold more than one), so a comment reads ``Engine.accuracy multi_region``.
-A record that failed keeps what it measured: its accuracy (failed items count as
-misplaced) is still a value, and its tok/s is a failed case carrying the engine's message.
+One record gives one ``Metric`` per engine row of the metric table (``record_metrics``,
+from ``vlmpath.core.metrics``). The benchmark name is ``ENGINE_BENCH.<leaf>`` and the
+parameters are the workload (and the pipeline when the records hold more than one), so a
+comment reads ``Engine.accuracy multi_region``. A record that failed keeps what it
+measured: its accuracy (failed items count as misplaced) is still a value, and its tok/s
+is a failed case carrying the engine's message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from vlmpath.compare.records import MachineRun, Metric, RunResults
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.metrics import ENGINE_PATH, routine_metrics
+from vlmpath.suite.record import CaseRecord
 
 #: Benchmark-name prefix of every engine metric (a stand-in for asv's module.Class).
 ENGINE_BENCH = "engine_embed.Engine"
 
-#: record field -> (benchmark leaf, unit). Units are the keys of ``thresholds.yaml``.
-RECORD_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("tok_per_s", "track_tok_per_s", "tok/s"),
-    ("accuracy", "track_accuracy", "fraction"),
-    ("syncs", "track_syncs", "syncs"),
-    ("encoder_syncs", "track_encoder_syncs", "syncs"),
-    ("encoder_calls", "track_encoder_calls", "calls"),
-)
+
+def record_metrics() -> tuple[tuple[str, str, str], ...]:
+    """record field -> (benchmark leaf, unit): the metric table's engine rows
+    (``vlmpath.core.metrics``), read when called so that a row added there is seen."""
+    return tuple((m.name, m.track_method, m.unit) for m in routine_metrics(ENGINE_PATH))
+
 
 SOURCE = "records"
 
 
-def _pipeline_label(rec: Mapping[str, Any]) -> str:
-    p = rec.get("pipeline")
-    if isinstance(p, Mapping):
-        return "/".join(str(p[k]) for k in ("encode", "inject", "count", "hash") if k in p) or "default"
-    return str(p) if p else "default"
+def _pipeline_label(rec: CaseRecord) -> str:
+    p = rec.pipeline
+    return "/".join(str(p[k]) for k in ("encode", "inject", "count", "hash") if k in p) or "default"
 
 
-def _params(rec: Mapping[str, Any], with_pipeline: bool) -> tuple[tuple[str, str], ...]:
-    out = [("workload", str(rec["workload"]))]
+def _params(rec: CaseRecord, with_pipeline: bool) -> tuple[tuple[str, str], ...]:
+    out = [("workload", rec.workload)]
     if with_pipeline:
         out.append(("pipeline", _pipeline_label(rec)))
     return tuple(out)
 
 
-def _number(rec: Mapping[str, Any], field: str, where: str) -> float | None:
-    v = rec.get(field)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise VlmpathError(f"{where}: field {field!r} is {v!r}, not a number; re-run `vlmpath measure --json`")
-    return float(v)
-
-
-def _tok_samples(rec: Mapping[str, Any]) -> tuple[float, ...]:
+def _tok_samples(rec: CaseRecord) -> tuple[float, ...]:
     # A pass's tok/s is the schedule's prefill tokens over that pass's seconds.
-    tokens = rec.get("prefill_tokens")
-    if not isinstance(tokens, (int, float)) or tokens <= 0:
+    tokens = rec.prefill_tokens
+    if tokens is None or tokens <= 0:
         return ()
-    return tuple(float(tokens) / float(s) for s in rec.get("samples") or () if isinstance(s, (int, float)) and s > 0)
+    return tuple(float(tokens) / s for s in rec.samples if s > 0)
 
 
-def metrics_from_record(rec: Mapping[str, Any], *, machine: str, commit: str, with_pipeline: bool,
-                        where: str = "record") -> list[Metric]:
-    """The ``RECORD_METRICS`` of one CaseRecord dict, as ``Metric``\\ s."""
-    if not isinstance(rec, Mapping) or not rec.get("workload"):
-        raise VlmpathError(f"{where}: not a CaseRecord (no 'workload'); pass the JSON Lines of `vlmpath measure --json`")
+def metrics_from_record(rec: CaseRecord, *, machine: str, commit: str, with_pipeline: bool) -> list[Metric]:
+    """The engine metrics of the table (``record_metrics``) of one record, as ``Metric``\\ s."""
     params = _params(rec, with_pipeline)
-    error = rec.get("error")
-    error = str(error) if error else None
+    error = rec.error or None
     out = []
-    for field, leaf, unit in RECORD_METRICS:
-        value = _number(rec, field, where)
+    for field, leaf, unit in record_metrics():
+        raw = getattr(rec, field)
+        value = None if raw is None else float(raw)
         # A counter or accuracy that was measured is a value even when a step failed;
         # a missing one (not counted, or the case never ran) is a failure with its message.
         failed = value is None and (error is not None or field == "tok_per_s")
@@ -93,17 +79,16 @@ def metrics_from_record(rec: Mapping[str, Any], *, machine: str, commit: str, wi
     return out
 
 
-def run_from_records(records: Iterable[Mapping[str, Any]], *, machine: str, commit: str,
+def run_from_records(records: Iterable[CaseRecord], *, machine: str, commit: str,
                      notes: Iterable[str] = (), where: str = "records") -> RunResults:
     """One side's records as ``RunResults`` (one machine). Two records of one case are an error."""
     recs = list(records)
     if not recs:
         raise VlmpathError(f"{where}: no records; the measuring run wrote nothing (see its log)")
-    with_pipeline = len({_pipeline_label(r) for r in recs if isinstance(r, Mapping)}) > 1
+    with_pipeline = len({_pipeline_label(r) for r in recs}) > 1
     metrics: dict[tuple, Metric] = {}
-    for i, rec in enumerate(recs):
-        for m in metrics_from_record(rec, machine=machine, commit=commit, with_pipeline=with_pipeline,
-                                     where=f"{where}[{i}]"):
+    for rec in recs:
+        for m in metrics_from_record(rec, machine=machine, commit=commit, with_pipeline=with_pipeline):
             if m.case in metrics:
                 raise VlmpathError(f"{where}: case {m.benchmark} {dict(m.params)} appears twice; "
                                    "measure each workload once per side")
@@ -112,7 +97,6 @@ def run_from_records(records: Iterable[Mapping[str, Any]], *, machine: str, comm
     return RunResults(commit=commit, machines=(run,), source=SOURCE, notes=tuple(notes))
 
 
-def engines_of(records: Iterable[Mapping[str, Any]]) -> list[str]:
+def engines_of(records: Iterable[CaseRecord]) -> list[str]:
     """``engine version`` of the records (what measured them), e.g. ``['sglang 0.5.23']``."""
-    return sorted({f"{r.get('engine')} {r.get('engine_version') or ''}".strip()
-                   for r in records if isinstance(r, Mapping) and r.get("engine")})
+    return sorted({f"{r.engine} {r.engine_version or ''}".strip() for r in records if r.engine})

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from vlmpath.compare import spread
 from vlmpath.compare.comparison import ComparisonReport, Verdict
-from vlmpath.compare.results import RunResults
+from vlmpath.compare.records import RunResults
 from vlmpath.compare.thresholds import Thresholds
 
 #: The signed-rank test's level for paired rounds (its smallest p at n rounds is 2/2^n).

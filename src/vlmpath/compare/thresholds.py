@@ -3,9 +3,10 @@
 ``Thresholds`` is read from the packaged ``thresholds.yaml`` (the noise band is
 documented there) plus an optional user file (``--config``): per unit a direction and a
 comparison method (exact for deterministic counters and accuracy, a factor band for
-timings), per benchmark pattern an override. Direction and exactness are the metric
-table's (``vlmpath.core.metrics``); the yaml repeats them so a user file has one shape, and
-``table_disagreements`` (tested) keeps the two equal.
+timings), per benchmark pattern an override. Direction and exactness of every unit a
+metric-table row has (``vlmpath.core.metrics``) come from the table, never from the yaml:
+the packaged yaml lists only units no row has (``ms``, ``instructions``); a user file may
+override any unit on purpose (``table_disagreements`` names where it differs).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import yaml
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.metrics import METRIC_BY_UNIT
+from vlmpath.core.metrics import metric_by_unit
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def table_disagreements(th: Thresholds) -> list[str]:
     (``vlmpath.core.metrics``, the source of truth); empty when they agree. The packaged
     yaml must agree (a test); a user ``--config`` may override on purpose."""
     out = []
-    for unit, spec in METRIC_BY_UNIT.items():
+    for unit, spec in metric_by_unit().items():
         rule = th.unit_rule(unit)
         if rule is None:
             out.append(f"unit {unit!r} ({spec.name}) has no rule")
@@ -81,6 +82,11 @@ def table_disagreements(th: Thresholds) -> list[str]:
             out.append(f"unit {unit!r}: thresholds say {rule.direction}/{'exact' if rule.exact else 'banded'}, "
                        f"the metric table says {spec.direction}/{'exact' if spec.exact else 'banded'}")
     return out
+
+
+def table_unit_rules() -> dict[str, UnitRule]:
+    """unit -> rule for every unit of the metric table (its rows and asv's implied units)."""
+    return {unit: UnitRule(spec.direction, spec.exact) for unit, spec in metric_by_unit().items()}
 
 
 def _packaged_config() -> dict[str, Any]:
@@ -139,8 +145,10 @@ def _parse_config(d: Any, where: str) -> dict[str, Any]:
 
 
 def load_thresholds(path: str | Path | None = None) -> Thresholds:
-    """Packaged defaults, overridden by the YAML file at ``path`` when given."""
+    """Packaged defaults (the metric table's units plus the yaml), overridden by the YAML
+    file at ``path`` when given."""
     base = _parse_config(_packaged_config(), "packaged thresholds.yaml")
+    base["units"] = {**table_unit_rules(), **base["units"]}
     source = "defaults"
     if path is not None:
         p = Path(path)

@@ -16,8 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from vlmpath.compare.comparison import (  # noqa: F401 (re-exported: the comparison's records)
-    FAILING_VERDICTS,
+from vlmpath.compare.comparison import (
     Comparison,
     ComparisonReport,
     CrossVendorRow,
@@ -25,10 +24,10 @@ from vlmpath.compare.comparison import (  # noqa: F401 (re-exported: the compari
     Verdict,
 )
 from vlmpath.compare import dedupe, spread
-from vlmpath.compare.results import MachineRun, Metric, RunResults
+from vlmpath.compare.records import MachineRun, Metric, RunResults
+from vlmpath.compare.thresholds import Thresholds
 from vlmpath.compare.values import value_problem
-from vlmpath.compare.thresholds import Rule, Thresholds, UnitRule, load_thresholds  # noqa: F401 (re-exported)
-from vlmpath.core.backends import BACKENDS, GPU_BACKENDS, Backend, vendor_backends  # noqa: F401 (GPU_BACKENDS re-exported)
+from vlmpath.core.backends import BACKENDS, Backend, vendor_backends
 
 # --- comparing ----------------------------------------------------------------------------
 

@@ -2,14 +2,19 @@
 
 The one metric table. A row (``MetricSpec``) says, for one named number: its unit, which
 way is better, whether it is compared exactly (deterministic counters, accuracy) or within
-a noise band (timings), how it is shown, whether charts lead with it, and which routine
-benchmarks report it. The comparison's packaged ``thresholds.yaml`` must agree with the
-table on direction and exactness (tests/test_metric_table.py), the renderers format by it,
-the pytest-benchmark reader and the mirror suite take their ``extra_info`` keys from it, and
+a noise band (timings), how it is shown, whether charts lead with it, and which
+benchmarks report it. The comparison takes each unit's direction and exactness from it
+(``thresholds.yaml`` adds only units no row has), the renderers format by it, the
+pytest-benchmark reader and the mirror suite take their ``extra_info`` keys from it, and
 the asv suite generates its twin ``track_<name>`` methods from it.
 
-Adding a metric: one row here, plus its measurement (a field of ``suite.measure``'s record,
-or a hand-written ``track_`` method for a benchmark of its own).
+Adding a metric: one row here, plus its measurement (a field of the measured record,
+``suite.record.CaseRecord``, or a hand-written ``track_`` method for a benchmark of its
+own). From the row alone: the case summary, the asv ``track_`` methods of the paths it
+names (``benchmarks/_common.metric_tracks``, ``bench_engine``), the engine comparison's
+metrics (``compare.from_records``), the unit's direction and exactness in the comparison
+(``compare.thresholds``), its formatting in the comment and the terminal table
+(``render.fmt``, ``render.tables``). tests/test_metric_table.py adds a row and follows it.
 
 asv's own prefixes imply two more units (``time_`` seconds, ``peakmem_``/``mem_`` bytes):
 ``IMPLIED_UNITS`` lists them so the unit view (``unit_spec``) covers every unit the suite
@@ -29,6 +34,11 @@ FORMATS = ("scaled", "count", "fraction", "plain")
 
 #: The routine benchmark paths (``suite.cases.RoutineCase.path``).
 ROUTINE_PATHS = ("encode", "embed")
+#: The engine path: ``bench_engine.Engine``'s tracks and the engine comparison
+#: (``compare.from_records``) report the rows that name it.
+ENGINE_PATH = "engine"
+#: Every place a row's ``routine`` may name.
+REPORTING_PATHS = ROUTINE_PATHS + (ENGINE_PATH,)
 
 
 @dataclass(frozen=True)
@@ -36,8 +46,10 @@ class MetricSpec:
     """One measured number's meaning.
 
     ``name`` is the key in a measured case's summary, in pytest-benchmark ``extra_info``
-    and the suffix of its asv ``track_`` method. ``routine`` names the routine benchmark
-    paths whose ``*Metrics``/``*Routine`` classes report it (a generated method each).
+    and the suffix of its asv ``track_`` method. ``routine`` names the benchmark paths
+    that report it (a generated method each): the routine paths' ``*Metrics``/``*Routine``
+    classes and ``engine`` (``bench_engine.Engine`` and the engine comparison). Every row
+    that names a path is a field of the measured record (``suite.record.CaseRecord``).
     ``report_failed``: reported even when the case failed (the lower accuracy IS the
     finding); otherwise a failed case raises (a failed strategy made fewer encoder calls,
     which must not read as an improvement). ``may_be_unmeasured``: None means "this device
@@ -62,8 +74,8 @@ class MetricSpec:
             raise ValueError(f"metric {self.name}: direction must be 'higher' or 'lower', got {self.direction!r}")
         if self.fmt not in FORMATS:
             raise ValueError(f"metric {self.name}: fmt must be one of {FORMATS}, got {self.fmt!r}")
-        if not set(self.routine) <= set(ROUTINE_PATHS):
-            raise ValueError(f"metric {self.name}: routine paths {self.routine} not in {ROUTINE_PATHS}")
+        if not set(self.routine) <= set(REPORTING_PATHS):
+            raise ValueError(f"metric {self.name}: routine paths {self.routine} not in {REPORTING_PATHS}")
 
     @property
     def track_method(self) -> str:
@@ -73,16 +85,21 @@ class MetricSpec:
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("tok_per_s", "tok/s", "higher", False, "plain", True,
                "multimodal tokens embedded per second over device-timed steps (median of the timed passes)",
-               routine=("encode", "embed")),
+               routine=("encode", "embed", "engine")),
     MetricSpec("accuracy", "fraction", "higher", True, "fraction", False,
                "share of items whose placed rows match their golden rows",
-               routine=("encode", "embed"), report_failed=True),
+               routine=("encode", "embed", "engine"), report_failed=True),
     MetricSpec("syncs", "syncs", "lower", True, "count", False,
                "host-device synchronisations outside the vision tower",
-               routine=("embed",)),
+               routine=("embed", "engine")),
+    # Counted on every routine case; reported by the engine path only (the routine
+    # suite's asv names stay as its history has them).
+    MetricSpec("encoder_syncs", "syncs", "lower", True, "count", False,
+               "host-device synchronisations inside the vision tower",
+               routine=("engine",)),
     MetricSpec("encoder_calls", "calls", "lower", True, "count", False,
                "vision-tower forward calls over the whole schedule",
-               routine=("encode", "embed")),
+               routine=("encode", "embed", "engine")),
     MetricSpec("bandwidth_fraction", "ratio", "higher", False, "plain", False,
                "injection bandwidth as a fraction of a plain copy of the same rows (a timing ratio)"),
     MetricSpec("copy_bandwidth", "GB/s", "higher", False, "plain", True,
@@ -90,10 +107,10 @@ METRICS: tuple[MetricSpec, ...] = (
     # Peak memory of one pass (vlmpath.measure.memory); its band is a thresholds.yaml rule.
     MetricSpec("peak_bytes", "bytes", "lower", False, "scaled", False,
                "peak allocated bytes of one pass (allocator counter on a GPU, live tensors on CPU)",
-               routine=("encode", "embed"), may_be_unmeasured=True),
+               routine=("encode", "embed", "engine"), may_be_unmeasured=True),
     MetricSpec("reserved_bytes", "bytes", "lower", False, "scaled", False,
                "peak bytes the allocator reserved during one pass",
-               routine=("encode", "embed"), may_be_unmeasured=True),
+               routine=("encode", "embed", "engine"), may_be_unmeasured=True),
 )
 
 #: Units asv implies by a benchmark's prefix (no row of their own: ``time_``, ``peakmem_``).
@@ -122,12 +139,17 @@ def by_unit(rows: tuple[MetricSpec, ...]) -> Mapping[str, MetricSpec]:
 METRIC_BY_UNIT: Mapping[str, MetricSpec] = by_unit(METRICS + IMPLIED_UNITS)
 
 
+def metric_by_unit() -> Mapping[str, MetricSpec]:
+    """``METRIC_BY_UNIT`` as the table is now (a row added at run time included)."""
+    return by_unit(METRICS + IMPLIED_UNITS)
+
+
 def unit_spec(unit: str) -> MetricSpec | None:
-    return METRIC_BY_UNIT.get(unit)
+    return metric_by_unit().get(unit)
 
 
 def units_with(fmt: str) -> tuple[str, ...]:
-    return tuple(u for u, m in METRIC_BY_UNIT.items() if m.fmt == fmt)
+    return tuple(u for u, m in metric_by_unit().items() if m.fmt == fmt)
 
 
 def headline_units() -> tuple[str, ...]:
@@ -135,13 +157,19 @@ def headline_units() -> tuple[str, ...]:
     return tuple(dict.fromkeys(m.unit for m in METRICS if m.headline))
 
 
+def record_metrics() -> tuple[MetricSpec, ...]:
+    """The metrics a measured case reports (every row naming a path): the fields of the
+    record's summary, of the mirror suite's ``extra_info`` and of the pytest reader."""
+    return tuple(m for m in METRICS if m.routine)
+
+
 def extra_info_units() -> Mapping[str, str]:
-    """pytest-benchmark ``extra_info`` key -> unit: the routine metrics."""
-    return MappingProxyType({m.name: m.unit for m in METRICS if m.routine})
+    """pytest-benchmark ``extra_info`` key -> unit: the record's metrics."""
+    return MappingProxyType({m.name: m.unit for m in record_metrics()})
 
 
 def routine_metrics(path: str) -> tuple[MetricSpec, ...]:
-    """The metrics a routine path's benchmark class reports, in table order."""
-    if path not in ROUTINE_PATHS:
-        raise ValueError(f"unknown routine path {path!r}: use one of {ROUTINE_PATHS}")
+    """The metrics a path (``REPORTING_PATHS``) reports, in table order."""
+    if path not in REPORTING_PATHS:
+        raise ValueError(f"unknown routine path {path!r}: use one of {REPORTING_PATHS}")
     return tuple(m for m in METRICS if path in m.routine)

@@ -97,20 +97,6 @@ def check_output_file(path: str | os.PathLike[str], flag: str) -> Path:
     return p
 
 
-def check_output_dir(path: str | os.PathLike[str], flag: str) -> Path:
-    """A directory that exists and is writable, or can be created."""
-    p = Path(path)
-    fix = f"pass {flag} a writable directory"
-    if p.exists() and not p.is_dir():
-        raise VlmpathError(f"{flag} {str(p)!r} is a file, not a directory; {fix}")
-    probe = p
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise VlmpathError(f"{flag} {str(p)!r}: {str(probe)!r} is not a writable directory; {fix}")
-    return p
-
-
 def check_device(device: str, *, cuda_available: Callable[[], bool], device_count: Callable[[], int],
                  build: str = "") -> str:
     """``cpu``, ``cuda`` or ``cuda:N`` (ROCm builds also call their GPUs ``cuda``), usable

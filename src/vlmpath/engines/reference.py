@@ -33,15 +33,11 @@ from contextlib import AbstractContextManager, nullcontext
 import torch
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.engines.pipelines import (  # noqa: F401 (re-exported: the named pipelines live there)
-    DEFAULT_PIPELINE,
-    LEGACY_PIPELINE,
-    NAMED_PIPELINES,
-    Pipeline,
-)
+from vlmpath.engines.pipelines import Pipeline
 from vlmpath.measure.cache import EmbeddingCache
 from vlmpath.measure.evs_layout import evs_relayout_ids
-from vlmpath.measure.workload import Item, Request, Step, Workload
+from vlmpath.measure.items import Item, Request, Step
+from vlmpath.measure.workload import Workload
 from vlmpath.paths.count import COUNTERS, CountQuery
 from vlmpath.paths.encode import (
     ENCODE_STRATEGIES,

@@ -39,7 +39,8 @@ import torch
 from vlmpath.engines.base import EngineError
 from vlmpath.engines.sglang_api import SglangApi, load_api
 from vlmpath.measure.content_hash import HashStats
-from vlmpath.measure.workload import Step, Workload, with_item_hashes
+from vlmpath.measure.items import Step
+from vlmpath.measure.workload import Workload, with_item_hashes
 from vlmpath.paths.encode import EncodeStats
 
 FAULT_ENV = "VLMPATH_ENGINE_FAULT"

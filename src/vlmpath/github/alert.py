@@ -31,9 +31,11 @@ from vlmpath.github.comment import parse_repo
 from vlmpath.github.issues import comment_issue, create_issue, list_issues, update_issue
 from vlmpath.github.rest import make_client
 from vlmpath.compare.asv_results import load_asv
+from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison, Verdict
 from vlmpath.compare.records import MachineRun, Metric, backend_from_name
 from vlmpath.compare.comparison import NOT_JUDGED_VERDICTS
-from vlmpath.compare.verdict import FAILING_VERDICTS, Comparison, Thresholds, Verdict, judge
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import judge
 from vlmpath.core.backends import noise_band
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.escape import clip, log_line, md_escape, title_text

@@ -18,7 +18,9 @@ from typing import Any
 
 from vlmpath.compare.accepted import Accepted
 from vlmpath.compare.records import Metric, backend_from_name
-from vlmpath.compare.verdict import FAILING_VERDICTS, Thresholds, judge
+from vlmpath.compare.comparison import FAILING_VERDICTS
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import judge
 from vlmpath.core.backends import noise_band
 
 

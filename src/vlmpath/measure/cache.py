@@ -106,9 +106,5 @@ class EmbeddingCache:
         self._entries.clear()
         self.cur_bytes = 0
 
-    def available_size(self) -> int:
-        """The number of entries (the engine's name for it)."""
-        return len(self._entries)
-
     def __len__(self) -> int:
         return len(self._entries)

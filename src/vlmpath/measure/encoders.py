@@ -19,8 +19,7 @@ import torch
 
 from vlmpath.core.errors import UnknownNameError
 from vlmpath.core.registry import Registry
-from vlmpath.measure.families import (  # noqa: F401  (the protocol, re-exported)
-    EncodeOutput,
+from vlmpath.measure.families import (
     Encoder,
     EncoderFactory,
     Family,

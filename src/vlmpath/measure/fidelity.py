@@ -33,7 +33,8 @@ import torch
 
 from vlmpath.core.errors import VlmpathError
 from vlmpath.measure.evs_layout import evs_relayout
-from vlmpath.measure.workload import Item, Workload
+from vlmpath.measure.items import Item
+from vlmpath.measure.workload import Workload
 
 # Relative (Frobenius) error allowed per dtype on a GPU; CPU fp32 is compared exactly.
 # bf16 keeps 8 bits of mantissa (eps 2**-8): a few ulps of drift per row is ~1e-2.

@@ -158,11 +158,6 @@ def _cuda_driver(torch_mod: ModuleType) -> str | None:
     return None
 
 
-def default_device() -> str:
-    """``cuda:0`` when a CUDA or ROCm device is present, else ``cpu``."""
-    return "cuda:0" if torch.cuda.is_available() else "cpu"
-
-
 def sync(device: torch.device | str) -> None:
     """Wait for queued device work. A no-op on CPU, where ops run synchronously."""
     dev = torch.device(device)

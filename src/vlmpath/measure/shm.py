@@ -114,16 +114,6 @@ def unlink_segment(name: str) -> bool:
     return True
 
 
-def segment_exists(name: str) -> bool:
-    """Whether a segment called ``name`` can still be attached."""
-    try:
-        shm = _open(name, create=False)
-    except FileNotFoundError:
-        return False
-    _close(shm)
-    return True
-
-
 def _copy_into(shm: SharedMemory, src: torch.Tensor, nbytes: int) -> None:
     dst = torch.frombuffer(shm.buf, dtype=torch.uint8, count=nbytes)
     try:

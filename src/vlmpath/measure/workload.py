@@ -34,13 +34,7 @@ from vlmpath.measure.evs_layout import (
 )
 from vlmpath.measure.encoders import DEFAULT_ENCODER, family_of
 from vlmpath.measure.families import Family, Grid
-from vlmpath.measure.items import (  # noqa: F401  (the data model, used and re-exported here)
-    Item,
-    Request,
-    Step,
-    StepEntry,
-    iter_item_positions,
-)
+from vlmpath.measure.items import Item, Request, Step, StepEntry
 
 
 @dataclass(frozen=True, eq=False)

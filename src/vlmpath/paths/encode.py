@@ -43,7 +43,7 @@ from vlmpath.core.errors import LengthMismatchError
 from vlmpath.core.registry import Registry
 from vlmpath.measure.cache import EmbeddingCache, combine_hashes
 from vlmpath.measure.evs_layout import evs_relayout
-from vlmpath.measure.workload import Item
+from vlmpath.measure.items import Item
 
 
 @dataclass(frozen=True)

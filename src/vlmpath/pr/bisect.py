@@ -28,7 +28,9 @@ from vlmpath.runner.run_files import read_run_info
 from vlmpath.pr.outputs import MACHINE_NAME, RESULTS_ENV, _selected
 from vlmpath.pr.side import RunSuite, SuiteRequest, _log, _run_files, _run_side, run_suite_subprocess, side_env
 from vlmpath.compare.asv_results import load_asv
-from vlmpath.compare.verdict import FAILING_VERDICTS, Comparison, Thresholds, compare
+from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import git_out, repo_root, resolve_commit, worktree
 

@@ -40,9 +40,10 @@ from vlmpath.pr.outputs import (
 )
 from vlmpath.pr.side import _log
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.validate import json_lines
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
 from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.suite import record
+from vlmpath.suite.record import CaseRecord
 
 RECORDS_SUBDIR = "records"
 DEFAULT_WORKLOADS = ("multi_region", "many_small_images", "mixed")
@@ -54,7 +55,7 @@ class EngineSide:
 
     commit: str
     source: Path  # <worktree>/<subdir>: put first on the measuring process's path
-    json_path: Path  # where the JSON Lines of CaseRecord dicts go
+    json_path: Path  # where the JSON Lines of CaseRecords go (``suite.record.write_records``)
     workloads: tuple[str, ...]
     scale: str
     repeat: int
@@ -94,12 +95,12 @@ def engine_subdir(root: Path, subdir: str | None) -> str:
     return "python" if (root / "python").is_dir() else ""
 
 
-def read_records(path: Path, commit: str) -> list[dict]:
+def read_records(path: Path, commit: str) -> list[CaseRecord]:
     """The JSON Lines a side wrote; a missing or broken file names the side and the fix."""
     if not path.is_file():
         raise VlmpathError(f"the measuring run for engine commit {commit[:8]} wrote no records ({path}): "
                            "see its log above; does `vlmpath measure --engine-src` work on that checkout?")
-    return json_lines(path.read_text(encoding="utf-8"), str(path), "; re-run the measurement")
+    return record.read_records(path, str(path), "; re-run the measurement")
 
 
 def _draw_pr_chart(out: Path, report, thresholds) -> list[str]:
@@ -132,6 +133,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     """Measure merge-base(base, head) and head of the engine repository and compare them."""
     from vlmpath.compare import verdict as compare
     from vlmpath.compare.from_records import engines_of, run_from_records
+    from vlmpath.compare.thresholds import load_thresholds
 
     if repeat < 1:
         raise VlmpathError(f"--repeat must be at least 1, got {repeat}")
@@ -144,7 +146,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     if not MACHINE_NAME.match(machine):
         raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only (at most 64)")
     wls = tuple(workloads or DEFAULT_WORKLOADS)
-    cfg = compare.load_thresholds(thresholds)
+    cfg = load_thresholds(thresholds)
     out = Path(out_dir).resolve()
     rec_dir = out / RECORDS_SUBDIR
     if rec_dir.exists():
@@ -155,7 +157,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     _log(f"engine {root}: base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); "
          f"head {head} -> {head_sha[:8]}; source dir {sub or '.'}; machine {machine}")
 
-    def side(sha: str, wt: Path, name: str) -> list[dict]:
+    def side(sha: str, wt: Path, name: str) -> list[CaseRecord]:
         src = wt / sub if sub else wt
         if not src.is_dir():
             raise VlmpathError(f"engine commit {sha[:8]} has no {sub!r} directory: pass --engine-subdir "

@@ -95,7 +95,7 @@ def _profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler) -
     """Profiles of the regressed cases, appended to comment.md; returns notes."""
     from vlmpath.pr.profile import PROFILES_FILE, profile_regressions
     from vlmpath.compare.profile_diff import profiles_to_json
-    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.core.atomic import write_text as write_text_atomic
     from vlmpath.render.comment import render_markdown
 
     profiles = profile_regressions(root, base_sha, head_sha, report, out, cfg=cfg, scale=scale,
@@ -127,9 +127,9 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     ``instructions``: also count each routine case's instructions on both sides (CPU only;
     ``pr.instructions``), merged into the same comparison; ``instructions_bench``: only the
     routine cases it matches (default: ``bench``'s), as counting all of them costs a lot."""
-    from vlmpath.compare import results
     from vlmpath.pr import interleave as pr_interleave
-    from vlmpath.compare import verdict as compare
+    from vlmpath.compare import asv_results, records, verdict as compare
+    from vlmpath.compare.thresholds import load_thresholds
     from vlmpath.compare.paired import paired_report
 
     for flag, pattern in (("--bench", bench), ("--instructions-bench", instructions_bench)):
@@ -149,7 +149,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     out.mkdir(parents=True, exist_ok=True)
     if (out / RESULTS_SUBDIR).exists():
         shutil.rmtree(out / RESULTS_SUBDIR)  # a stale copy would be compared as if new
-    cfg = compare.load_thresholds(thresholds)
+    cfg = load_thresholds(thresholds)
     if interleave:
         pr_interleave.check_rounds(interleave)
         shutil.rmtree(out / pr_interleave.ROUNDS_SUBDIR, ignore_errors=True)  # no stale rounds
@@ -204,11 +204,11 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
 
     copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
                  sources={base_sha: store} if reused and base_sha != head_sha else None)
-    sides = [results.load_asv(out / RESULTS_SUBDIR, sha) for sha in (base_sha, head_sha)]
+    sides = [asv_results.load_asv(out / RESULTS_SUBDIR, sha) for sha in (base_sha, head_sha)]
     if instructions:  # the counts join each side's results: same comparison, comment and exit code
         ir = pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
                                       bench=instructions_bench or bench, scale=scale, log=_log)
-        sides = [results.merge_runs(run, counted) for run, counted in zip(sides, ir)]
+        sides = [records.merge_runs(run, counted) for run, counted in zip(sides, ir)]
     head_run = sides[1]
     report = compare.compare(*sides, cfg, quick=quick)
     if interleave:

@@ -41,8 +41,8 @@ def run_rounds(n: int, out: Path, rdir: Path, machine: str, base_sha: str, head_
 
 
 def load_rounds(n: int, out: Path, base_sha: str, head_sha: str):
-    from vlmpath.compare import results
+    from vlmpath.compare import asv_results
 
-    base = [results.load_asv(side_dir(out, i, "base"), base_sha) for i in range(n)]
-    head = [results.load_asv(side_dir(out, i, "head"), head_sha) for i in range(n)]
+    base = [asv_results.load_asv(side_dir(out, i, "base"), base_sha) for i in range(n)]
+    head = [asv_results.load_asv(side_dir(out, i, "head"), head_sha) for i in range(n)]
     return base, head

@@ -119,7 +119,8 @@ def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str) 
 
 
 def _failure_comment(errors: Sequence[str]) -> str:
-    from vlmpath.render.comment import MARKER, md_escape
+    from vlmpath.render.comment import MARKER
+    from vlmpath.render.escape import md_escape
 
     lines = [MARKER, "**Benchmarks did not run on any machine**", ""]
     lines += [f"> ⚠️ {md_escape(e)}  " for e in errors]
@@ -156,13 +157,13 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
                     thresholds: str | os.PathLike[str] | None = None,
                     accepted: str | os.PathLike[str] | None = None) -> FlowResult:
     """One comparison and one comment from every machine's ``vlmpath ci pr`` artifact."""
-    from vlmpath.compare import verdict as compare
+    from vlmpath.compare.thresholds import load_thresholds
 
     root = Path(artifacts)
     out = Path(out_dir)
     if head_sha is not None and not _SHA40.match(head_sha.lower()):
         raise VlmpathError(f"--head-sha {head_sha!r} is not a 40-digit sha")
-    cfg = compare.load_thresholds(thresholds)
+    cfg = load_thresholds(thresholds)
     # Everything is merged and compared in a staging directory first: a corrupt artifact
     # fails the merge with --out left as it was (no half-merged results/, no pr-number).
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -184,9 +185,8 @@ def _publish(staging: Path, out: Path) -> None:
 
 def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
            fail_on_regression: bool, accepted=None) -> FlowResult:
-    from vlmpath.compare import results
-    from vlmpath.compare import verdict as compare
-    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.compare import asv_results, records, verdict as compare
+    from vlmpath.core.atomic import write_text as write_text_atomic
 
     dest = staging / RESULTS_SUBDIR
     dest.mkdir()
@@ -194,8 +194,8 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     runs: list[tuple[str, dict[str, Any]]] = []
     prs: dict[int, list[str]] = {}
     owner: dict[str, str] = {}
-    engine_runs: list[tuple[results.RunResults, results.RunResults]] = []
-    counts: list[tuple[results.RunResults, results.RunResults]] = []
+    engine_runs: list[tuple[records.RunResults, records.RunResults]] = []
+    counts: list[tuple[records.RunResults, records.RunResults]] = []
     for art in _artifact_dirs(root):
         name = art.name
         if (art / PR_NUMBER_FILE).exists():
@@ -239,11 +239,11 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     base_sha, head = pairs.pop()
     if head_sha is not None and head != head_sha.lower():
         raise VlmpathError(f"artifacts measured head {head[:12]}, but the workflow run is for {head_sha[:12]}")
-    sides = [[results.load_asv(dest, sha)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
+    sides = [[asv_results.load_asv(dest, sha)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
     for b, h in engine_runs + counts:
         sides[0].append(b)
         sides[1].append(h)
-    report = compare.compare(*(functools.reduce(results.merge_runs, side) for side in sides), cfg)
+    report = compare.compare(*(functools.reduce(records.merge_runs, side) for side in sides), cfg)
     # Each machine's --bench, read as literal names (compare.selection): a pattern from an
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
     report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})

@@ -1,7 +1,7 @@
 """How does the comment workflow read an *engine* PR artifact (``vlmpath ci pr --engine-src``)?
 
 An engine artifact carries no asv results: ``run.json`` says ``"kind": "engine"`` and
-``records/base.jsonl`` / ``records/head.jsonl`` hold each side's CaseRecord dicts. The
+``records/base.jsonl`` / ``records/head.jsonl`` hold each side's CaseRecords. The
 comment workflow (``vlmpath ci merge``) rebuilds the comparison from those records with
 its own, trusted vlmpath, exactly as ``vlmpath.pr.engine`` built it on the runner; the
 runner's ``comment.md`` is never posted. The artifact came from a job that ran the PR's
@@ -10,13 +10,14 @@ engine code, so every file is size-checked and every record validated before use
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from vlmpath.pr.engine import RECORDS_SUBDIR
 from vlmpath.compare.records import RunResults
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.validate import json_lines
+from vlmpath.suite.record import CaseRecord, read_records
 
 MAX_RECORDS_BYTES = 16 << 20
 MAX_RECORDS = 10_000
@@ -27,20 +28,14 @@ def is_engine_run(data: dict[str, Any]) -> bool:
     return data.get("kind") == "engine"
 
 
-def _records(path: Path, artifact: str) -> list[dict]:
+def _records(path: Path, artifact: str) -> list[CaseRecord]:
     if path.is_symlink() or not path.is_file():
         raise VlmpathError(f"artifact {artifact}: {RECORDS_SUBDIR}/{path.name} is missing or not a regular file")
     if path.stat().st_size > MAX_RECORDS_BYTES:
         raise VlmpathError(f"artifact {artifact}: {RECORDS_SUBDIR}/{path.name} is larger than {MAX_RECORDS_BYTES} bytes")
-    out = []
     where = f"artifact {artifact}: {RECORDS_SUBDIR}/{path.name}"
-    for n, rec in enumerate(json_lines(path.read_text(encoding="utf-8", errors="replace"), where, ""), 1):
-        if not isinstance(rec, dict) or not isinstance(rec.get("workload"), str):
-            raise VlmpathError(f"artifact {artifact}: {RECORDS_SUBDIR}/{path.name}:{n} is not a CaseRecord")
-        for key in ("workload", "error"):
-            if isinstance(rec.get(key), str):
-                rec[key] = rec[key][:MAX_TEXT]
-        out.append(rec)
+    out = [replace(r, workload=r.workload[:MAX_TEXT], error=None if r.error is None else r.error[:MAX_TEXT])
+           for r in read_records(path, where)]
     if len(out) > MAX_RECORDS:
         raise VlmpathError(f"artifact {artifact}: more than {MAX_RECORDS} records in {path.name}")
     return out

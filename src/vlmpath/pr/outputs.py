@@ -76,7 +76,7 @@ class FlowResult:
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """Sorted, indented JSON written atomically (run.json, merged benchmarks.json)."""
-    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.core.atomic import write_text as write_text_atomic
 
     write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
@@ -85,7 +85,7 @@ def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
                    thresholds_note: str | None = None, profiles: Sequence = ()) -> int:
     """comment.md, comparison.json and summary.txt for ``report`` into OUT; returns the exit
     code. ``profiles`` (regressed cases' profiles) are a section of the comment, in its fit."""
-    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.core.atomic import write_text as write_text_atomic
     from vlmpath.render import comment as render
 
     write_text_atomic(out / COMMENT_FILE, render.render_markdown(report, profiles=profiles))
@@ -117,8 +117,7 @@ def draw_charts(out: Path, report, thresholds, head_run=None) -> list[str]:
         from vlmpath.render.report import write_report
 
         rep = write_report(out / RESULTS_SUBDIR, out / "report", thresholds=thresholds,
-                           base=report.base_commit, head=report.head_commit, comparison=report,
-                           head_run=head_run)
+                           head=report.head_commit, comparison=report, head_run=head_run)
     except (ImportError, VlmpathError) as exc:
         return [f"charts not drawn: {exc}"]
     return [f"chart warning: {w}" for w in rep.warnings]
@@ -126,6 +125,6 @@ def draw_charts(out: Path, report, thresholds, head_run=None) -> list[str]:
 
 def write_error(out_dir: str | os.PathLike[str], message: str) -> None:
     """Leave the failure in OUT so the comment workflow can report it (never silence)."""
-    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.core.atomic import write_text as write_text_atomic
 
     write_text_atomic(Path(out_dir) / ERROR_FILE, message.rstrip() + "\n")

@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlmpath.compare.comparison import ComparisonReport, Verdict
 from vlmpath.compare.profile_diff import CaseProfile, diff_ops, read_ops
-from vlmpath.compare.verdict import ComparisonReport, Thresholds, Verdict
+from vlmpath.compare.thresholds import Thresholds
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import worktree
 

@@ -14,20 +14,14 @@ in the headline, in the verdict cell of the changes table and in the note column
 from __future__ import annotations
 
 import html
-import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from vlmpath.compare.verdict import (
-    Comparison,
-    ComparisonReport,
-    MachineComparison,
-    Verdict,
-)
-from vlmpath.render.escape import ERROR_CHARS, clip, html_escape, log_line, md_escape  # noqa: F401 (re-exported)
-from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_pct, fmt_ratio, fmt_value  # noqa: F401 (re-exported)
-from vlmpath.render.headline import (  # noqa: F401 (re-exported)
+from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict, dumps_report
+from vlmpath.render.escape import clip, html_escape, log_line, md_escape
+from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_ratio
+from vlmpath.render.headline import (
     VERDICT_ORDER,
     VERDICT_TEXT,
     _plural,
@@ -35,8 +29,6 @@ from vlmpath.render.headline import (  # noqa: F401 (re-exported)
     case_text,
     headline,
     note_text,
-    params_text,
-    short_label,
     warnings,
 )
 from vlmpath.render.spread_text import verdict_text
@@ -259,4 +251,4 @@ def _fit(blocks: list[_Block], max_chars: int) -> str:
 
 
 def render_json(report: ComparisonReport) -> str:
-    return json.dumps(report.to_dict(), indent=1, sort_keys=True) + "\n"
+    return dumps_report(report)  # the one writer of a comparison (compare.comparison)

@@ -28,8 +28,8 @@ import warnings
 from importlib import resources
 from pathlib import Path
 
-from vlmpath.compare.results import write_text_atomic
 from vlmpath.core import atomic
+from vlmpath.core.atomic import write_text as write_text_atomic
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.report import CHART_DIR, MANIFEST
 from vlmpath.render.summary import LATEST_JSON, LATEST_MD

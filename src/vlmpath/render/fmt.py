@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from vlmpath.core.metrics import unit_spec, units_with
 
 if TYPE_CHECKING:  # only a type: formatting must stay import-light
-    from vlmpath.compare.verdict import Comparison
+    from vlmpath.compare.comparison import Comparison
 
 #: Units ``fmt_value`` already shows through its suffix or its shape (the metric table's
 #: ``scaled`` units, and no unit).

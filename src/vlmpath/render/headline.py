@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from vlmpath.compare.comparison import Comparison, ComparisonReport, Verdict
 from vlmpath.compare.records import GPU_KEY_PREFIX
-from vlmpath.compare.verdict import Comparison, ComparisonReport, Verdict
 from vlmpath.core.asv_names import strip_kind
 from vlmpath.render.escape import clip, md_escape
 from vlmpath.render.fmt import fmt_change, fmt_pair

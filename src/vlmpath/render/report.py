@@ -1,7 +1,8 @@
 """What do the recorded results look like as charts a person can read at a glance?
 
 Draws matplotlib figures from what ``report_data.py`` loads (asv results through
-``results.py``, comparisons from ``compare.py``); it never measures. Four kinds of chart:
+``compare.asv_results``) and the ``ComparisonReport`` it is given; it never measures or
+judges a base-vs-head pair. Four kinds of chart:
 
 - ``path_chart``: one path (encode / inject / hash / embed), strategies side by side per
   workload, throughput bars with the accuracy of the same case written on each bar, so a
@@ -20,8 +21,8 @@ Anything a reader must know (no results yet, one vendor only, a case missing at 
 is drawn in the figure as a note (``figure_notes`` reads them back) and returned as a
 warning by ``write_report``.
 
-Every name callers used from here before the split (``load_history``, ``History``,
-``load_comparison``, ``save_figure``, ...) is still importable from ``vlmpath.render.report``.
+The charts live in ``report_charts.py`` / ``report_history.py``, loading in
+``report_data.py``, the shared figure pieces in ``report_figure.py``: import each from there.
 """
 
 from __future__ import annotations
@@ -33,52 +34,22 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from vlmpath.compare.results import RunResults, load_asv
-from vlmpath.compare.verdict import (
-    ComparisonReport,
-    Thresholds,
-    compare,
-)
+from vlmpath.compare.asv_results import load_asv
+from vlmpath.compare.comparison import ComparisonReport
+from vlmpath.compare.records import RunResults
+from vlmpath.compare.thresholds import Thresholds
 from vlmpath.core.atomic import write_text as write_text_atomic
-from vlmpath.core.errors import VlmpathError
 from vlmpath.render.report_charts import path_chart, vendor_chart
 from vlmpath.render.report_data import (
     DEFAULT_PATHS,
-    THROUGHPUT_UNITS,
-    WORKLOAD_PARAMS,
-    History,
-    add_regressions,
-    check_results_dir,
     consecutive_regressions,
     headline_benchmarks,
-    leaf_of,
-    load_comparison,
     load_history,
     path_of,
     primary_benchmarks,
 )
-from vlmpath.render.report_figure import (
-    BASE_GREY,
-    FAIL,
-    HATCHES,
-    MARKERS,
-    NOTE_GID,
-    PALETTE,
-    STYLE,
-    add_note,
-    figure_marks,
-    figure_notes,
-    save_figure,
-)
+from vlmpath.render.report_figure import figure_marks, figure_notes, save_figure
 from vlmpath.render.report_history import history_chart, pr_chart
-
-__all__ = [  # the charts and write_report, plus the loading and figure names re-exported
-    "BASE_GREY", "CHART_DIR", "DEFAULT_PATHS", "FAIL", "HATCHES", "MANIFEST", "MARKERS",
-    "NOTE_GID", "PALETTE", "STYLE", "THROUGHPUT_UNITS", "WORKLOAD_PARAMS", "Chart", "History",
-    "ReportOutput", "add_note", "add_regressions", "check_results_dir", "consecutive_regressions",
-    "figure_marks", "figure_notes", "history_chart", "leaf_of", "load_comparison", "load_history", "path_chart",
-    "path_of", "pr_chart", "save_figure", "vendor_chart", "write_report",
-]
 
 
 CHART_DIR = "charts"
@@ -111,22 +82,19 @@ def _safe_name(text: str) -> str:
 
 
 def write_report(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
-                 thresholds: Thresholds, base: str | None = None, head: str | None = None,
-                 comparison: str | os.PathLike[str] | ComparisonReport | None = None,
-                 head_run: RunResults | None = None,
+                 thresholds: Thresholds, comparison: ComparisonReport | None = None,
+                 head: str | None = None, head_run: RunResults | None = None,
                  history_limit: int | None = 50) -> ReportOutput:
     """Draw every chart from ``results_dir`` into ``<out_dir>/charts/`` plus a manifest.
 
-    ``thresholds``: what every judgement here uses (history marks, a ``--base/--head``
-    comparison, the direction labels); a caller that already compared passes the
-    ``ComparisonReport`` itself as ``comparison`` and the thresholds it used, and
-    ``head_run`` when it holds head's results already (nothing it made is read back)."""
-    if (base is None) != (head is None):
-        raise VlmpathError("pass both --base and --head (or neither)")
+    ``comparison``: the judged base-vs-head report the PR chart draws (the charts never
+    judge a pair again; ``vlmpath report --base/--head`` compares before calling this);
+    ``thresholds``: the ones it was judged with, which the history marks and the
+    direction labels use too. ``head`` (or ``head_run``, head's results already loaded:
+    nothing is read back) is the commit the per-path charts show; default the
+    comparison's head, else the newest results."""
     history = load_history(results_dir, history_limit)
-    report = load_comparison(comparison) if comparison is not None else None
-    if report is None and base is not None and head is not None:
-        report = compare(load_asv(results_dir, base), load_asv(results_dir, head), thresholds)
+    report = comparison
     shown = head_run
     if shown is None and head is not None:
         shown = load_asv(results_dir, head)

@@ -15,12 +15,10 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from vlmpath.compare.results import MachineRun, RunResults
+from vlmpath.compare.comparison import Verdict
+from vlmpath.compare.records import MachineRun, RunResults
+from vlmpath.compare.thresholds import Thresholds
 from vlmpath.core.backends import BACKENDS, Backend, vendor_backends
-from vlmpath.compare.verdict import (
-    Thresholds,
-    Verdict,
-)
 from vlmpath.render.report_data import (
     accuracy_of,
     headline_benchmarks,

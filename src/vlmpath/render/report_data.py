@@ -17,14 +17,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlmpath.compare.results import (
-    MachineRun,
-    Metric,
-    RunResults,
-    existing_commits,
-    load_asv,
-)
-from vlmpath.compare.verdict import Comparison, ComparisonReport, Thresholds, compare
+from vlmpath.compare.asv_results import existing_commits, load_asv
+from vlmpath.compare.comparison import Comparison, ComparisonReport, loads_report
+from vlmpath.compare.records import MachineRun, Metric, RunResults
+from vlmpath.compare.thresholds import Thresholds
+from vlmpath.compare.verdict import compare
 from vlmpath.core.asv_names import strip_kind
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.metrics import headline_units
@@ -178,11 +175,9 @@ def load_comparison(source: str | os.PathLike[str] | ComparisonReport) -> Compar
         return source
     p = Path(source)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-        return ComparisonReport.from_dict(data)
-    except OSError as exc:
-        raise VlmpathError(f"cannot read comparison {p}: {exc.strerror}; pass the file "
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise VlmpathError(f"cannot read comparison {p}: {why}; pass the file "
                            "`vlmpath compare --json` wrote") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise VlmpathError(f"{p} is not a vlmpath comparison JSON ({type(exc).__name__}: {exc}); "
-                           "pass the file `vlmpath compare --json` wrote") from None
+    return loads_report(text, str(p))

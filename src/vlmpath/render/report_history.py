@@ -14,19 +14,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from vlmpath.compare.verdict import (
-    Comparison,
-    ComparisonReport,
-    Thresholds,
-    Verdict,
-)
+from vlmpath.compare.comparison import Comparison, ComparisonReport, Verdict
+from vlmpath.compare.thresholds import Thresholds
 from vlmpath.render.fmt import fmt_value
 from vlmpath.render.report_charts import _CHANGED, _VERDICT_STYLE, _ylabel, direction_text
-from vlmpath.render.report_data import (
-    History,
-    geomean,
-    leaf_of,
-)
+from vlmpath.render.report_data import History, geomean, leaf_of
 from vlmpath.render.report_figure import (
     BASE_GREY,
     FAIL,

@@ -1,6 +1,6 @@
 """What did one ``vlmpath run`` measure, in one table?
 
-Reads the run's asv results JSON (through ``vlmpath.compare.results.load_asv``, never asv's console
+Reads the run's asv results JSON (through ``vlmpath.compare.asv_results.load_asv``, never asv's console
 text) for one commit on one machine and renders it three ways: a terminal table, markdown
 and JSON (``reports_dir/run-<machine>-<sha8>.{json,md}``, written atomically). Nothing here
 measures or compares.
@@ -11,7 +11,7 @@ Status of a run: ``complete`` (every selected case has a value or was skipped on
 ``failed`` (no results at all for the commit).
 
 A failed row carries why it failed (``Row.error``: the benchmark's own message when the
-run filed it, see ``vlmpath.compare.results``); the terminal and markdown show it below the table
+run filed it, see ``vlmpath.compare.asv_results``); the terminal and markdown show it below the table
 and in the state cell.
 """
 
@@ -86,7 +86,7 @@ def summarize(results_dir: str | Path, commit: str, machine: str, *,
     """The summary of ``commit`` on ``machine``; ``selected`` ((name, asv param reprs) pairs)
     limits rows to what this run selected and reports selected cases with no result as
     ``missing``."""
-    from vlmpath.compare.results import load_asv
+    from vlmpath.compare.asv_results import load_asv
 
     notes: list[str] = []
     metrics = []

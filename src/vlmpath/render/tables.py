@@ -1,14 +1,17 @@
 """How are rows of records shown in a terminal?
 
-A plain fixed-width text table (no dependency), used by the CLI for ``measure`` records.
-It only formats what it is given.
+A plain fixed-width text table (no dependency), used by the CLI for ``measure`` records
+(``suite.record.CaseRecord``): one column per metric of the table (``core.metrics``). It
+only formats what it is given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vlmpath.render.fmt import fmt_cell
+from vlmpath.core.metrics import record_metrics
+from vlmpath.render.fmt import fmt_cell, fmt_value
+from vlmpath.suite.record import CaseRecord
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -20,26 +23,36 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(out)
 
 
-MEASURE_HEADERS = ["engine", "workload", "encode", "inject", "count", "hash", "tok/s", "accuracy",
-                   "enc calls", "hits", "syncs", "enc syncs", "threads", "error"]
+#: The columns around the metrics: what ran, then how it ran.
+_LEAD = ["engine", "workload", "encode", "inject", "count", "hash"]
+_TAIL = ["hits", "threads", "error"]
 
 
-def _stages(r: dict) -> list:
+def measure_headers() -> list[str]:
+    """The table's columns: every metric a case reports (``vlmpath.core.metrics``, read
+    when called so that a row added there is a column) between what ran and how."""
+    return _LEAD + [m.name for m in record_metrics()] + _TAIL
+
+
+def _stages(r: CaseRecord) -> list:
     """What ran per stage: the reference's strategies, or the engine's seams."""
-    seams = r.get("engine_seams") or {}
-    if r.get("engine", "reference") == "reference" or not seams:
-        return [r["pipeline"][k] for k in ("encode", "inject", "count", "hash")]
-    return [seams.get(k, "?") for k in ("chunk_encoding", "scatter", "count", "shm")]
+    if r.engine == "reference" or not r.engine_seams:
+        return [r.pipeline.get(k, "?") for k in ("encode", "inject", "count", "hash")]
+    return [r.engine_seams.get(k, "?") for k in ("chunk_encoding", "scatter", "count", "shm")]
 
 
-def measure_table(records: Sequence[dict]) -> str:
-    """``vlmpath measure``'s table over record dicts (``CaseRecord.to_dict()``); the error
-    column says only which case failed ("yes", see below), and every failed case's whole
-    message follows the table (a message cut to 60 characters once hid which item did not
-    fit)."""
-    rows = [[r.get("engine", "reference"), r["workload"], *_stages(r), r["tok_per_s"], r["accuracy"],
-             r["encoder_calls"], r["cache_hits"], r["syncs"], r["encoder_syncs"], r.get("threads"),
-             "yes" if r["error"] else ""] for r in records]
-    errors = [f"error: {r.get('engine', 'reference')} {r['workload']}/{'+'.join(_stages(r))}: {r['error']}"
-              for r in records if r["error"]]
-    return "\n".join([text_table(MEASURE_HEADERS, rows), *errors])
+def _metric_cell(value: float | None, unit: str) -> str | None:
+    return None if value is None else fmt_value(value, unit)  # None: the table's "-"
+
+
+def measure_table(records: Sequence[CaseRecord]) -> str:
+    """``vlmpath measure``'s table over records; each metric formatted by its unit. The
+    error column says only which case failed ("yes", see below), and every failed case's
+    whole message follows the table (a message cut to 60 characters once hid which item
+    did not fit)."""
+    rows = [[r.engine, r.workload, *_stages(r),
+             *(_metric_cell(getattr(r, m.name), m.unit) for m in record_metrics()),
+             r.cache_hits, r.threads, "yes" if r.error else ""] for r in records]
+    errors = [f"error: {r.engine} {r.workload}/{'+'.join(map(str, _stages(r)))}: {r.error}"
+              for r in records if r.error]
+    return "\n".join([text_table(measure_headers(), rows), *errors])

@@ -65,7 +65,8 @@ def _worker(spec_path: str) -> None:
     import torch
 
     from vlmpath.selfcheck.plant import UNIT_N, Plant, timed_pass
-    from vlmpath.engines.reference import DEFAULT_PIPELINE, EmbedRoutine
+    from vlmpath.engines.pipelines import DEFAULT_PIPELINE
+    from vlmpath.engines.reference import EmbedRoutine
     from vlmpath.suite.measure import Session, prepare
 
     spec = json.loads(Path(spec_path).read_text())

@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 import torch
 
 from vlmpath.selfcheck.plant import UNIT_N, Plant, timed_pass
-from vlmpath.compare.results import Metric
+from vlmpath.compare.comparison import Verdict
+from vlmpath.compare.records import Metric
 from vlmpath.compare.thresholds import Rule, Thresholds
-from vlmpath.compare.verdict import Verdict, judge
+from vlmpath.compare.verdict import judge
 from vlmpath.core.scales import DEFAULT_SCALE
 
 SIZES = (0.05, 0.10, 0.25)
@@ -160,7 +161,8 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, siz
               instructions: int = 0, log: Callable[[str], None] = print) -> dict:
     """The whole trust measurement (see the module docstring); returns the JSON report."""
     from vlmpath.core.errors import VlmpathError
-    from vlmpath.engines.reference import DEFAULT_PIPELINE, EmbedRoutine
+    from vlmpath.engines.pipelines import DEFAULT_PIPELINE
+    from vlmpath.engines.reference import EmbedRoutine
     from vlmpath.measure.pinning import cpu_threads, load_average, load_warning, pinned
     from vlmpath.suite.measure import Session, prepare
 

@@ -6,7 +6,7 @@ The one case registry behind the asv suite (``benchmarks/``), its pytest-benchma
 newly registered strategy is benchmarked without touching the benchmark files.
 
 Names are data, resolved at *call* time: ``pipeline("default")`` reads
-``vlmpath.engines.reference.DEFAULT_PIPELINE`` when a benchmark runs, not when this module was
+``vlmpath.engines.pipelines.DEFAULT_PIPELINE`` when a benchmark runs, not when this module was
 imported, so changing the package's default changes what the ``default`` rows measure
 (the PR-replay test relies on it).
 
@@ -24,10 +24,9 @@ import torch
 
 from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import UnknownNameError, VlmpathError
-from vlmpath.core.metrics import METRICS
+from vlmpath.core.metrics import record_metrics
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES
-from vlmpath.engines.pipelines import NAMED_PIPELINES
-from vlmpath.engines.reference import Pipeline
+from vlmpath.engines.pipelines import NAMED_PIPELINES, Pipeline
 from vlmpath.measure.workload import PRESETS, Workload, preset
 from vlmpath.suite.bench_env import BenchEnv
 from vlmpath.paths.count import COUNTERS, CountQuery
@@ -84,10 +83,10 @@ def bench_device(scale: str) -> str:
 
 
 def pipeline(name: str) -> Pipeline:
-    """A named pipeline, read from ``vlmpath.engines.reference`` now (see the module docstring)."""
-    from vlmpath.engines import reference as embed
+    """A named pipeline, read from ``vlmpath.engines.pipelines`` now (see the module docstring)."""
+    from vlmpath.engines import pipelines
 
-    named = embed.NAMED_PIPELINES  # the registry (engines/pipelines.py), read at call time
+    named = pipelines.NAMED_PIPELINES  # the registry, read at call time
     if name not in named:
         raise UnknownNameError("pipeline", name, named)
     return named[name]
@@ -138,11 +137,10 @@ def embed_cases() -> tuple[RoutineCase, ...]:
 
 def record_summary(record) -> dict:
     """The numbers a routine benchmark reports, as a plain (picklable, torch-free) dict."""
-    # Every routine metric of the table (``vlmpath.core.metrics``) is a field of the record.
-    numbers = {m.name: getattr(record, m.name) for m in METRICS if m.routine}
+    # Every metric a case reports (``vlmpath.core.metrics``) is a field of the record.
+    numbers = {m.name: getattr(record, m.name) for m in record_metrics()}
     return {
         **numbers,
-        "encoder_syncs": record.encoder_syncs,
         "wall_s": record.wall_s,
         "samples": list(record.samples),
         "prefill_tokens": record.prefill_tokens,

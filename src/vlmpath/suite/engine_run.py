@@ -11,9 +11,9 @@ and the PR flow use to measure with any engine:
 
 The worker always imports *this* vlmpath (its source directory goes on the path after
 the engine's), so two engines, or two commits of one engine, are measured by one and the
-same suite. Records come back as dicts (``CaseRecord.to_dict()``); a case the worker did
-not report (it crashed) is a failed record naming the worker's exit status and the last
-line of its stderr. ``json_path`` writes them as JSON Lines, atomically.
+same suite. Records come back as ``CaseRecord`` objects (``suite.record.read_records``); a
+case the worker did not report (it crashed) is a failed record naming the worker's exit
+status and the last line of its stderr. ``json_path`` writes them as JSON Lines, atomically.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 from vlmpath.core.errors import VlmpathError
 from vlmpath.engines.base import EngineSpec, parse_engine
 from vlmpath.suite.bench_env import BenchEnv
+from vlmpath.suite.record import CaseRecord, read_records, write_records
 from vlmpath.suite.worker import case_to_dict, error_text, failed_record
 
 
@@ -56,14 +57,14 @@ def engine_python(spec: EngineSpec, python: str | None = None, home: str | None 
 
 
 def _run_reference(cases, repeat: int, count: bool, device: str | None, weights: str | None,
-                   threads: int | None = None) -> list[dict]:
+                   threads: int | None = None) -> list[CaseRecord]:
     from vlmpath.suite.measure import Session, measure_case
 
     session = Session(device or "cpu", weights)
     out = []
     for case in cases:
         try:
-            out.append(measure_case(case, session, repeat=repeat, count=count, threads=threads).to_dict())
+            out.append(measure_case(case, session, repeat=repeat, count=count, threads=threads))
         except VlmpathError:
             raise  # bad input (e.g. degenerate golden rows) stops the run, as before
         except Exception as exc:
@@ -72,7 +73,7 @@ def _run_reference(cases, repeat: int, count: bool, device: str | None, weights:
 
 
 def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, device: str | None,
-                weights: str | None, threads: int | None = None) -> list[dict]:
+                weights: str | None, threads: int | None = None) -> list[CaseRecord]:
     job = {"cases": [case_to_dict(c) for c in cases], "engine": spec.label, "repeat": repeat,
            "count": count, "device": device or "cpu", "weights": weights, "threads": threads}
     path = [str(vlmpath_src())]
@@ -93,8 +94,7 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
             if line.strip():
                 tail = (tail + [line.rstrip()])[-20:]
         proc.wait()
-        lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
-    records = [json.loads(x) for x in lines if x.strip()]
+        records = read_records(out, f"engine worker records ({python})") if out.exists() else []
     if len(records) < len(cases):
         why = (f"engine worker ({python}) exited with {proc.returncode} before this case: "
                f"{tail[-1] if tail else 'no message'}")
@@ -105,8 +105,8 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
 def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, *, repeat: int = 3,
                   json_path: str | os.PathLike | None = None, count: bool = True, device: str | None = None,
                   weights: str | None = None, python: str | None = None, home: str | None = None,
-                  threads: int | None = None) -> list[dict]:
-    """Measure ``cases`` with the engine; returns one record dict per case, in order.
+                  threads: int | None = None) -> list[CaseRecord]:
+    """Measure ``cases`` with the engine; returns one record per case, in order.
     ``threads``: torch's CPU threads while measuring (``vlmpath.measure.pinning``), recorded."""
     spec = engine_spec if isinstance(engine_spec, EngineSpec) else parse_engine(engine_spec)
     if repeat < 1:
@@ -117,7 +117,5 @@ def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, 
         records = _run_worker(cases, spec, engine_python(spec, python, home), repeat, count, device, weights,
                               threads)
     if json_path is not None:
-        from vlmpath.core import atomic
-
-        atomic.write_text(json_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+        write_records(json_path, records)
     return records

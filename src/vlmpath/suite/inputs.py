@@ -15,13 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.validate import (
-    MAX_REPEAT,
-    MAX_SEED,
-    check_device,
-    check_int,
-    check_output_file,
-)
+from vlmpath.core.validate import MAX_REPEAT, MAX_SEED, check_device, check_int, check_output_file
 
 
 def resolve_device(device: str | None) -> str:
@@ -57,7 +51,7 @@ def check_measure_inputs(*, json_path: str | None, repeat: int, seed: int,
 
 def names_for_help() -> str:
     """The names ``vlmpath measure`` accepts, for ``--help`` (read from the registries)."""
-    from vlmpath.engines.reference import NAMED_PIPELINES
+    from vlmpath.engines.pipelines import NAMED_PIPELINES
     from vlmpath.measure.workload import PRESETS
     from vlmpath.paths.count import COUNTERS
     from vlmpath.paths.encode import ENCODE_STRATEGIES

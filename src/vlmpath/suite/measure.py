@@ -1,7 +1,7 @@
 """How fast and how correct is one case (workload x pipeline) of the embedding routine?
 
 ``measure_case`` runs a workload's whole chunked-prefill schedule through an
-``EmbedRoutine`` and returns one ``CaseRecord``:
+``EmbedRoutine`` and returns one ``CaseRecord`` (``vlmpath.suite.record``):
 
 1. *arrival*: every item's feature crosses a real shared-memory segment (pickled
    ``ShmPointer``) and the receiver learns its hash through the ``hash`` stage; the
@@ -28,29 +28,25 @@ from __future__ import annotations
 import statistics
 import time
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 
 from vlmpath.core.scales import DEFAULT_SCALE
-from vlmpath.engines.reference import (
-    DEFAULT_CACHE_BYTES,
-    EmbedRoutine,
-    Pipeline,
-    text_table,
-)
+from vlmpath.engines.pipelines import Pipeline
+from vlmpath.engines.reference import DEFAULT_CACHE_BYTES, EmbedRoutine, text_table
 from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.encoders import family_of
 from vlmpath.measure.fidelity import Assembler, GoldenRows, golden_rows, score
+from vlmpath.measure.items import Step
 from vlmpath.measure.memory import NOT_MEASURED_NO_COUNT, PeakMemory, peak_memory
 from vlmpath.measure.pinning import load_average, pinned
 from vlmpath.measure.shm import ShmLedger
 from vlmpath.measure.timing import DeviceTimer
-from vlmpath.measure.workload import Step, Workload, with_item_hashes
+from vlmpath.measure.workload import Workload, with_item_hashes
 from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
-
-SCHEMA_VERSION = 1
+from vlmpath.suite.record import CaseRecord
 
 
 @dataclass(frozen=True)
@@ -63,53 +59,6 @@ class Case:
     @property
     def label(self) -> str:
         return f"{self.workload}/{self.pipeline.label}"
-
-
-@dataclass(frozen=True)
-class CaseRecord:
-    """One measured case; what ``vlmpath measure --json`` writes, one per line."""
-
-    workload: str
-    scale: str
-    pipeline: dict
-    tok_per_s: float | None
-    accuracy: float | None
-    max_abs_err: float | None
-    encoder_calls: int
-    cache_hits: int
-    wall_s: float | None             # median routine seconds per pass
-    samples: tuple[float, ...]       # routine seconds of every timed pass
-    error: str | None
-    prefill_tokens: int
-    steps: int
-    failed_steps: int
-    items: int
-    placed: int
-    hash_s: float | None
-    sha256_digests: int
-    syncs: int | None
-    encoder_syncs: int | None
-    sync_events: dict = field(default_factory=dict)
-    device: str = "cpu"
-    # Peak memory of one pass; None = not measured, ``memory["reason"]`` says why.
-    peak_bytes: int | None = None
-    reserved_bytes: int | None = None
-    memory: dict = field(default_factory=dict)
-    # CPU settings the case ran under (``vlmpath.measure.pinning``): torch's intra-op
-    # threads and the highest 1-minute load average seen while measuring.
-    threads: int | None = None
-    load_avg: float | None = None
-    schema_version: int = SCHEMA_VERSION
-    # Which routine ran (``vlmpath.engines.base.EngineSpec.label``), its version and the
-    # engine seams it used (empty for the reference).
-    engine: str = "reference"
-    engine_version: str | None = None
-    engine_seams: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["samples"] = list(self.samples)
-        return d
 
 
 class Session:
@@ -299,7 +248,7 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
     from itertools import product
 
     from vlmpath.core.scales import check_scale
-    from vlmpath.engines.reference import DEFAULT_PIPELINE, NAMED_PIPELINES
+    from vlmpath.engines.pipelines import DEFAULT_PIPELINE, NAMED_PIPELINES
     from vlmpath.measure.traces import read_trace
     from vlmpath.measure.workload import PRESETS
     from vlmpath.paths.encode import ENCODE_STRATEGIES
@@ -322,11 +271,3 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
         p.validate()
     return [Case(w, p, scale, seed) for w in wls for p in pipes]
 
-
-def write_records(path, records) -> None:
-    """JSON Lines, written atomically (a partial run never leaves a half-written file)."""
-    import json
-
-    from vlmpath.core import atomic
-
-    atomic.write_text(path, "".join(json.dumps(r.to_dict(), sort_keys=True) + "\n" for r in records))

@@ -57,7 +57,7 @@ def parse_case(text: str):
 
 
 def _device() -> str:
-    import torch  # (not measure.platform.default_device: older packages lack it, see above)
+    import torch
 
     return "cuda:0" if torch.cuda.is_available() else "cpu"
 

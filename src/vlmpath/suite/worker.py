@@ -4,8 +4,8 @@
 cases, ``repeat``, ``count``, ``device``, ``weights`` and the engine's label) and measures
 every case with the engine imported in *this* interpreter (an engine environment's python,
 with an ``--engine-src`` tree first on its path), through the same ``measure_case`` as the
-reference. It writes one JSON record per case, in order, appending as it goes, so that a
-crash still leaves the records measured so far (``engine_run`` fills in the rest).
+reference. It writes one record per case (``suite.record.dumps_record``), in order,
+appending as it goes, so that a crash still leaves the records measured so far (``engine_run`` fills in the rest).
 
 A case that raises is a failed record carrying the error, and the next case runs; an
 engine that does not load at all gives every case the same failed record.
@@ -17,10 +17,11 @@ import json
 import sys
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.suite.record import CaseRecord, dumps_record
 
 
 def case_from_dict(d: dict):
-    from vlmpath.engines.reference import Pipeline
+    from vlmpath.engines.pipelines import Pipeline
     from vlmpath.suite.measure import Case
 
     return Case(d["workload"], Pipeline(**d["pipeline"]), d.get("scale", "tiny"), int(d.get("seed", 0)))
@@ -32,17 +33,13 @@ def case_to_dict(case) -> dict:
 
 
 def failed_record(case, error: str, engine: str, version: str | None = None, seams: dict | None = None,
-                  device: str = "cpu") -> dict:
-    """The record of a case that measured nothing: the error, no tok/s, no accuracy."""
-    from vlmpath.suite.measure import CaseRecord
-
+                  device: str = "cpu") -> CaseRecord:
+    """The record of a case that measured nothing: the error and no number at all (not a
+    zero: zero encoder calls would read as an improvement)."""
     return CaseRecord(
-        workload=case.workload, scale=case.scale, pipeline=case.pipeline.to_dict(), tok_per_s=None,
-        accuracy=None, max_abs_err=None, encoder_calls=0, cache_hits=0, wall_s=None, samples=(),
-        error=error[:500], prefill_tokens=0, steps=0, failed_steps=0, items=0, placed=0, hash_s=None,
-        sha256_digests=0, syncs=None, encoder_syncs=None, device=device, engine=engine,
-        engine_version=version, engine_seams=dict(seams or {}),
-    ).to_dict()
+        workload=case.workload, scale=case.scale, pipeline=case.pipeline.to_dict(), error=error[:500],
+        device=device, engine=engine, engine_version=version, engine_seams=dict(seams or {}),
+    )
 
 
 def error_text(exc: BaseException) -> str:
@@ -62,7 +59,7 @@ def run_job(job: dict, out) -> int:
         engine = SglangEngine(label)
     except Exception as exc:  # an engine that cannot load fails every case, with its reason
         for case in cases:
-            out.write(json.dumps(failed_record(case, error_text(exc), label, device=device), sort_keys=True) + "\n")
+            out.write(dumps_record(failed_record(case, error_text(exc), label, device=device)) + "\n")
             out.flush()
         return len(cases)
     session = Session(device, job.get("weights"))
@@ -72,11 +69,11 @@ def run_job(job: dict, out) -> int:
         try:
             rec = measure_case(case, session, repeat=int(job.get("repeat", 3)),
                                count=bool(job.get("count", True)), engine=engine,
-                               threads=job.get("threads")).to_dict()
+                               threads=job.get("threads"))
         except Exception as exc:  # one case's failure is a result; the run goes on
             rec = failed_record(case, error_text(exc), label, engine.version, engine.seams, device)
-        failures += rec["error"] is not None
-        out.write(json.dumps(rec, sort_keys=True) + "\n")
+        failures += rec.error is not None
+        out.write(dumps_record(rec) + "\n")
         out.flush()
     return failures
 
