@@ -10,7 +10,8 @@
   interpreter with the env's own copy of the released ``toyeng`` on the path (after
   ``PYTHONPATH``, where a venv's site-packages is); with
   ``TOY_GATE`` set it logs ``start``/``end`` to ``TOY_LOG`` and waits for the gate file
-  in between (the lock test holds an install open with it);
+  in between (the lock test holds an install open with it); ``TOY_FAIL`` makes it fail
+  after doing its work (an install that did not finish);
 - ``plug/toy_import_chain.txt``: its data file;
 - ``plug/toy_vlmpath-0.1.dist-info/``: the entry point ``vlmpath.engines: toy`` (what
   ``pip install`` of a plug-in would leave), so the registry finds it with ``plug/`` on
@@ -75,6 +76,8 @@ PLUGIN = textwrap.dedent('''
         ctx.python.write_text(f'#!/bin/sh\\nPYTHONPATH="$PYTHONPATH:{{site}}" exec {{HOST_PYTHON}} "$@"\\n')
         ctx.python.chmod(0o755)
         ctx.steps.append({{"step": "toy", "command": ["copy", str(RELEASE)], "seconds": 0}})
+        if os.environ.get("TOY_FAIL"):
+            raise RuntimeError("toy: the last step failed")
         note("end")
         return {{"torch": "the host's (toy)"}}
 
