@@ -78,6 +78,26 @@ def test_toy_is_found_through_its_entry_point_and_parsed_like_sglang(toy, tmp_pa
     assert registry.get("toy").chain() == ["numpy"]
 
 
+def test_the_worker_builds_the_entrys_adapter_and_holds_it_to_the_protocol(toy, monkeypatch):
+    from vlmpath.suite.worker import load_engine
+
+    monkeypatch.syspath_prepend(str(toy.parent / "release"))  # the released toyeng
+    import toy_vlmpath
+
+    engine = load_engine("toy==1.0")
+    assert isinstance(engine, toy_vlmpath.ToyEngine) and isinstance(engine, EngineAdapter)
+    assert (engine.label, engine.version, engine.seams) == ("toy==1.0", "1.0", {"merge": "masked_scatter"})
+    monkeypatch.setattr(toy_vlmpath.ToyEngine, "seams", {}, raising=False)
+    monkeypatch.setattr(toy_vlmpath.ToyEngine, "__init__", lambda self, label: None)
+    monkeypatch.setattr(toy_vlmpath.ToyEngine, "label", "toy==1.0", raising=False)
+    monkeypatch.setattr(toy_vlmpath.ToyEngine, "version", "1.0", raising=False)
+    with pytest.raises(EngineError, match="found no merge seam"):
+        load_engine("toy==1.0")
+    monkeypatch.delattr(toy_vlmpath.ToyEngine, "arrive")
+    with pytest.raises(EngineError, match="lacks what the suite drives"):
+        load_engine("toy==1.0")
+
+
 def test_without_the_plugin_on_the_path_toy_is_unknown(tmp_path, monkeypatch):
     write_toy(tmp_path / "toy")  # written, not on the path
     assert "toy" not in registry.names()
