@@ -9,7 +9,8 @@
   an install of a complete env runs no step.
 - Two real processes installing the same release (the toy engine's cheap fake installer,
   held open by a gate file) are serialized by the lock: the second waits, then finds the
-  env complete and runs nothing. With the lock planted away, the two installs overlap.
+  env complete and runs nothing; meanwhile the env is "being installed" and refused. With
+  the lock planted away, the two installs overlap.
 - The adapter tests' environment: ``VLMPATH_ENGINE_INSTALL``'s release when it names one
   of the engine's (refused when incomplete), else the newest complete one.
 """
@@ -155,6 +156,11 @@ def two_installs(tmp_path: Path, plug: Path, mode: str) -> tuple[list[str], str,
                 wait_for(lambda: any(x == f"start {procs[0].pid}" for x in lines()), "start of install A", procs)
         wait_for(lambda: "waiting for it" in outs[1].read_text() or len(lines()) >= 2,
                  "sign of install B (waiting, or started)", procs)
+        if mode == "lock":  # meanwhile the env is incomplete, seen as being installed, refused
+            env = envs.env_for(parse_engine("toy==1.0"), home)
+            assert env.state == "incomplete" and envs.installing(env)
+            with pytest.raises(EngineError, match="is being installed by another process: wait for it"):
+                envs.require_env(env.spec, home)
         gate.mkdir()
         for p in procs:
             assert p.wait(timeout=180) == 0, (outs[0].read_text(), outs[1].read_text())
@@ -170,6 +176,7 @@ def test_two_concurrent_installs_of_one_env_are_serialized(toy, tmp_path):
     assert steps == [f"start {a.pid}", f"end {a.pid}"]  # B's installer never ran
     assert "another install holds" in b_out and "already installed" in b_out
     assert json.loads((tmp_path / "engines-lock" / "toy-1.0" / envs.MANIFEST).read_text())["complete"] is True
+    assert not envs.installing(envs.env_for(parse_engine("toy==1.0"), tmp_path / "engines-lock"))
 
 
 def test_without_the_lock_the_two_installs_overlap(toy, tmp_path):

@@ -80,7 +80,9 @@ def run_engine(a: argparse.Namespace) -> int:
     for env in rows:
         m = env.manifest
         if not env.complete:  # interrupted, failed or still installing: never used, says how to repair
-            print(f"{env.spec.label}\t{env.path}\tincomplete\t(repair: vlmpath engine install {env.spec.label})")
+            why = ("installing now" if envs.installing(env)
+                   else f"repair: vlmpath engine install {env.spec.label}")
+            print(f"{env.spec.label}\t{env.path}\tincomplete\t({why})")
             continue
         size = f"{m['disk_bytes'] / 2**30:.2f} GiB" if "disk_bytes" in m else "?"
         secs = f"{m['install_seconds']:.0f} s" if "install_seconds" in m else "?"

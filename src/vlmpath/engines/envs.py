@@ -5,8 +5,9 @@ An engine environment is a directory under the engine home (``--home``, else
 (``sglang-0.5.23/``). It is *complete* only when its ``manifest.json`` says so: the
 manifest (what went in, disk size, install time) is written last, atomically, so an
 install that was interrupted, failed or is still running leaves an *incomplete*
-environment. ``engine list`` shows those as incomplete; ``--engine`` refuses them with
-the command that repairs them; the newest-environment lookups skip them.
+environment. ``engine list`` shows those as incomplete (``installing now`` while an
+install holds the lock); ``--engine`` refuses them with the command that repairs them (or,
+during an install, says to wait); the newest-environment lookups skip them.
 
 ``install`` builds one (idempotent: a complete env is reused) inside a file lock per
 environment (``<home>/.locks/<slug>.lock``), so two installs of the same release never
@@ -106,6 +107,9 @@ def repair_hint(spec: EngineSpec) -> str:
 def require_env(spec: EngineSpec, home=None) -> EngineEnv:
     """The complete environment of ``spec``; a missing or incomplete one says how to fix it."""
     env = env_for(spec, home)
+    if not env.complete and installing(env):
+        raise EngineError(f"the engine environment for {spec.label} at {env.path} is being installed by another "
+                          "process: wait for it to finish (`vlmpath engine list` says complete), then run again")
     if not env.path.exists():
         raise EngineError(f"no engine environment for {spec.label} at {env.path}: {repair_hint(spec)}")
     if not env.complete:
@@ -126,10 +130,28 @@ def env_for_tests(engine: str, home=None) -> EngineEnv | None:
     return newest_env(home, engine)
 
 
+def _lock_path(env: EngineEnv) -> Path:
+    return env.path.parent / LOCKS / f"{env.path.name}.lock"
+
+
+def installing(env: EngineEnv) -> bool:
+    """Is an install of this environment running now (its lock held by a live process)?"""
+    lock = _lock_path(env)
+    if not lock.exists():
+        return False
+    with open(lock, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
 @contextmanager
 def install_lock(env: EngineEnv, log=print) -> Iterator[None]:
     """Hold the environment's install lock (an ``flock``: released when the process dies)."""
-    lock = env.path.parent / LOCKS / f"{env.path.name}.lock"
+    lock = _lock_path(env)
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+") as f:
         try:
