@@ -52,7 +52,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
     from vlmpath.pr import flow as ci_flow
     from vlmpath.pr import outputs as pr_outputs
-    _engine_src_arguments(pr)  # --engine-src REPO: two commits of an engine (sglang) instead
+    _engine_src_arguments(pr)  # --engine-src REPO: two commits of an engine instead
 
     def run_pr(a: argparse.Namespace) -> int:
         try:
@@ -141,7 +141,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
             extra[key] = value
         if a.engine_home:
             extra["VLMPATH_ENGINE_HOME"] = a.engine_home
-        engine = f"sglang@src:{a.engine_src}" if a.engine_src else a.engine
+        from vlmpath.engines.base import parse_engine
+
+        engine = parse_engine(a.engine, src=a.engine_src).label if a.engine_src else a.engine
         opts = RunOptions(repo=a.repo, quick=a.quick, bench=a.bench, scale=a.scale, machine=a.machine,
                           engine=engine, engine_python=a.engine_python, results_dir=a.results_dir,
                           html_dir=a.html_dir, reports_dir=a.reports_dir,
@@ -192,11 +194,14 @@ def _engine_src_arguments(pr) -> None:
     from vlmpath.pr.engine import DEFAULT_WORKLOADS
 
     pr.add_argument("--engine-src", default=None, metavar="REPO",
-                    help="a git repository of the ENGINE (e.g. an sglang clone): measure its BASE and "
+                    help="a git repository of an ENGINE (e.g. an sglang clone): measure its BASE and "
                     "HEAD commits with this vlmpath instead of vlmpath's own commits")
+    pr.add_argument("--engine", default=None, metavar="NAME",
+                    help="--engine-src: which engine the repository is (default: the one whose package layout "
+                    "it fits)")
     pr.add_argument("--engine-subdir", default=None, metavar="DIR",
                     help="--engine-src: directory of the checkout put first on the path "
-                    "(default python/ when present, else the root)")
+                    "(default: where the engine keeps its package, e.g. python/ for sglang)")
     pr.add_argument("--engine-python", default=None, metavar="PY",
                     help="--engine-src: interpreter of the engine environment that measures")
     pr.add_argument("--workload", action="append", metavar="NAME",
@@ -211,4 +216,4 @@ def _engine_pr_from_args(a):
     return run_engine_pr(a.engine_src, a.base, a.head, out_dir=a.out, subdir=a.engine_subdir,
                          workloads=a.workload, scale=a.scale or DEFAULT_SCALE, repeat=a.repeat,
                          engine_python=a.engine_python, machine=a.machine, thresholds=a.config,
-                         fail_on_regression=not a.no_fail, charts=not a.no_charts)
+                         fail_on_regression=not a.no_fail, charts=not a.no_charts, engine=a.engine)

@@ -2,10 +2,11 @@
 
 ``python -m vlmpath.suite.worker --out RECORDS.jsonl`` reads a job (JSON on stdin: the
 cases, ``repeat``, ``count``, ``device``, ``weights`` and the engine's label) and measures
-every case with the engine imported in *this* interpreter (an engine environment's python,
-with an ``--engine-src`` tree first on its path), through the same ``measure_case`` as the
-reference. It writes one record per case (``suite.record.dumps_record``), in order,
-appending as it goes, so that a crash still leaves the records measured so far (``engine_run`` fills in the rest).
+every case with the engine's adapter (its entry in ``vlmpath.engines.registry``) imported
+in *this* interpreter (an engine environment's python, with an ``--engine-src`` tree first
+on its path), through the same ``measure_case`` as the reference. It writes one record per
+case (``suite.record.dumps_record``), in order, appending as it goes, so that a crash still
+leaves the records measured so far (``engine_run`` fills in the rest).
 
 A case that raises is a failed record carrying the error, and the next case runs; an
 engine that does not load at all gives every case the same failed record.
@@ -18,6 +19,7 @@ import sys
 
 from vlmpath.core.errors import VlmpathError
 from vlmpath.suite.record import CaseRecord, dumps_record
+from vlmpath.engines.base import EngineAdapter
 
 
 def case_from_dict(d: dict):
@@ -47,16 +49,33 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:500]
 
 
+def load_engine(label: str) -> EngineAdapter:
+    """The adapter of the engine ``label`` names (its registry entry's class), built here."""
+    from vlmpath.engines import registry
+    from vlmpath.engines.base import EngineError, parse_engine
+
+    spec = parse_engine(label)
+    entry = registry.get(spec.name)
+    engine = entry.load_adapter()(label)
+    if not isinstance(engine, EngineAdapter):
+        raise EngineError(f"engine {spec.name!r}: adapter {entry.adapter} lacks what the suite drives "
+                          "(label, version, seams, routine(), arrive(): vlmpath.engines.base.EngineAdapter)")
+    missing = [k for k in entry.seams if k not in engine.seams]
+    if missing:  # every record must say which variant of each seam the entry promises ran
+        raise EngineError(f"engine {spec.name!r} {engine.version}: its adapter found no {', '.join(missing)} "
+                          "seam (its registry entry says it probes them)")
+    return engine
+
+
 def run_job(job: dict, out) -> int:
     """Measure the job's cases, writing one JSON line per case to ``out``; returns failures."""
-    from vlmpath.engines.sglang_adapter import SglangEngine
     from vlmpath.suite.measure import Session, measure_case
 
     cases = [case_from_dict(d) for d in job["cases"]]
     label = job["engine"]
     device = job.get("device") or "cpu"
     try:
-        engine = SglangEngine(label)
+        engine = load_engine(label)
     except Exception as exc:  # an engine that cannot load fails every case, with its reason
         for case in cases:
             out.write(dumps_record(failed_record(case, error_text(exc), label, device=device)) + "\n")
