@@ -28,7 +28,7 @@ from vlmpath.core.errors import VlmpathError
 
 ENGINE_ENV = "VLMPATH_ENGINE"        # the engine spec the asv suite measures with
 ENGINE_PYTHON_ENV = "VLMPATH_ENGINE_PYTHON"
-KNOWN_ENGINES = ("sglang",)
+KNOWN_ENGINES = ("sglang", "vllm")
 _RELEASE = re.compile(r"^([A-Za-z][\w.-]*)==([0-9][\w.+-]*)$")
 
 

@@ -96,10 +96,28 @@ def require_env(spec: EngineSpec, home=None) -> EngineEnv:
     return env
 
 
-def import_chain() -> list[str]:
-    """The package names of ``data/sglang_import_chain.txt``."""
-    text = resources.files("vlmpath.engines").joinpath("data/sglang_import_chain.txt").read_text(encoding="utf-8")
-    return [line.split("#")[0].strip() for line in text.splitlines() if line.split("#")[0].strip()]
+def chain_entries(name: str = "sglang") -> list[tuple[str, bool]]:
+    """``(package, no_deps)`` for each line of ``data/<name>_import_chain.txt`` (a line
+    tagged ``no-deps`` is installed without its own dependencies)."""
+    path = resources.files("vlmpath.engines").joinpath(f"data/{name}_import_chain.txt")
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        words = line.split("#")[0].split()
+        if words and not words[0].startswith("!"):
+            out.append((words[0], "no-deps" in words[1:]))
+    return out
+
+
+def chain_options(name: str = "sglang") -> set[str]:
+    """The ``!option`` lines of ``data/<name>_import_chain.txt``."""
+    path = resources.files("vlmpath.engines").joinpath(f"data/{name}_import_chain.txt")
+    return {w[0] for line in path.read_text(encoding="utf-8").splitlines()
+            if (w := line.split("#")[0].split()) and w[0].startswith("!")}
+
+
+def import_chain(name: str = "sglang") -> list[str]:
+    """The package names of ``data/<name>_import_chain.txt``."""
+    return [p for p, _ in chain_entries(name)]
 
 
 def _gpu_torch() -> str | None:
@@ -113,11 +131,31 @@ def _gpu_torch() -> str | None:
     return None
 
 
-def _pins(python: Path) -> dict[str, str]:
-    """The release's own ``name==version`` pins, read from its installed metadata."""
-    code = ("import importlib.metadata as m, json; print(json.dumps([r for r in (m.requires('sglang') or [])"
+def _requires(python: Path, name: str) -> list[str]:
+    """The release's own ``Requires-Dist`` (no extras), read from its installed metadata."""
+    code = (f"import importlib.metadata as m, json; print(json.dumps([r for r in (m.requires({name!r}) or [])"
             " if 'extra ==' not in r]))")
-    reqs = json.loads(subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True).stdout)
+    return json.loads(subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True).stdout)
+
+
+# The torch family stays the CPU pair (or the image's): never constrained by the release.
+_TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
+
+
+def _constraints(python: Path, name: str) -> str:
+    """The release's ``Requires-Dist`` as a pip constraints file (extras dropped, which pip
+    refuses in constraints; the torch family left out)."""
+    lines = []
+    for r in _requires(python, name):
+        m = re.match(r"^\s*([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*(.*)$", r)
+        if m and m.group(1).lower() not in _TORCH_FAMILY and m.group(3).strip():
+            lines.append(m.group(1) + m.group(3))
+    return "\n".join(lines) + "\n"
+
+
+def _pins(python: Path, name: str = "sglang") -> dict[str, str]:
+    """The release's own ``name==version`` pins, read from its installed metadata."""
+    reqs = _requires(python, name)
     out = {}
     for r in reqs:
         m = re.match(r"^([A-Za-z0-9_.-]+)\s*==\s*([^;\s]+)", r)
@@ -168,10 +206,21 @@ def install(text: str, home=None, *, project_root: str | os.PathLike | None = No
     # VLMPATH_ENGINE_WHEELS: a directory of cached engine wheels (an offline machine, a CI cache).
     wheels = os.environ.get("VLMPATH_ENGINE_WHEELS")
     links = ["--find-links", wheels] if wheels else []
-    run("sglang", pip + links + ["--no-deps", f"{spec.name}=={spec.version}"], env=penv)
-    pins = _pins(env.python)
-    chain = [f"{p}=={pins[p.lower()]}" if p.lower() in pins else p for p in import_chain()]
-    run("import-chain", pip + chain, env=penv)
+    run(spec.name, pip + links + ["--no-deps", f"{spec.name}=={spec.version}"], env=penv)
+    pins = _pins(env.python, spec.name)
+    entries = chain_entries(spec.name)
+    chain = [f"{p}=={pins[p.lower()]}" if p.lower() in pins else p for p, _ in entries]
+    # The release's own requirements constrain its import chain (vLLM's ranges, not just pins).
+    # A chain file with a ``!release-constraints`` line asks for it; sglang's pins suffice.
+    constrain = []
+    if "!release-constraints" in chain_options(spec.name):
+        cons = env.path / "release-constraints.txt"
+        cons.write_text(_constraints(env.python, spec.name), encoding="utf-8")
+        constrain = ["-c", str(cons)]
+    no_deps = [c for c, (_, nd) in zip(chain, entries) if nd]
+    if no_deps:
+        run("import-chain-no-deps", pip + ["--no-deps"] + constrain + no_deps, env=penv)
+    run("import-chain", pip + constrain + [c for c, (_, nd) in zip(chain, entries) if not nd], env=penv)
     root = Path(project_root) if project_root else Path(__file__).resolve().parents[3]
     if (root / "pyproject.toml").exists():
         run("vlmpath", pip + ["--no-deps", "-e", str(root)], env=penv)
