@@ -82,21 +82,28 @@ def parse_engine(text: str | None, *, src: str | None = None) -> EngineSpec:
     ``--engine-src`` wins over a release and needs no ``--engine`` (it may repeat
     ``--engine sglang``); anything else unknown raises ``EngineError`` naming the forms.
     """
-    forms = "'reference', 'sglang==X.Y.Z' (after `vlmpath engine install sglang==X.Y.Z`) or --engine-src DIR"
+    forms = ("'reference', 'sglang==X.Y.Z' or 'vllm==X.Y.Z' (after `vlmpath engine install NAME==X.Y.Z`) "
+             "or --engine-src DIR")
     text = (text or "").strip()
     if src is not None:
         path = Path(src).expanduser()
         if not path.is_dir():
             raise EngineError(f"--engine-src {src!r} is not a directory: give the engine's source tree, "
-                              "e.g. an sglang checkout's python/ directory (the one holding sglang/)")
-        if not (path / "sglang").is_dir():
-            raise EngineError(f"--engine-src {src!r} has no sglang/ package inside: give the directory that "
-                              "holds it (for an sglang checkout, its python/ directory)")
-        if text and text not in ("sglang", "reference") and not text.startswith("sglang"):
-            raise EngineError(f"--engine {text!r} with --engine-src: only sglang sources are supported")
+                              "e.g. an sglang checkout's python/ directory (the one holding sglang/) or a "
+                              "vLLM checkout (the one holding vllm/)")
         if text == "reference":
             raise EngineError("--engine reference and --engine-src exclude each other: drop one of them")
-        return EngineSpec("src", "sglang", None, str(path.resolve()))
+        named = text.split("==")[0].split("@")[0] if text else None
+        if named is not None and named not in KNOWN_ENGINES:
+            raise EngineError(f"--engine {text!r} with --engine-src: only {', '.join(KNOWN_ENGINES)} sources "
+                              "are supported")
+        held = [n for n in KNOWN_ENGINES if (path / n).is_dir()]
+        name = named or (held[0] if len(held) == 1 else None)
+        if name is None or not (path / name).is_dir():
+            raise EngineError(f"--engine-src {src!r} has no {named or ' or '.join(KNOWN_ENGINES)}/ package inside: "
+                              "give the directory that holds it (an sglang checkout's python/ directory, a "
+                              "vLLM checkout's root)")
+        return EngineSpec("src", name, None, str(path.resolve()))
     if text in ("", "reference"):
         return EngineSpec("reference")
     m = _RELEASE.match(text)
@@ -106,6 +113,7 @@ def parse_engine(text: str | None, *, src: str | None = None) -> EngineSpec:
             raise EngineError(f"--engine {text!r}: unknown engine {name!r}; vlmpath drives "
                               f"{', '.join(KNOWN_ENGINES)} ({forms})")
         return EngineSpec("release", name, version)
-    if text.startswith("sglang@src:"):
-        return parse_engine("sglang", src=text[len("sglang@src:"):])
+    for name in KNOWN_ENGINES:
+        if text.startswith(f"{name}@src:"):
+            return parse_engine(name, src=text[len(f"{name}@src:"):])
     raise EngineError(f"--engine {text!r} is not an engine: write {forms}")

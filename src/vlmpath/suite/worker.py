@@ -51,16 +51,26 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:500]
 
 
+def engine_class(label: str):
+    """The adapter class for an engine label (``vllm==X``, ``vllm@src:DIR``, else sglang)."""
+    if label.startswith("vllm"):
+        from vlmpath.engines.vllm_adapter import VllmEngine
+
+        return VllmEngine
+    from vlmpath.engines.sglang_adapter import SglangEngine
+
+    return SglangEngine
+
+
 def run_job(job: dict, out) -> int:
     """Measure the job's cases, writing one JSON line per case to ``out``; returns failures."""
-    from vlmpath.engines.sglang_adapter import SglangEngine
     from vlmpath.suite.measure import Session, measure_case
 
     cases = [case_from_dict(d) for d in job["cases"]]
     label = job["engine"]
     device = job.get("device") or "cpu"
     try:
-        engine = SglangEngine(label)
+        engine = engine_class(label)(label)
     except Exception as exc:  # an engine that cannot load fails every case, with its reason
         for case in cases:
             out.write(json.dumps(failed_record(case, error_text(exc), label, device=device), sort_keys=True) + "\n")

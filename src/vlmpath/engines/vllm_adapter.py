@@ -1,0 +1,263 @@
+"""How does vLLM's own embedding code handle our workloads, step by step?
+
+``VllmEngine`` wraps an imported release (``vllm_api.VllmApi``: modules and seams) and
+builds ``VllmRoutine``s, which the suite drives exactly like the reference routine
+(``vlmpath.engines.base.Routine``):
+
+- *requests*: every item becomes the engine's own ``MultiModalFeatureSpec``: identifier =
+  the hash learnt at arrival, ``PlaceholderRange(offset, length, is_embed)`` from the first
+  to the last placeholder of the item (``is_embed`` marks the spans inside, as vLLM does for
+  an item with text between its spans), ``data`` = a ``MultiModalKwargsItem`` of our pixel
+  values and grid (the grid ``keep_on_cpu``, as Qwen2.5-VL declares it) and the item's index;
+  placeholders become an in-vocabulary token id (vLLM's mask, not the ids, says where rows go);
+- *scheduling*: per step, the scheduler's own ``_try_schedule_encoder_inputs`` (on a
+  ``Scheduler`` made with ``__new__``: only the attributes that method reads) with the real
+  ``EncoderCacheManager`` decides which items to encode; encoded items are allocated, and
+  ``_free_encoder_inputs`` and the manager's freed hashes release them as vLLM does; the
+  encoder budget is the whole step, so the scheduler never trims our chunk (an error if it
+  did: the schedule is the workload's);
+- *encoder*: ``EncoderRunner.prepare_mm_inputs`` + ``execute_mm_encoder`` (vLLM's
+  ``group_and_batch_mm_kwargs``: one call per modality group, across requests) call our
+  model's ``embed_multimodal``, which runs our encoder (the seeded tower) inside
+  ``encoder_region`` and counts calls and items; outputs go into the runner's
+  ``EncoderCache`` by hash. Cache hits: the manager finding a hash it did not allocate in
+  the same step;
+- *merge*: ``EncoderRunner.gather_mm_embeddings`` (``is_mm_embed``) and
+  ``get_inputs_embeds``, whose ``embed_input_ids`` is vLLM's own ``SupportsMultiModal``
+  method (``_merge_multimodal_embeddings``) over our seeded text table.
+
+Syncs: vLLM keeps ``is_mm_embed`` and ``keep_on_cpu`` fields on the host by design; they
+are marked host (``vlmpath.measure.syncs.host``) when the seams say so, so a CPU count
+means what it would on a GPU.
+
+``VLMPATH_ENGINE_FAULT`` as for sglang: ``WORKLOAD:raise:MESSAGE`` makes the step raise;
+``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from vlmpath.engines.base import EngineError
+from vlmpath.engines.vllm_api import VllmApi, load_api
+from vlmpath.measure.content_hash import HashStats
+from vlmpath.measure.syncs import host
+from vlmpath.measure.workload import Step, Workload, with_item_hashes
+from vlmpath.paths.encode import EncodeStats
+
+FAULT_ENV = "VLMPATH_ENGINE_FAULT"
+# Our fields of each item, and which vLLM keeps on the host (MultiModalFieldConfig.keep_on_cpu).
+FIELDS = {"pixel_values": False, "image_grid_thw": True, "vlmpath_item": True}
+
+
+def _model_class(api: VllmApi):
+    """A multimodal model for vLLM's runner: vLLM's own ``SupportsMultiModal`` methods
+    (``embed_input_ids`` -> ``_merge_multimodal_embeddings``) over our table and encoder."""
+
+    class _Text(torch.nn.Module):
+        def __init__(self, table):
+            super().__init__()
+            self.embedding = torch.nn.Embedding.from_pretrained(table, freeze=True)
+
+        def embed_input_ids(self, input_ids):
+            return self.embedding(input_ids)
+
+    class VlmpathModel(torch.nn.Module, api.interfaces.SupportsMultiModal):
+        _has_oov_mm_tokens = False  # placeholders are in-vocabulary ids (see the module docstring)
+
+        def __init__(self, table, embed_multimodal):
+            torch.nn.Module.__init__(self)
+            self.language_model = _Text(table)
+            self._embed = embed_multimodal
+
+        def get_language_model(self):
+            return self.language_model
+
+        def embed_multimodal(self, **kwargs):
+            return self._embed(**kwargs)
+
+    return VlmpathModel
+
+
+class _HitCounter:
+    """A hit: the cache manager holds a hash this routine did not allocate in the same step."""
+
+    def __init__(self, manager, stats: EncodeStats):
+        self.stats, self.allocated = stats, set()
+        check, allocate = manager.check_and_update_cache, manager.allocate
+
+        def counted_check(request, i):
+            out = check(request, i)
+            if out and request.mm_features[i].identifier not in self.allocated:
+                self.stats.cache_hits += 1
+            return out
+
+        def counted_allocate(request, i):
+            self.allocated.add(request.mm_features[i].identifier)
+            return allocate(request, i)
+
+        manager.check_and_update_cache, manager.allocate = counted_check, counted_allocate
+
+
+class VllmRoutine:
+    """One workload through vLLM's embedding path (see the module docstring)."""
+
+    def __init__(self, api: VllmApi, workload: Workload, encoder, table: torch.Tensor, *,
+                 cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext):
+        self.api, self.workload, self.encoder = api, workload, encoder
+        self.encoder_region = encoder_region
+        self.device = table.device
+        self.stats = EncodeStats()
+        if any(it.frame_tokens for it in workload.items):
+            raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in vLLM "
+                              "(the model's mm_pruner, not the shared embedding path); the adapter cannot drive it")
+        self._items = list(workload.items)
+        index = {id(it): k for k, it in enumerate(self._items)}
+        placeholder = table.shape[0] - 1  # any in-vocabulary id: the mask says where rows go
+        inputs = api.inputs
+        self._ids, self._reqs = {}, {}
+        self.cache = api.EncoderCache()
+        max_tokens = max((sum(e.extend for e in s.entries) for s in workload.steps), default=1)
+        for r in workload.requests:
+            ids = r.input_ids.clone()
+            feats = []
+            for it in sorted(r.items, key=lambda x: x.offsets[0][0]):
+                first, last = it.offsets[0][0], it.offsets[-1][1]
+                is_embed = None
+                if len(it.offsets) > 1:  # text between the spans: vLLM's is_embed marks the spans
+                    is_embed = torch.zeros(last - first + 1, dtype=torch.bool)
+                    for a, b in it.offsets:
+                        is_embed[a - first:b - first + 1] = True
+                for a, b in it.offsets:
+                    ids[a:b + 1] = placeholder
+                data = inputs.MultiModalKwargsItem({
+                    "pixel_values": self._elem(it.feature, False),
+                    "image_grid_thw": self._elem(torch.tensor(it.grid_thw, dtype=torch.int64), True),
+                    "vlmpath_item": self._elem(torch.tensor([index[id(it)]]), True)})
+                feats.append(inputs.MultiModalFeatureSpec(
+                    data=data, modality=it.modality, identifier=str(it.hash),
+                    mm_position=inputs.PlaceholderRange(offset=first, length=last - first + 1, is_embed=is_embed)))
+            self._ids[r.rid] = ids
+            self._reqs[r.rid] = api.Request(str(r.rid), ids.tolist(), api.SamplingParams(max_tokens=1), None,
+                                            mm_features=feats)
+            self.cache.add_request(str(r.rid), feats)
+        hidden = table.shape[1]
+        # The encoder cache in embeddings (vLLM sizes it in tokens): our bytes over a row's.
+        slots = max(1, cache_bytes // (hidden * table.element_size()))
+        self.manager = api.EncoderCacheManager(slots)
+        self._hits = _HitCounter(self.manager, self.stats)
+        sched = api.Scheduler.__new__(api.Scheduler)  # only what the encoder methods read
+        sched.is_encoder_decoder = False
+        sched.scheduler_config = SimpleNamespace(disable_chunked_mm_input=False)
+        sched.encoder_cache_manager = self.manager
+        sched.ec_connector = None
+        sched.encoder_cache_mismatch_reqs = set()
+        self.scheduler = sched
+        model = _model_class(api)(table, self._embed)
+        self.runner = api.EncoderRunner(model, max_tokens, hidden, self.cache, table.dtype, self.device)
+        target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
+        kind, _, message = fault.partition(":")
+        self._flip = target == workload.name and kind == "flip"
+        self._raise = (message or "planted engine fault") if target == workload.name and kind == "raise" else None
+
+    def _elem(self, data: torch.Tensor, keep_on_cpu: bool):
+        inputs = self.api.inputs
+        return inputs.MultiModalFieldElem(data=data, field=inputs.MultiModalBatchedField(keep_on_cpu=keep_on_cpu))
+
+    def _embed(self, **kwargs) -> list[torch.Tensor]:
+        """The model's embed_multimodal: our encoder over the batch vLLM grouped."""
+        for k, on_cpu in FIELDS.items():  # vLLM left these on the host (keep_on_cpu)
+            if on_cpu and isinstance(kwargs.get(k), torch.Tensor):
+                host(kwargs[k])
+        idx = kwargs["vlmpath_item"]
+        idx = idx.flatten().tolist() if isinstance(idx, torch.Tensor) else [int(t) for t in idx]
+        ours = [self._items[k] for k in idx]
+        self.stats.encoder_calls += 1
+        self.stats.encoded_items += len(ours)
+        with self.encoder_region():
+            out = self.encoder.encode(ours)
+        rows = out.embeddings.flip(0) if self._flip else out.embeddings
+        return list(rows.split(list(out.item_rows)))
+
+    def run_step(self, step: Step) -> torch.Tensor:
+        if self._raise:
+            raise RuntimeError(self._raise)
+        self._hits.allocated.clear()
+        budget = sum(e.extend for e in step.entries)  # the whole step: never trims our chunk
+        scheduled: dict[str, list[int]] = {}
+        for e in step.entries:
+            req = self._reqs[e.rid]
+            # (to schedule, new tokens, budget, external loads[, duplicates from 0.2x]): by position
+            todo, new, budget = self.scheduler._try_schedule_encoder_inputs(req, e.prefix, e.extend, budget)[:3]
+            if new != e.extend:
+                raise EngineError(f"vLLM's scheduler trimmed request {e.rid}'s chunk from {e.extend} to {new} "
+                                  "tokens; the adapter runs the workload's schedule as given")
+            for i in todo:
+                self.manager.allocate(req, i)
+            if todo:
+                scheduled[req.request_id] = todo
+        hashes, kwargs = self.runner.prepare_mm_inputs(scheduled)
+        if kwargs:
+            for h, out in zip(hashes, self.runner.execute_mm_encoder(kwargs)):
+                self.cache.encoder_outputs[h] = out
+        reqs = [self._reqs[e.rid] for e in step.entries]
+        extend = np.array([e.extend for e in step.entries], dtype=np.int32)
+        starts = np.concatenate([[0], np.cumsum(extend)[:-1]]).astype(np.int32)
+        mm, is_mm = self.runner.gather_mm_embeddings(
+            [r.request_id for r in reqs], int(extend.sum()), extend, starts,
+            np.array([r.num_prompt_tokens for r in reqs], dtype=np.int32),
+            np.array([e.prefix for e in step.entries], dtype=np.int32))
+        if self.api.seams["mask"] == "host":  # built with device="cpu": host memory on a GPU too
+            host(is_mm)
+        ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
+        out = self.runner.get_inputs_embeds(ids.to(self.device, non_blocking=True), mm, is_mm)
+        embeds = out[:ids.shape[0]].clone()  # the runner's buffer is reused by the next step
+        for e, r in zip(step.entries, reqs):
+            r.num_computed_tokens = e.prefix + e.extend
+            self.scheduler._free_encoder_inputs(r)
+        for h in self.manager.get_freed_mm_hashes():
+            self.cache.free_encoder_cache(h)
+        return embeds
+
+
+class VllmEngine:
+    """An imported vLLM release, as the suite's engine: routines, arrival, labels."""
+
+    def __init__(self, label: str, api: VllmApi | None = None):
+        self.api = api or load_api()
+        self.label = label
+        self.version = self.api.version
+        self.seams = dict(self.api.seams)
+
+    def routine(self, workload: Workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
+                encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> VllmRoutine:
+        # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
+        return VllmRoutine(self.api, workload, encoder, table, cache_bytes=cache_bytes,
+                           encoder_region=encoder_region)
+
+    def arrive(self, wl: Workload, hash_name: str) -> tuple[Workload, float, HashStats]:
+        """Every distinct feature hashed by vLLM's own ``MultiModalHasher`` (what its processor
+        does before the scheduler sees an item); the item's hash is its first 64 bits."""
+        import inspect
+        import time
+
+        from vllm.multimodal.hasher import MultiModalHasher
+
+        # 0.2x takes the algorithm as its first argument (the processor passes its configured
+        # one, blake3 by default); 0.1x reads it from vllm.envs.
+        first = "algorithm" in inspect.signature(MultiModalHasher.hash_kwargs).parameters
+        args = ("blake3",) if first else ()
+        seen: dict[int, int] = {}
+        t0 = time.perf_counter()
+        for it in wl.items:
+            if it.hash not in seen:
+                digest = MultiModalHasher.hash_kwargs(*args, model_id="vlmpath", **{it.modality: it.feature})
+                seen[it.hash] = int(digest[:16], 16)
+        seconds = time.perf_counter() - t0
+        return with_item_hashes(wl, seen), seconds, HashStats(fast_digests=len(seen))
