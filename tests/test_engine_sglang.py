@@ -32,7 +32,7 @@ EVS = "evs_video"
 def engine_env():
     from vlmpath.engines import envs
 
-    env = envs.newest_env()
+    env = envs.newest_env(name="sglang")
     if env is None:
         pytest.skip(f"no sglang engine environment under {envs.engine_home()}: run `vlmpath engine install "
                     "sglang==0.5.23` (or set VLMPATH_ENGINE_HOME) to run the adapter tests")

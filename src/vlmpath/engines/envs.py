@@ -83,8 +83,9 @@ def list_envs(home=None) -> list[EngineEnv]:
     return sorted(out, key=lambda e: _version_key(e.spec.version))
 
 
-def newest_env(home=None) -> EngineEnv | None:
-    envs = list_envs(home)
+def newest_env(home=None, name: str | None = None) -> EngineEnv | None:
+    """The newest installed release (of engine ``name`` when given)."""
+    envs = [e for e in list_envs(home) if name is None or e.spec.name == name]
     return envs[-1] if envs else None
 
 

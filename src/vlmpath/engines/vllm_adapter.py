@@ -14,7 +14,7 @@ builds ``VllmRoutine``s, which the suite drives exactly like the reference routi
   ``Scheduler`` made with ``__new__``: only the attributes that method reads) with the real
   ``EncoderCacheManager`` decides which items to encode; encoded items are allocated, and
   ``_free_encoder_inputs`` and the manager's freed hashes release them as vLLM does; the
-  encoder budget is the whole step, so the scheduler never trims our chunk (an error if it
+  encoder budget holds every item of the workload, so the scheduler never trims our chunk (an error if it
   did: the schedule is the workload's);
 - *encoder*: ``EncoderRunner.prepare_mm_inputs`` + ``execute_mm_encoder`` (vLLM's
   ``group_and_batch_mm_kwargs``: one call per modality group, across requests) call our
@@ -124,6 +124,9 @@ class VllmRoutine:
         self._ids, self._reqs = {}, {}
         self.cache = api.EncoderCache()
         max_tokens = max((sum(e.extend for e in s.entries) for s in workload.steps), default=1)
+        # The encoder budget: every item of the workload at once, so that the scheduler never
+        # trims a chunk (vLLM's own budget would; the schedule is the workload's).
+        self._budget = sum(it.span for it in workload.items) + max_tokens
         for r in workload.requests:
             ids = r.input_ids.clone()
             feats = []
@@ -131,7 +134,8 @@ class VllmRoutine:
                 first, last = it.offsets[0][0], it.offsets[-1][1]
                 is_embed = None
                 if len(it.offsets) > 1:  # text between the spans: vLLM's is_embed marks the spans
-                    is_embed = torch.zeros(last - first + 1, dtype=torch.bool)
+                    # made by vLLM's processor on the host, read back by PlaceholderRange
+                    is_embed = host(torch.zeros(last - first + 1, dtype=torch.bool))
                     for a, b in it.offsets:
                         is_embed[a - first:b - first + 1] = True
                 for a, b in it.offsets:
@@ -189,7 +193,7 @@ class VllmRoutine:
         if self._raise:
             raise RuntimeError(self._raise)
         self._hits.allocated.clear()
-        budget = sum(e.extend for e in step.entries)  # the whole step: never trims our chunk
+        budget = self._budget
         scheduled: dict[str, list[int]] = {}
         for e in step.entries:
             req = self._reqs[e.rid]

@@ -50,7 +50,7 @@ def engine_python(spec: EngineSpec, python: str | None = None, home: str | None 
             raise VlmpathError(f"--engine-python {python!r} does not exist: give an interpreter path, e.g. "
                                "~/.cache/vlmpath/engines/sglang-0.5.23/bin/python")
         return python
-    newest = envs.newest_env(home)
+    newest = envs.newest_env(home, spec.name)
     return str(newest.python) if newest is not None else sys.executable
 
 
