@@ -165,6 +165,22 @@ def _pins(python: Path, name: str = "sglang") -> dict[str, str]:
     return out
 
 
+def _resolved(pip: list[str], args: list[str], names: list[str], env: dict) -> list[str]:
+    """``name==version`` as pip's resolver picks each of ``names`` (a dry run, no download of
+    the dependencies' files); a name it does not report stays as given."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        proc = subprocess.run(pip + ["--dry-run", "--report", str(report)] + args, capture_output=True, text=True,
+                              env=env)
+        if proc.returncode or not report.exists():
+            return [a for a in args if not a.startswith("-") and not a.endswith(".txt")]
+        got = {i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"]
+               for i in json.loads(report.read_text(encoding="utf-8")).get("install", [])}
+    return [f"{n}=={got[n.lower()]}" if n.lower() in got else n for n in names]
+
+
 def _du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
@@ -220,6 +236,9 @@ def install(text: str, home=None, *, project_root: str | os.PathLike | None = No
         constrain = ["-c", str(cons)]
     no_deps = [c for c, (_, nd) in zip(chain, entries) if nd]
     if no_deps:
+        # The version pip would choose *with* the package's own requirements (vLLM 0.21 pins
+        # apache-tvm-ffi==0.1.9, which the newest xgrammar outgrew), installed without them.
+        no_deps = _resolved(pip, constrain + no_deps, [p for p, nd in entries if nd], penv)
         run("import-chain-no-deps", pip + ["--no-deps"] + constrain + no_deps, env=penv)
     run("import-chain", pip + constrain + [c for c, (_, nd) in zip(chain, entries) if not nd], env=penv)
     root = Path(project_root) if project_root else Path(__file__).resolve().parents[3]

@@ -31,7 +31,8 @@ are marked host (``vlmpath.measure.syncs.host``) when the seams say so, so a CPU
 means what it would on a GPU.
 
 ``VLMPATH_ENGINE_FAULT`` as for sglang: ``WORKLOAD:raise:MESSAGE`` makes the step raise;
-``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order.
+``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order;
+``WORKLOAD:device_mask`` leaves vLLM's host mask unmarked (as if it lived on the device).
 """
 
 from __future__ import annotations
@@ -168,6 +169,7 @@ class VllmRoutine:
         target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
         kind, _, message = fault.partition(":")
         self._flip = target == workload.name and kind == "flip"
+        self._device_mask = target == workload.name and kind == "device_mask"
         self._raise = (message or "planted engine fault") if target == workload.name and kind == "raise" else None
 
     def _elem(self, data: torch.Tensor, keep_on_cpu: bool):
@@ -217,7 +219,8 @@ class VllmRoutine:
             [r.request_id for r in reqs], int(extend.sum()), extend, starts,
             np.array([r.num_prompt_tokens for r in reqs], dtype=np.int32),
             np.array([e.prefix for e in step.entries], dtype=np.int32))
-        if self.api.seams["mask"] == "host":  # built with device="cpu": host memory on a GPU too
+        # built with device="cpu": host memory on a GPU too (``device_mask``: a test's plant)
+        if self.api.seams["mask"] == "host" and not self._device_mask:
             host(is_mm)
         ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
         out = self.runner.get_inputs_embeds(ids.to(self.device, non_blocking=True), mm, is_mm)

@@ -1,0 +1,107 @@
+"""Does the adapter drive a real vLLM release's embedding path right, and count what it does?
+
+Runs on the newest vLLM engine environment found (``vlmpath engine list``; CI installs one
+with ``VLMPATH_ENGINE_INSTALL="sglang==0.5.23 vllm==0.33.0" ci/setup.sh``) and skips, saying
+how to get one, when there is none. One worker run measures every preset once (module
+fixture); the tests then check:
+
+- every preset the adapter can drive places every item's rows (accuracy 1.0), and the EVS
+  preset (model code in vLLM) is one failed case with a message that says so;
+- the seams are recorded, and with vLLM's host-side mask (#34246: ``index_put`` on a mask
+  built with ``device="cpu"``) no step syncs outside the tower;
+- encoder calls match the reference's cross-request batching (vLLM's
+  ``group_and_batch_mm_kwargs``: one call per modality group of a step);
+- a fault planted in the engine's step fails only its case, with the engine's message;
+  rows handed to the engine in the wrong order lower the accuracy; the mask treated as
+  device memory costs a sync per merge (the sync count is not blind).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vlmpath.suite.engine_run import measure_cases
+from vlmpath.suite.measure import plan_cases
+
+pytestmark = pytest.mark.engine
+
+EVS = "evs_video"
+
+
+@pytest.fixture(scope="module")
+def engine_env():
+    from vlmpath.engines import envs
+
+    env = envs.newest_env(name="vllm")
+    if env is None:
+        pytest.skip(f"no vLLM engine environment under {envs.engine_home()}: run `vlmpath engine install "
+                    "vllm==0.33.0` (or set VLMPATH_ENGINE_HOME) to run the vLLM adapter tests")
+    return env
+
+
+@pytest.fixture(scope="module")
+def records(engine_env):
+    recs = measure_cases(plan_cases(pipelines=["default"]), engine_env.spec, repeat=1)
+    return {r["workload"]: r for r in recs}
+
+
+def _driven(records):
+    return {w: r for w, r in records.items() if w != EVS}
+
+
+def test_every_drivable_preset_places_every_row(records, engine_env):
+    assert len(_driven(records)) >= 7
+    for w, r in _driven(records).items():
+        assert r["error"] is None, (w, r["error"])
+        assert r["accuracy"] == 1.0 and r["placed"] == r["items"] > 0, w
+        assert r["engine"] == engine_env.spec.label and r["engine_version"] == engine_env.spec.version
+        assert r["tok_per_s"] > 0
+
+
+def test_evs_is_one_clear_failed_case(records):
+    r = records[EVS]
+    assert r["error"].startswith("EngineError: workload 'evs_video': EVS frame re-layout is model code")
+    assert r["tok_per_s"] is None
+
+
+def test_seams_are_recorded_and_a_host_mask_merges_without_a_sync(records):
+    for w, r in _driven(records).items():
+        seams = r["engine_seams"]
+        assert {"encoder", "schedule", "prepare", "gather", "mask", "merge", "platform"} <= set(seams), w
+        assert seams["encoder"] == "v2_encoder_runner"
+        if seams["mask"] == "host" and seams["merge"] == "index_put":
+            assert r["syncs"] == 0, (w, r["sync_events"])
+
+
+def test_encoder_calls_match_cross_request_batching(records):
+    ref = {r["workload"]: r for r in measure_cases(plan_cases(workloads=list(_driven(records)), encode=["batched"]),
+                                                   "reference", repeat=1, count=False)}
+    calls = {w: (r["encoder_calls"], ref[w]["encoder_calls"]) for w, r in _driven(records).items()}
+    assert all(e == f for e, f in calls.values()), calls
+
+
+def test_planted_engine_fault_fails_only_its_case(engine_env, monkeypatch):
+    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "few_large_images:raise:engine says no")
+    cases = plan_cases(workloads=["few_large_images", "many_small_images"], pipelines=["default"])
+    bad, good = measure_cases(cases, engine_env.spec, repeat=1, count=False)
+    assert bad["error"] == "RuntimeError: engine says no" and bad["accuracy"] == 0.0
+    assert good["error"] is None and good["accuracy"] == 1.0
+
+
+def test_rows_in_the_wrong_order_lower_the_accuracy(engine_env, monkeypatch):
+    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:flip")
+    (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
+                           engine_env.spec, repeat=1, count=False)
+    assert rec["error"] is None and rec["accuracy"] < 1.0
+
+
+def test_a_device_mask_costs_one_sync_per_merge(engine_env, monkeypatch):
+    """The host mark is what keeps the count at 0: unmarked, ``index_put_`` on a bool mask
+    runs ``nonzero`` in its kernel (a sync per merge), as before #22105."""
+    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:device_mask")
+    (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
+                           engine_env.spec, repeat=1)
+    if rec["engine_seams"]["merge"] != "index_put":
+        pytest.skip(f"this release merges with {rec['engine_seams']['merge']} (sync-free on any mask)")
+    assert rec["error"] is None and rec["accuracy"] == 1.0
+    assert rec["syncs"] >= 1 and all("index_put" in k for k in rec["sync_events"]), rec["sync_events"]
