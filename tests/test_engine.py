@@ -42,7 +42,7 @@ def test_release_and_src_labels(tmp_path):
 
 
 @pytest.mark.parametrize("text, words", [
-    ("vllm==0.9", "unknown engine 'vllm'"),
+    ("tgi==0.9", "unknown engine 'tgi'"),
     ("sglang", "is not an engine"),
     ("sglang=0.5.23", "is not an engine"),
     ("sglang==", "is not an engine"),
@@ -57,8 +57,14 @@ def test_unknown_engine_spec_is_one_clear_error(text, words):
 def test_engine_src_must_hold_an_sglang_package(tmp_path):
     with pytest.raises(EngineError, match="is not a directory"):
         parse_engine(None, src=str(tmp_path / "missing"))
-    with pytest.raises(EngineError, match="no sglang/ package"):
+    with pytest.raises(EngineError, match=r"no engine package inside \(sglang/"):
         parse_engine(None, src=str(tmp_path))
+    with pytest.raises(EngineError, match="no sglang/ package inside"):
+        parse_engine("sglang", src=str(tmp_path))
+    (tmp_path / "python" / "sglang").mkdir(parents=True)  # a checkout's root: its python/ is named
+    with pytest.raises(EngineError, match=f"give --engine-src {tmp_path / 'python'}"):
+        parse_engine(None, src=str(tmp_path))
+    assert parse_engine(None, src=str(tmp_path / "python")).name == "sglang"
     (tmp_path / "sglang").mkdir()
     with pytest.raises(EngineError, match="exclude each other"):
         parse_engine("reference", src=str(tmp_path))
@@ -102,8 +108,10 @@ def test_env_lookup_orders_releases_by_version(tmp_path):
         py = tmp_path / f"sglang-{v}" / "bin" / "python"
         py.parent.mkdir(parents=True)
         py.write_text("")
-    (tmp_path / "sglang-0.6.0").mkdir()  # no interpreter: not an environment
-    assert [e.spec.version for e in envs.list_envs(tmp_path)] == ["0.5.9", "0.5.14", "0.5.23"]
+        (py.parents[1] / envs.MANIFEST).write_text(json.dumps({"engine": f"sglang=={v}", "complete": True}))
+    (tmp_path / "sglang-0.6.0").mkdir()  # no interpreter, no manifest: listed incomplete, never used
+    assert [e.spec.version for e in envs.list_envs(tmp_path, complete_only=True)] == ["0.5.9", "0.5.14", "0.5.23"]
+    assert [e.state for e in envs.list_envs(tmp_path)] == ["complete"] * 3 + ["incomplete"]
     assert envs.newest_env(tmp_path).spec.label == "sglang==0.5.23"
     assert envs.require_env(parse_engine("sglang==0.5.14"), tmp_path).path.name == "sglang-0.5.14"
     assert envs.newest_env(tmp_path / "none") is None

@@ -95,7 +95,7 @@ def _engine_python() -> str | None:
     try:
         from vlmpath.engines import envs
 
-        newest = envs.newest_env(name="sglang")
+        newest = envs.env_for_tests("sglang")
         if newest is not None:
             return str(newest.python)
     except ImportError:

@@ -49,7 +49,7 @@ SKIP = ("__pycache__", "*.pyc", "*.so", "third_party", "vllm-rs", "*.hpp", "*.h"
 def _engine():
     from vlmpath.engines import envs
 
-    return envs.newest_env(name="vllm")
+    return envs.env_for_tests("vllm")
 
 
 def _installed_package(python: Path) -> Path | None:

@@ -1,8 +1,9 @@
 """Does the adapter drive a real sglang release's embedding path right, and count what it does?
 
-Runs on the newest engine environment found (``vlmpath engine list``; CI installs the newest
-release with ``VLMPATH_ENGINE_INSTALL=sglang==0.5.23 ci/setup.sh``) and skips, saying how to
-get one, when there is none. One worker run measures every preset once (module fixture);
+Runs on the release ``VLMPATH_ENGINE_INSTALL`` names (CI installs it with
+``VLMPATH_ENGINE_INSTALL=sglang==0.5.23 ci/setup.sh``; it must be complete), else on the
+newest *complete* sglang environment (``vlmpath engine list``), and names it in every
+test id; skips, saying how to get one, when there is none. One worker run measures every preset once (module fixture);
 the tests then check:
 
 - every preset the adapter can drive places every item's rows (accuracy 1.0), and the EVS
@@ -28,15 +29,33 @@ pytestmark = pytest.mark.engine
 EVS = "evs_video"
 
 
-@pytest.fixture(scope="module")
-def engine_env():
+def _chosen():
+    """(the environment these tests run, why none): VLMPATH_ENGINE_INSTALL's release when it
+    names an sglang one (it must be complete), else the newest complete sglang env."""
     from vlmpath.engines import envs
+    from vlmpath.engines.base import EngineError
 
-    env = envs.newest_env(name="sglang")
+    try:
+        env = envs.env_for_tests("sglang")
+    except EngineError as exc:  # the release CI installed is not usable: a failure, not a skip
+        return None, f"FAIL {exc}"
     if env is None:
-        pytest.skip(f"no sglang engine environment under {envs.engine_home()}: run `vlmpath engine install "
-                    "sglang==0.5.23` (or set VLMPATH_ENGINE_HOME) to run the adapter tests")
-    return env
+        return None, (f"no complete sglang engine environment under {envs.engine_home()}: run `vlmpath engine "
+                      "install sglang==0.5.23` (or set VLMPATH_ENGINE_HOME) to run the adapter tests")
+    return env, None
+
+
+_ENV, _WHY = _chosen()
+
+
+# The release is in every test's id (``test_x[sglang==0.5.23]``): a result names what it ran.
+@pytest.fixture(scope="module", params=[_ENV.spec.label if _ENV else "no-engine-env"])
+def engine_env():
+    if _WHY and _WHY.startswith("FAIL "):
+        pytest.fail(_WHY[5:])
+    if _ENV is None:
+        pytest.skip(_WHY)
+    return _ENV
 
 
 @pytest.fixture(scope="module")

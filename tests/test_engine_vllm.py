@@ -28,15 +28,33 @@ pytestmark = pytest.mark.engine
 EVS = "evs_video"
 
 
-@pytest.fixture(scope="module")
-def engine_env():
+def _chosen():
+    """(the environment these tests run, why none): VLMPATH_ENGINE_INSTALL's vLLM release
+    when it names one (it must be complete), else the newest complete vLLM env."""
     from vlmpath.engines import envs
+    from vlmpath.engines.base import EngineError
 
-    env = envs.newest_env(name="vllm")
+    try:
+        env = envs.env_for_tests("vllm")
+    except EngineError as exc:  # the release CI installed is not usable: a failure, not a skip
+        return None, f"FAIL {exc}"
     if env is None:
-        pytest.skip(f"no vLLM engine environment under {envs.engine_home()}: run `vlmpath engine install "
-                    "vllm==0.33.0` (or set VLMPATH_ENGINE_HOME) to run the vLLM adapter tests")
-    return env
+        return None, (f"no complete vLLM engine environment under {envs.engine_home()}: run `vlmpath engine "
+                      "install vllm==0.33.0` (or set VLMPATH_ENGINE_HOME) to run the vLLM adapter tests")
+    return env, None
+
+
+_ENV, _WHY = _chosen()
+
+
+# The release is in every test's id (``test_x[vllm==0.33.0]``): a result names what it ran.
+@pytest.fixture(scope="module", params=[_ENV.spec.label if _ENV else "no-vllm-env"])
+def engine_env():
+    if _WHY and _WHY.startswith("FAIL "):
+        pytest.fail(_WHY[5:])
+    if _ENV is None:
+        pytest.skip(_WHY)
+    return _ENV
 
 
 @pytest.fixture(scope="module")

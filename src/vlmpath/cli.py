@@ -145,10 +145,13 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 # --- measure, engine ---------------------------------------------------------------------
 @_command
 def _add_engine(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("engine", help="install or list cached engine environments (sglang releases)")
+    from vlmpath.engines import registry  # the help names every registered engine
+
+    names = registry.names()
+    p = sub.add_parser("engine", help=f"install or list cached engine environments ({', '.join(names)} releases)")
     esub = p.add_subparsers(dest="engine_command", required=True)
-    inst = esub.add_parser("install", help="build (or reuse) the engine environment of a release")
-    inst.add_argument("spec", help="a release, e.g. sglang==0.5.23")
+    inst = esub.add_parser("install", help="build (or reuse, or repair) the engine environment of a release")
+    inst.add_argument("spec", help=f"a release NAME==X of {', '.join(names)}, e.g. {registry.get(names[0]).example}")
     lst = esub.add_parser("list", help="installed engine environments")
     for q in (inst, lst):
         q.add_argument("--home", default=None, metavar="DIR", help="engine envs dir (default VLMPATH_ENGINE_HOME "

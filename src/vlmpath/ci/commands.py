@@ -83,10 +83,15 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
 
 
 def engine_options(p: argparse.ArgumentParser) -> None:
+    from vlmpath.engines import registry  # the help names every registered engine
+
+    names = registry.names()
     p.add_argument("--engine", default=None, metavar="SPEC",
-                   help="reference (default) or sglang==X (after `vlmpath engine install sglang==X`)")
+                   help=f"reference (default) or NAME==X for an engine of {', '.join(names)} (after "
+                   "`vlmpath engine install NAME==X`); with --engine-src, NAME says which engine the tree is")
     p.add_argument("--engine-src", default=None, metavar="DIR",
-                   help="an engine source tree put first on the path (an sglang checkout's python/)")
+                   help="an engine source tree put first on the path (the directory holding the engine's "
+                   "package, e.g. an sglang checkout's python/)")
     p.add_argument("--engine-python", default=None, metavar="PY",
                    help="interpreter for --engine-src (default: newest engine env, else this python)")
     p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs dir (VLMPATH_ENGINE_HOME)")

@@ -4,7 +4,7 @@ The handlers behind the CLI's ``measure`` and ``engine`` subcommands (``cli.py``
 the arguments): ``measure`` plans the cases, measures them with the chosen engine through
 ``vlmpath.suite.engine_run.measure_cases`` (in this process for ``reference``, in the
 engine environment's python otherwise) and prints one table row per case; ``engine``
-installs and lists cached engine environments (``vlmpath.engines.envs``).
+installs and lists cached engine environments (``vlmpath.engines.envs``), complete or not.
 """
 
 from __future__ import annotations
@@ -76,10 +76,13 @@ def run_engine(a: argparse.Namespace) -> int:
         return 0
     rows = envs.list_envs(a.home)
     if not rows:
-        print(f"no engine environments under {envs.engine_home(a.home)} (vlmpath engine install sglang==X)")
+        print(f"no engine environments under {envs.engine_home(a.home)} (vlmpath engine install NAME==X)")
     for env in rows:
         m = env.manifest
+        if not env.complete:  # interrupted, failed or still installing: never used, says how to repair
+            print(f"{env.spec.label}\t{env.path}\tincomplete\t(repair: vlmpath engine install {env.spec.label})")
+            continue
         size = f"{m['disk_bytes'] / 2**30:.2f} GiB" if "disk_bytes" in m else "?"
         secs = f"{m['install_seconds']:.0f} s" if "install_seconds" in m else "?"
-        print(f"{env.spec.label}\t{env.path}\t{size}\t{secs}\t{'complete' if m.get('complete') else 'no manifest'}")
+        print(f"{env.spec.label}\t{env.path}\t{size}\t{secs}\tcomplete")
     return 0

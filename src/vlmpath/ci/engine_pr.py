@@ -1,11 +1,13 @@
-"""Did this pull request to the *engine* (sglang) make its embedding path slower or wrong?
+"""Did this pull request to an *engine* (sglang, vLLM...) make its embedding path slower or wrong?
 
 ``run_engine_pr`` is ``vlmpath ci pr --engine-src REPO``: the same question as
 ``vlmpath.ci.pr.run_pr``, asked of an engine repository instead of vlmpath's own commits.
 
 1. resolve ``--base`` and ``--head`` in the engine repository and take their merge-base as
    the baseline (as ``run_pr`` does: the PR is not blamed for what landed on base since);
-2. check each side out into a temporary ``git worktree`` of the engine repository,
+2. find the engine (``--engine NAME``, else the one of ``vlmpath.engines.registry`` whose
+   package layout the checkout fits) and its package's directory (``--engine-subdir``);
+   check each side out into a temporary ``git worktree`` of the engine repository,
    removed again afterwards, also when anything fails;
 3. measure each side with **this** vlmpath (``suite.engine_run.measure_cases`` with
    ``<worktree>/<subdir>`` as the engine source: a fresh engine worker process per side,
@@ -59,6 +61,7 @@ class EngineSide:
     scale: str
     repeat: int
     engine_python: str | None  # None: VLMPATH_ENGINE_PYTHON, else the newest engine environment
+    engine: str | None = None  # the registry's engine name (None: the one whose package the source holds)
 
 
 Measure = Callable[[EngineSide], None]
@@ -80,17 +83,28 @@ def measure_engine(side: EngineSide) -> None:
 
     # The GPU when there is one (CUDA or ROCm: both are torch.cuda), as `vlmpath measure` does.
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
-    measure_cases(cases, parse_engine(None, src=str(side.source)), repeat=side.repeat,
+    measure_cases(cases, parse_engine(side.engine, src=str(side.source)), repeat=side.repeat,
                   json_path=side.json_path, python=side.engine_python, device=device)
 
 
-def engine_subdir(root: Path, subdir: str | None) -> str:
+def engine_subdir(root: Path, subdir: str | None, engine: str | None = None) -> str:
     """The directory inside the engine checkout that goes on the path: ``subdir`` when given,
-    else ``python`` when the checkout has one (sglang's layout), else the root."""
+    else where the engine's entry says its package sits (``--engine NAME``, else the engine
+    whose layout the checkout fits: sglang's ``python/``, vLLM's root), else ``python``
+    when the checkout has one, else the root."""
+    from vlmpath.engines import registry
+
     if subdir is not None:
         if Path(subdir).is_absolute() or ".." in Path(subdir).parts:
             raise VlmpathError(f"--engine-subdir {subdir!r} must be a relative path inside the engine repository")
         return subdir
+    if engine is not None:
+        found = registry.get(engine).package_root(root)
+    else:
+        fit = registry.engine_of_checkout(root)
+        found = fit[1] if fit else None
+    if found is not None:
+        return found
     return "python" if (root / "python").is_dir() else ""
 
 
@@ -128,7 +142,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
                   workloads: Sequence[str] | None = None, scale: str = DEFAULT_SCALE, repeat: int = 3,
                   engine_python: str | None = None, machine: str | None = None,
                   thresholds: str | os.PathLike[str] | None = None, fail_on_regression: bool = True,
-                  charts: bool = True, measure: Measure | None = None) -> FlowResult:
+                  charts: bool = True, measure: Measure | None = None, engine: str | None = None) -> FlowResult:
     """Measure merge-base(base, head) and head of the engine repository and compare them."""
     from vlmpath.compare import verdict as compare
     from vlmpath.compare.from_records import engines_of, run_from_records
@@ -139,7 +153,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     base_tip = resolve_commit(root, base)
     head_sha = resolve_commit(root, head)
     base_sha = merge_base(root, base_tip, head_sha)
-    sub = engine_subdir(root, subdir)
+    sub = engine_subdir(root, subdir, engine)
     machine = machine or _default_machine()
     if not MACHINE_NAME.match(machine):
         raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only (at most 64)")
@@ -161,7 +175,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
             raise VlmpathError(f"engine commit {sha[:8]} has no {sub!r} directory: pass --engine-subdir "
                                "(the directory that holds the engine's Python package)")
         path = rec_dir / f"{name}.jsonl"
-        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python))
+        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python, engine))
         return read_records(path, sha)
 
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-engine-pr-"))
@@ -205,11 +219,14 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
 def add_arguments(pr) -> None:
     """The ``--engine-src`` flags of ``vlmpath ci pr`` (``pr`` is its argparse parser)."""
     pr.add_argument("--engine-src", default=None, metavar="REPO",
-                    help="a git repository of the ENGINE (e.g. an sglang clone): measure its BASE and "
+                    help="a git repository of an ENGINE (e.g. an sglang clone): measure its BASE and "
                     "HEAD commits with this vlmpath instead of vlmpath's own commits")
+    pr.add_argument("--engine", default=None, metavar="NAME",
+                    help="--engine-src: which engine the repository is (default: the one whose package layout "
+                    "it fits)")
     pr.add_argument("--engine-subdir", default=None, metavar="DIR",
                     help="--engine-src: directory of the checkout put first on the path "
-                    "(default python/ when present, else the root)")
+                    "(default: where the engine keeps its package, e.g. python/ for sglang)")
     pr.add_argument("--engine-python", default=None, metavar="PY",
                     help="--engine-src: interpreter of the engine environment that measures")
     pr.add_argument("--workload", action="append", metavar="NAME",
@@ -222,4 +239,4 @@ def run_from_args(a) -> FlowResult:
     return run_engine_pr(a.engine_src, a.base, a.head, out_dir=a.out, subdir=a.engine_subdir,
                          workloads=a.workload, scale=a.scale or DEFAULT_SCALE, repeat=a.repeat,
                          engine_python=a.engine_python, machine=a.machine, thresholds=a.config,
-                         fail_on_regression=not a.no_fail, charts=not a.no_charts)
+                         fail_on_regression=not a.no_fail, charts=not a.no_charts, engine=a.engine)

@@ -49,7 +49,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--trusted-results", default=None, help="trusted results store (read-only) to reuse a base from")
     pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
-    from vlmpath.ci import engine_pr  # --engine-src REPO: two commits of an engine (sglang) instead
+    from vlmpath.ci import engine_pr  # --engine-src REPO: two commits of an engine instead
     from vlmpath.ci import pr as ci_flow
     engine_pr.add_arguments(pr)  # its flags are declared beside the flow they feed
 
@@ -139,7 +139,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
             extra[key] = value
         if a.engine_home:
             extra["VLMPATH_ENGINE_HOME"] = a.engine_home
-        engine = f"sglang@src:{a.engine_src}" if a.engine_src else a.engine
+        from vlmpath.engines.base import parse_engine
+
+        engine = parse_engine(a.engine, src=a.engine_src).label if a.engine_src else a.engine
         opts = RunOptions(repo=a.repo, quick=a.quick, bench=a.bench, scale=a.scale, machine=a.machine,
                           engine=engine, engine_python=a.engine_python, results_dir=a.results_dir,
                           html_dir=a.html_dir, reports_dir=a.reports_dir,

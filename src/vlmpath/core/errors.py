@@ -28,3 +28,8 @@ class UnknownNameError(VlmpathError, KeyError):
 
 class LengthMismatchError(VlmpathError, RuntimeError):
     """Encoder rows do not match what the placeholders or the mask expect."""
+
+
+class EngineError(VlmpathError):
+    """An engine spec, environment or release that vlmpath cannot use as asked
+    (re-exported by ``vlmpath.engines.base``, where engine code imports it from)."""

@@ -1,47 +1,65 @@
-"""Which engine runs the embedding routine, and what must a routine offer the suite?
+"""Which engine runs the embedding routine, and what must a routine and an adapter offer?
 
 The suite drives any routine through one small protocol (``Routine``): ``run_step(step)``
 returns the step's input embeddings ``[step tokens, hidden]`` and ``stats`` counts
 ``encoder_calls``, ``encoded_items`` and ``cache_hits``. ``vlmpath.engines.reference`` is
-our own model of the routine (the default); ``vlmpath.engines.sglang_adapter`` drives an
-installed sglang's own code through the same protocol.
+our own model of the routine (the default); an engine's adapter (``EngineAdapter``, named
+by its entry in ``vlmpath.engines.registry``) builds routines that drive an installed
+engine's own code through the same protocol.
 
 ``EngineSpec`` is what ``--engine`` / ``--engine-src`` name, parsed once with errors that
-say what to write instead:
+say what to write instead (NAME is any engine of the registry, e.g. ``sglang``):
 
 - ``reference``: the in-process reference routine;
-- ``sglang==X``: a cached engine environment (``vlmpath engine install sglang==X``);
-- ``sglang@src:DIR`` (``--engine-src DIR``): a source tree put first on the measuring
-  process's path, e.g. an sglang checkout's ``python/`` directory.
+- ``NAME==X``: a cached engine environment (``vlmpath engine install NAME==X``);
+- ``NAME@src:DIR`` (``--engine-src DIR``): a source tree put first on the measuring
+  process's path, e.g. an sglang checkout's ``python/`` directory; the engine is the one
+  whose package DIR holds (or ``--engine NAME``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import torch
+from vlmpath.core.errors import EngineError  # re-exported: engine code imports it from here
+from vlmpath.engines import registry
 
-from vlmpath.core.errors import VlmpathError
+if TYPE_CHECKING:  # torch stays out of parsing: the CLI parses specs before any measuring
+    import torch
 
 ENGINE_ENV = "VLMPATH_ENGINE"        # the engine spec the asv suite measures with
 ENGINE_PYTHON_ENV = "VLMPATH_ENGINE_PYTHON"
-KNOWN_ENGINES = ("sglang", "vllm")
 _RELEASE = re.compile(r"^([A-Za-z][\w.-]*)==([0-9][\w.+-]*)$")
 
 
-class EngineError(VlmpathError):
-    """An engine spec, environment or release that vlmpath cannot use as asked."""
-
-
+@runtime_checkable
 class Routine(Protocol):
     """What the suite needs from a routine: one forward step at a time, and counters."""
 
     stats: object  # has encoder_calls, encoded_items, cache_hits
 
     def run_step(self, step) -> torch.Tensor: ...
+
+
+@runtime_checkable
+class EngineAdapter(Protocol):
+    """What the suite needs from an engine (an entry's ``adapter`` class, built as
+    ``Class(label)`` in the process that measures): routines over the engine's own code,
+    the engine's own arrival (hashing) of a workload, and what to record."""
+
+    label: str                     # the spec's label (``EngineSpec.label``)
+    version: str | None            # the imported engine's version
+    seams: Mapping[str, str]       # which variant of each seam this release has
+
+    def routine(self, workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
+                encoder_region: Callable[[], AbstractContextManager] = ...) -> Routine: ...
+
+    def arrive(self, wl, hash_name: str) -> tuple: ...  # (workload with hashes, seconds, HashStats)
 
 
 @dataclass(frozen=True)
@@ -76,44 +94,56 @@ class EngineSpec:
         return self.kind == "reference"
 
 
+def _forms() -> str:
+    names = registry.names()
+    example = registry.get(names[0]).example if names else "NAME==X.Y.Z"
+    releases = ", ".join(f"'{n}==X.Y.Z'" for n in names)
+    return f"'reference', {releases} (after `vlmpath engine install {example}`) or --engine-src DIR"
+
+
+def _src_spec(text: str, src: str) -> EngineSpec:
+    """``--engine-src DIR`` (with ``--engine`` empty, ``NAME`` or ``NAME==X``)."""
+    path = Path(src).expanduser()
+    if text == "reference":
+        raise EngineError("--engine reference and --engine-src exclude each other: drop one of them")
+    if not path.is_dir():
+        raise EngineError(f"--engine-src {src!r} is not a directory: give the engine's source tree, "
+                          "e.g. an sglang checkout's python/ directory (the one holding sglang/)")
+    name = re.split(r"==|@src:", text, maxsplit=1)[0] if text else ""
+    entry = registry.get(name) if name else registry.engine_of_tree(path)
+    if entry is None:
+        known = registry.entries().values()
+        subs = [path / d for e in known if (d := e.package_root(path))]
+        fix = (f"--engine-src {subs[0]}" if subs else "the directory that holds it ("
+               + "; ".join(e.checkout_hint or e.name for e in known) + ")")
+        raise EngineError(f"--engine-src {src!r} has no engine package inside "
+                          f"({', '.join(e.import_name + '/' for e in known)}): give {fix}")
+    if not entry.holds_package(path):
+        sub = entry.package_root(path)
+        fix = f"--engine-src {path / sub}" if sub else f"the directory that holds it ({entry.checkout_hint or '?'})"
+        raise EngineError(f"--engine-src {src!r} has no {entry.import_name}/ package inside: give {fix}")
+    return EngineSpec("src", entry.name, None, str(path.resolve()))
+
+
 def parse_engine(text: str | None, *, src: str | None = None) -> EngineSpec:
     """The spec for ``--engine TEXT`` and/or ``--engine-src DIR``.
 
-    ``--engine-src`` wins over a release and needs no ``--engine`` (it may repeat
+    ``--engine-src`` wins over a release and needs no ``--engine`` (it may name the engine,
     ``--engine sglang``); anything else unknown raises ``EngineError`` naming the forms.
     """
-    forms = ("'reference', 'sglang==X.Y.Z' or 'vllm==X.Y.Z' (after `vlmpath engine install NAME==X.Y.Z`) "
-             "or --engine-src DIR")
     text = (text or "").strip()
     if src is not None:
-        path = Path(src).expanduser()
-        if not path.is_dir():
-            raise EngineError(f"--engine-src {src!r} is not a directory: give the engine's source tree, "
-                              "e.g. an sglang checkout's python/ directory (the one holding sglang/) or a "
-                              "vLLM checkout (the one holding vllm/)")
-        if text == "reference":
-            raise EngineError("--engine reference and --engine-src exclude each other: drop one of them")
-        named = text.split("==")[0].split("@")[0] if text else None
-        if named is not None and named not in KNOWN_ENGINES:
-            raise EngineError(f"--engine {text!r} with --engine-src: only {', '.join(KNOWN_ENGINES)} sources "
-                              "are supported")
-        held = [n for n in KNOWN_ENGINES if (path / n).is_dir()]
-        name = named or (held[0] if len(held) == 1 else None)
-        if name is None or not (path / name).is_dir():
-            raise EngineError(f"--engine-src {src!r} has no {named or ' or '.join(KNOWN_ENGINES)}/ package inside: "
-                              "give the directory that holds it (an sglang checkout's python/ directory, a "
-                              "vLLM checkout's root)")
-        return EngineSpec("src", name, None, str(path.resolve()))
+        return _src_spec(text, src)
     if text in ("", "reference"):
         return EngineSpec("reference")
     m = _RELEASE.match(text)
     if m:
         name, version = m.groups()
-        if name not in KNOWN_ENGINES:
+        if name not in registry.names():
             raise EngineError(f"--engine {text!r}: unknown engine {name!r}; vlmpath drives "
-                              f"{', '.join(KNOWN_ENGINES)} ({forms})")
+                              f"{', '.join(registry.names())} ({_forms()})")
         return EngineSpec("release", name, version)
-    for name in KNOWN_ENGINES:
-        if text.startswith(f"{name}@src:"):
-            return parse_engine(name, src=text[len(f"{name}@src:"):])
-    raise EngineError(f"--engine {text!r} is not an engine: write {forms}")
+    name, sep, rest = text.partition("@src:")
+    if sep and name in registry.names():
+        return _src_spec(name, rest)
+    raise EngineError(f"--engine {text!r} is not an engine: write {_forms()}")

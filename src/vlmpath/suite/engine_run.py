@@ -4,22 +4,26 @@
 and the PR flow use to measure with any engine:
 
 - ``reference``: in this process (``measure_case``, no subprocess);
-- ``sglang==X``: the cached engine environment's python (``vlmpath engine install``) runs
-  ``python -m vlmpath.suite.worker``;
-- ``sglang@src:DIR``: the same worker in ``--engine-python`` (default: the newest installed
-  engine environment, else this interpreter) with DIR first on its path.
+- ``NAME==X`` (any engine of ``vlmpath.engines.registry``): the cached engine
+  environment's python (``vlmpath engine install``) runs ``python -m vlmpath.suite.worker``;
+- ``NAME@src:DIR``: the same worker in ``--engine-python`` (default: the newest complete
+  environment of that engine, else this interpreter) with DIR first on its path.
 
-The worker always imports *this* vlmpath (its source directory goes on the path after
-the engine's), so two engines, or two commits of one engine, are measured by one and the
-same suite. Records come back as dicts (``CaseRecord.to_dict()``); a case the worker did
+The worker always imports *this* vlmpath (a directory holding it alone goes on the path
+after the engine's), so two engines, or two commits of one engine, are measured by one and
+the same suite, and the engine's own packages (torch first of all) come from its own
+environment: the directory vlmpath is installed in never goes on the path (for a
+non-editable install it is the host's site-packages). Records come back as dicts (``CaseRecord.to_dict()``); a case the worker did
 not report (it crashed) is a failed record naming the worker's exit status and the last
 line of its stderr. ``json_path`` writes them as JSON Lines, atomically.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,11 +35,31 @@ from vlmpath.engines.base import ENGINE_PYTHON_ENV, EngineSpec, parse_engine
 from vlmpath.suite.worker import case_to_dict, error_text, failed_record
 
 
+_alone: list[Path] = []  # this process's directory holding vlmpath alone (made once)
+
+
 def vlmpath_src() -> Path:
-    """The directory that holds this ``vlmpath`` package (put on the worker's path)."""
+    """A directory that holds this ``vlmpath`` package and nothing else (put on the worker's
+    path): a temporary directory with a link to the package, removed at exit. Never the
+    directory vlmpath sits in, which for a non-editable install is the host's site-packages:
+    the engine env would import the host's torch and transformers instead of its own."""
     import vlmpath
 
-    return Path(vlmpath.__file__).resolve().parent.parent
+    if not _alone or not (_alone[0] / "vlmpath").is_dir():
+        tmp = Path(tempfile.mkdtemp(prefix="vlmpath-alone-"))
+        (tmp / "vlmpath").symlink_to(Path(vlmpath.__file__).resolve().parent, target_is_directory=True)
+        atexit.register(shutil.rmtree, tmp, True)
+        _alone[:] = [tmp]
+    return _alone[0]
+
+
+def worker_env(spec: EngineSpec, base: dict | None = None) -> dict:
+    """The worker's environment: the engine's source tree (``--engine-src``), then vlmpath
+    alone, then the caller's own ``PYTHONPATH`` (plug-ins, tests) on its path."""
+    base = dict(os.environ if base is None else base)
+    path = ([spec.src] if spec.kind == "src" else []) + [str(vlmpath_src())]
+    path += [p for p in [base.get("PYTHONPATH")] if p]
+    return dict(base, PYTHONPATH=os.pathsep.join(path), PYTHONWARNINGS="ignore")
 
 
 def engine_python(spec: EngineSpec, python: str | None = None, home: str | None = None) -> str:
@@ -48,7 +72,7 @@ def engine_python(spec: EngineSpec, python: str | None = None, home: str | None 
     if python:
         if not Path(python).exists():
             raise VlmpathError(f"--engine-python {python!r} does not exist: give an interpreter path, e.g. "
-                               "~/.cache/vlmpath/engines/sglang-0.5.23/bin/python")
+                               f"{envs.engine_home(home)}/{spec.name}-X.Y.Z/bin/python")
         return python
     newest = envs.newest_env(home, spec.name)
     return str(newest.python) if newest is not None else sys.executable
@@ -74,11 +98,7 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
                 weights: str | None, threads: int | None = None) -> list[dict]:
     job = {"cases": [case_to_dict(c) for c in cases], "engine": spec.label, "repeat": repeat,
            "count": count, "device": device or "cpu", "weights": weights, "threads": threads}
-    path = [str(vlmpath_src())]
-    if spec.kind == "src":
-        path.insert(0, spec.src)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path + [p for p in [os.environ.get("PYTHONPATH")] if p]),
-               PYTHONWARNINGS="ignore")
+    env = worker_env(spec)
     with tempfile.TemporaryDirectory(prefix="vlmpath-worker-") as tmp:
         out = Path(tmp) / "records.jsonl"
         proc = subprocess.Popen([python, "-m", "vlmpath.suite.worker", "--out", str(out)], text=True, env=env,

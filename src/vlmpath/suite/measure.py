@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
 from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.engines.base import EngineAdapter, Routine
 from vlmpath.engines.reference import (
     DEFAULT_CACHE_BYTES,
     EmbedRoutine,
@@ -164,7 +166,7 @@ def arrive(wl: Workload, hash_name: str) -> tuple[Workload, float, HashStats]:
     return with_item_hashes(wl, mapping), hash_s, stats
 
 
-def _run_schedule(routine: EmbedRoutine, wl: Workload, device, timed: bool):
+def _run_schedule(routine: Routine, wl: Workload, device, timed: bool):
     """Run every step; returns (assembler, seconds, failed rids, first error, failed steps)."""
     asm = Assembler(wl)
     failed: set[int] = set()
@@ -201,7 +203,7 @@ class Prepared:
 
 
 def prepare(workload: str, hash_name: str, scale: str, session: Session, seed: int = 0,
-            engine=None) -> Prepared:
+            engine: EngineAdapter | None = None) -> Prepared:
     """Build the workload, let it arrive through the named hash path (or the engine's own
     arrival, when an engine adapter is given), and build the table."""
     wl = workload_by_name(workload, scale, seed)
@@ -212,10 +214,10 @@ def prepare(workload: str, hash_name: str, scale: str, session: Session, seed: i
 
 
 def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool = True,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES, engine=None,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES, engine: EngineAdapter | None = None,
                  threads: int | None = None) -> CaseRecord:
-    """``engine``: an engine adapter (``routine(...)``, ``arrive(...)``, ``label``,
-    ``version``, ``seams``, e.g. ``SglangEngine``); None runs the reference routine.
+    """``engine``: an engine adapter (``vlmpath.engines.base.EngineAdapter``, built from
+    its registry entry); None runs the reference routine.
     ``threads``: torch's intra-op threads for this case (None: as set); recorded."""
     with pinned(threads) as in_effect:
         load0 = load_average()
@@ -225,12 +227,12 @@ def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool =
 
 
 def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes: int,
-             engine=None) -> CaseRecord:
+             engine: EngineAdapter | None = None) -> CaseRecord:
     case.pipeline.validate()
     prep = prepare(case.workload, case.pipeline.hash, case.scale, session, case.seed, engine)
     wl, encoder, table, hash_s, hstats = prep.workload, prep.encoder, prep.table, prep.hash_s, prep.hash_stats
     golden = session.golden(wl, encoder)
-    make = EmbedRoutine if engine is None else engine.routine
+    make: Callable[..., Routine] = EmbedRoutine if engine is None else engine.routine
 
     syncs = encoder_syncs = None
     events: dict = {}

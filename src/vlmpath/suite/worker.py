@@ -2,8 +2,9 @@
 
 ``python -m vlmpath.suite.worker --out RECORDS.jsonl`` reads a job (JSON on stdin: the
 cases, ``repeat``, ``count``, ``device``, ``weights`` and the engine's label) and measures
-every case with the engine imported in *this* interpreter (an engine environment's python,
-with an ``--engine-src`` tree first on its path), through the same ``measure_case`` as the
+every case with the engine's adapter (its entry in ``vlmpath.engines.registry``) imported
+in *this* interpreter (an engine environment's python, with an ``--engine-src`` tree first
+on its path), through the same ``measure_case`` as the
 reference. It writes one JSON record per case, in order, appending as it goes, so that a
 crash still leaves the records measured so far (``engine_run`` fills in the rest).
 
@@ -18,6 +19,7 @@ import json
 import sys
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.engines.base import EngineAdapter
 
 
 def case_from_dict(d: dict):
@@ -51,15 +53,18 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:500]
 
 
-def engine_class(label: str):
-    """The adapter class for an engine label (``vllm==X``, ``vllm@src:DIR``, else sglang)."""
-    if label.startswith("vllm"):
-        from vlmpath.engines.vllm_adapter import VllmEngine
+def load_engine(label: str) -> EngineAdapter:
+    """The adapter of the engine ``label`` names (its registry entry's class), built here."""
+    from vlmpath.engines import registry
+    from vlmpath.engines.base import EngineError, parse_engine
 
-        return VllmEngine
-    from vlmpath.engines.sglang_adapter import SglangEngine
-
-    return SglangEngine
+    spec = parse_engine(label)
+    entry = registry.get(spec.name)
+    engine = entry.load_adapter()(label)
+    if not isinstance(engine, EngineAdapter):
+        raise EngineError(f"engine {spec.name!r}: adapter {entry.adapter} lacks what the suite drives "
+                          "(label, version, seams, routine(), arrive(): vlmpath.engines.base.EngineAdapter)")
+    return engine
 
 
 def run_job(job: dict, out) -> int:
@@ -70,7 +75,7 @@ def run_job(job: dict, out) -> int:
     label = job["engine"]
     device = job.get("device") or "cpu"
     try:
-        engine = engine_class(label)(label)
+        engine = load_engine(label)
     except Exception as exc:  # an engine that cannot load fails every case, with its reason
         for case in cases:
             out.write(json.dumps(failed_record(case, error_text(exc), label, device=device), sort_keys=True) + "\n")

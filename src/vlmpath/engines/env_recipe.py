@@ -1,0 +1,130 @@
+"""How is an engine release's environment built, step by step?
+
+``pip_recipe`` is the default installer of an ``EngineEntry`` (``vlmpath engine install
+NAME==X`` calls it inside the environment's lock, see ``vlmpath.engines.envs``):
+
+1. the torch pair. On a GPU image (this python's torch has CUDA or ROCm) the venv sees the
+   image's packages (``--system-site-packages``) and a constraint file pins that torch, so
+   pip never replaces it. Otherwise the CPU build ``torch==2.13.0`` plus the matched
+   ``torchvision==0.28.0 --no-deps`` (the index's torchvision is CUDA-built; the
+   measuring process makes it importable with ``torchvision_shim``);
+2. ``PACKAGE==X --no-deps`` (an engine's full dependency set pulls the whole GPU stack);
+3. the packages of the entry's import-chain file, at the release's own pins where its
+   metadata pins them, under the entry's extra ``constraints`` if it has any;
+4. vlmpath itself (``--no-deps``, from this checkout), so the env can run the worker.
+
+An entry with its own ``installer`` gets the same ``InstallContext`` (``run`` a recorded
+step, ``pip``, the paths) and returns the manifest fields it wants recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vlmpath.engines.base import EngineError, EngineSpec
+
+CPU_TORCH = "torch==2.13.0"
+CPU_TORCHVISION = "torchvision==0.28.0"
+WHEELS_ENV = "VLMPATH_ENGINE_WHEELS"  # a directory of cached engine wheels (offline machine, CI cache)
+
+
+@dataclass
+class InstallContext:
+    """What an installer works with; ``steps`` is what ``run`` did (for the manifest)."""
+
+    spec: EngineSpec
+    entry: object                 # the EngineEntry
+    path: Path                    # the environment's directory
+    project_root: Path            # the vlmpath checkout installed into the env (when it has one)
+    log: Callable[[str], None] = print
+    steps: list[dict] = field(default_factory=list)
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+    @property
+    def pip(self) -> list[str]:
+        return [str(self.python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+
+    def run(self, name: str, cmd: list[str], **kw) -> None:
+        """Run one step; a failure is an ``EngineError`` with the step's last stderr lines."""
+        s = time.perf_counter()
+        self.log(f"engine install: {name}: {' '.join(cmd)}")
+        proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+        if proc.returncode:
+            tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+            raise EngineError(f"vlmpath engine install {self.spec.label}: step {name!r} failed ({cmd[0]} "
+                              f"exited {proc.returncode}):\n{tail}")
+        self.steps.append({"step": name, "command": cmd, "seconds": round(time.perf_counter() - s, 1)})
+
+
+def gpu_torch() -> str | None:
+    """This python's torch version when it is a GPU build (an image's torch), else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None):
+        return torch.__version__
+    return None
+
+
+def release_requires(python: Path, package: str) -> list[str]:
+    """The installed release's own ``Requires-Dist`` lines, without extras."""
+    code = ("import importlib.metadata as m, json, sys; print(json.dumps([r for r in (m.requires(sys.argv[1]) "
+            "or []) if 'extra ==' not in r]))")
+    out = subprocess.run([str(python), "-c", code, package], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def exact_pins(requires: list[str]) -> dict[str, str]:
+    """``name -> version`` of the ``name==version`` requirements (names normalised)."""
+    out = {}
+    for r in requires:
+        m = re.match(r"^([A-Za-z0-9_.-]+)\s*==\s*([^;\s]+)", r)
+        if m:
+            out[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return out
+
+
+def pip_recipe(ctx: InstallContext) -> dict:
+    """The default installer (see the module docstring); returns its manifest fields."""
+    image_torch = gpu_torch()
+    venv = [sys.executable, "-m", "venv"] + (["--system-site-packages"] if image_torch else []) + [str(ctx.path)]
+    if not ctx.python.exists():
+        ctx.run("venv", venv)
+    penv = dict(os.environ)
+    if image_torch:  # the image's torch is never replaced
+        (ctx.path / "torch-constraint.txt").write_text(f"torch=={image_torch}\n", encoding="utf-8")
+        penv["PIP_CONSTRAINT"] = str(ctx.path / "torch-constraint.txt")
+    else:
+        ctx.run("torch", ctx.pip + [os.environ.get("VLMPATH_CPU_TORCH", CPU_TORCH)], env=penv)
+        ctx.run("torchvision", ctx.pip + ["--no-deps", CPU_TORCHVISION], env=penv)
+    wheels = os.environ.get(WHEELS_ENV)
+    links = ["--find-links", wheels] if wheels else []
+    entry, spec = ctx.entry, ctx.spec
+    ctx.run(entry.package, ctx.pip + links + ["--no-deps", f"{entry.package}=={spec.version}"], env=penv)
+    requires = release_requires(ctx.python, entry.package)
+    pins = exact_pins(requires)
+    chain = [f"{p}=={pins[p.lower()]}" if p.lower() in pins else p for p in entry.chain()]
+    extra: list[str] = []
+    if entry.constraints is not None:
+        lines = list(entry.constraints(requires))
+        (ctx.path / "chain-constraints.txt").write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+        extra = ["-c", str(ctx.path / "chain-constraints.txt")]
+    if chain:
+        ctx.run("import-chain", ctx.pip + extra + chain, env=penv)
+    if (ctx.project_root / "pyproject.toml").exists():
+        ctx.run("vlmpath", ctx.pip + ["--no-deps", "-e", str(ctx.project_root)], env=penv)
+    return {"torch": f"image {image_torch}" if image_torch
+            else f"{CPU_TORCH} (CPU) + {CPU_TORCHVISION} --no-deps + vlmpath torchvision_shim",
+            "import_chain": chain}

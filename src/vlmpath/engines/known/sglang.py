@@ -1,0 +1,25 @@
+"""sglang as an engine vlmpath drives: its package, environment, layout, seams and adapter.
+
+The adapter (``vlmpath.engines.sglang_adapter.SglangEngine``) drives the release's own
+``embed_mm_inputs`` with seams found by inspection (``vlmpath.engines.sglang_api``). Its
+environment is ``sglang==X --no-deps`` beside the CPU torch pair and the import chain of
+``data/sglang_import_chain.txt`` (``vlmpath.engines.env_recipe.pip_recipe``).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from vlmpath.engines.registry import EngineEntry
+
+ENGINE = EngineEntry(
+    name="sglang",
+    package="sglang",
+    import_name="sglang",
+    adapter="vlmpath.engines.sglang_adapter:SglangEngine",
+    import_chain=resources.files("vlmpath.engines").joinpath("data/sglang_import_chain.txt"),
+    source_dirs=("python", ""),  # an sglang checkout keeps its package under python/
+    seams=("cache", "chunk_encoding", "count", "scatter", "pad", "shm"),
+    example_version="0.5.23",
+    checkout_hint="an sglang checkout's python/ directory",
+)

@@ -1,0 +1,197 @@
+"""Which engines can vlmpath drive, and what does each one bring?
+
+An ``EngineEntry`` is everything the suite needs to know about one engine project: its
+name (what ``--engine NAME==X`` says), its distribution on the package index, its import
+package (what a source tree holds), how its environment is installed and which import
+chain that needs (a data file, one package a line with why), where its package sits in a
+checkout, the seams its adapter records, and the adapter class (an ``EngineAdapter``:
+``vlmpath.engines.base``) that builds ``Routine``s from the engine's own code.
+
+Engines are found, never listed by hand:
+
+- every module of ``vlmpath.engines.known`` not starting with ``_`` is one engine and
+  defines ``ENGINE = EngineEntry(name=<its module name>, ...)`` (as model families do in
+  ``vlmpath.measure.families``);
+- an installed distribution may add engines through the entry-point group
+  ``vlmpath.engines`` (``toy = "toy_vlmpath:ENGINE"``): a plug-in outside this
+  repository, found by the host and by the engine worker alike when installed in both.
+
+Adding an engine is one module plus its import-chain data file; parsing, ``engine
+install/list``, the worker, ``measure/run --engine``, ``ci pr --engine-src`` and the help
+texts look it up here by name (``get``, ``names``, ``engine_of_tree``). Discovery is a
+function of ``sys.path`` (memoised per ``sys.path``), so a package put on the path later
+is found without any registration call. Entry modules are light (no torch, no engine
+import): the adapter is named as ``"module:Class"`` and imported by ``load_adapter`` only
+in the process that measures.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import pkgutil
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from vlmpath.core.errors import EngineError, VlmpathError
+
+KNOWN_PACKAGE = "vlmpath.engines.known"
+ENTRY_POINT_GROUP = "vlmpath.engines"
+RESERVED = ("reference",)  # names an engine cannot take: they mean something else to --engine
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+@dataclass(frozen=True, eq=False)
+class EngineEntry:
+    """One engine project (see the module docstring)."""
+
+    name: str            # ``--engine NAME==X``; the module's name in ``vlmpath.engines.known``
+    package: str         # its distribution on the index: ``pip install PACKAGE==X``
+    import_name: str     # its top-level import package: a source tree holds ``IMPORT_NAME/``
+    adapter: str         # ``"module:Class"`` of its ``EngineAdapter`` (``Class(label)``)
+    # The packages its embedding path's import chain needs beside ``PACKAGE --no-deps``:
+    # a text file (anything with ``read_text``: a Path or an ``importlib.resources`` file).
+    import_chain: object = None
+    # Where the import package sits in a checkout of the engine's repository, tried in
+    # order ("" is the root): sglang's is under ``python/``, vLLM's at the root.
+    source_dirs: tuple[str, ...] = ("",)
+    seams: tuple[str, ...] = ()      # the seam names its records carry in ``engine_seams``
+    example_version: str = "X.Y.Z"   # for help texts and error messages
+    # ``(ctx: vlmpath.engines.env_recipe.InstallContext) -> dict``: builds the environment
+    # and returns manifest fields; None: ``env_recipe.pip_recipe`` (torch pair, the release
+    # ``--no-deps``, its import chain at the release's pins, vlmpath).
+    installer: Callable | None = None
+    # ``(requires: list[str]) -> list[str]``: constraint lines for the import-chain step,
+    # from the release's own ``Requires-Dist`` (None: only its ``==`` pins, inline).
+    constraints: Callable[[list[str]], list[str]] | None = None
+    checkout_hint: str = ""          # "an sglang checkout's python/ directory"
+    extra: Mapping[str, object] = field(default_factory=dict)  # engine-specific data for its adapter
+
+    def __post_init__(self) -> None:
+        where = f"engine entry {self.name!r}"
+        if not _NAME.match(self.name) or self.name in RESERVED:
+            raise VlmpathError(f"{where}: a name is lowercase letters, digits and '_' (not {RESERVED})")
+        if ":" not in self.adapter:
+            raise VlmpathError(f"{where}: adapter {self.adapter!r} must be 'module:Class'")
+        if any(Path(d).is_absolute() or ".." in Path(d).parts for d in self.source_dirs):
+            raise VlmpathError(f"{where}: source_dirs are relative paths inside a checkout")
+        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+
+    @property
+    def example(self) -> str:
+        return f"{self.name}=={self.example_version}"
+
+    def chain(self) -> list[str]:
+        """The package names of the import-chain file (comments and blank lines dropped)."""
+        if self.import_chain is None:
+            return []
+        text = self.import_chain.read_text(encoding="utf-8")
+        return [ln.split("#")[0].strip() for ln in text.splitlines() if ln.split("#")[0].strip()]
+
+    def holds_package(self, directory: Path) -> bool:
+        """Does ``directory`` hold this engine's import package (``IMPORT_NAME/``)?"""
+        return (Path(directory) / self.import_name).is_dir()
+
+    def package_root(self, checkout: Path) -> str | None:
+        """The first of ``source_dirs`` under ``checkout`` that holds the import package."""
+        for d in self.source_dirs:
+            if self.holds_package(Path(checkout) / d):
+                return d
+        return None
+
+    def load_adapter(self) -> type:
+        """The adapter class (imports the adapter's module: call it where the engine runs)."""
+        module, _, cls = self.adapter.partition(":")
+        found = getattr(importlib.import_module(module), cls, None)
+        if not isinstance(found, type):
+            raise VlmpathError(f"engine {self.name!r}: adapter {self.adapter!r} is not a class")
+        return found
+
+
+def _from_module(module_name: str, expect: str | None) -> EngineEntry:
+    module = importlib.import_module(module_name)
+    entry = getattr(module, "ENGINE", None)
+    if not isinstance(entry, EngineEntry) or (expect is not None and entry.name != expect):
+        raise VlmpathError(f"{module_name} is in the engine package but defines no ENGINE = "
+                           f"EngineEntry(name={expect!r}, ...); every module there is one engine")
+    return entry
+
+
+def discover(package: str = KNOWN_PACKAGE) -> dict[str, EngineEntry]:
+    """Every engine module of ``package`` (see the module docstring), by name."""
+    pkg = importlib.import_module(package)
+    return {info.name: _from_module(f"{package}.{info.name}", info.name)
+            for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name)
+            if not info.name.startswith("_")}
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+_memo: dict[tuple, tuple[dict, dict]] = {}
+
+
+def _found() -> tuple[dict[str, EngineEntry], dict[str, importlib.metadata.EntryPoint]]:
+    """(built-in entries, plug-in entry points), memoised per ``sys.path``."""
+    key = tuple(sys.path)
+    if key not in _memo:
+        _memo.clear()
+        builtin = discover()
+        plugins = {n: ep for n, ep in _entry_points().items() if n not in builtin}
+        _memo[key] = (builtin, plugins)
+    return _memo[key]
+
+
+def names() -> list[str]:
+    """Every engine's name, sorted (plug-ins are named without being imported)."""
+    builtin, plugins = _found()
+    return sorted({*builtin, *plugins})
+
+
+def get(name: str) -> EngineEntry:
+    """The entry of engine ``name``; an unknown name is an ``EngineError`` naming the known."""
+    builtin, plugins = _found()
+    if name in builtin:
+        return builtin[name]
+    if name in plugins:
+        ep = plugins[name]
+        try:
+            entry = ep.load()
+        except Exception as exc:  # a broken plug-in names itself, not a traceback
+            raise EngineError(f"engine plug-in {name!r} ({ep.value}) does not load: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(entry, EngineEntry) or entry.name != name:
+            raise EngineError(f"engine plug-in {name!r} ({ep.value}) is not an EngineEntry named {name!r}")
+        return entry
+    raise EngineError(f"unknown engine {name!r}: vlmpath drives {', '.join(names())} "
+                      f"(plug-ins add more through the {ENTRY_POINT_GROUP!r} entry points)")
+
+
+def entries() -> Mapping[str, EngineEntry]:
+    """Every engine's entry by name (imports the plug-ins)."""
+    return MappingProxyType({n: get(n) for n in names()})
+
+
+def engine_of_tree(directory: Path, candidates: Sequence[str] | None = None) -> EngineEntry | None:
+    """The one engine whose import package ``directory`` holds (``--engine-src``), else None;
+    several match: an ``EngineError`` asking for ``--engine NAME``."""
+    found = [get(n) for n in (candidates or names()) if get(n).holds_package(Path(directory))]
+    if len(found) > 1:
+        raise EngineError(f"{directory} holds the packages of several engines "
+                          f"({', '.join(e.name for e in found)}): say which with --engine NAME")
+    return found[0] if found else None
+
+
+def engine_of_checkout(checkout: Path) -> tuple[EngineEntry, str] | None:
+    """The engine whose package sits where its ``source_dirs`` say in a repository checkout,
+    and that directory (``ci pr --engine-src REPO``); None when no engine's layout fits."""
+    found = [(e, d) for e in entries().values() if (d := e.package_root(Path(checkout))) is not None]
+    if len(found) > 1:
+        raise EngineError(f"{checkout} fits the layout of several engines "
+                          f"({', '.join(e.name for e, _ in found)}): say which with --engine NAME")
+    return found[0] if found else None
