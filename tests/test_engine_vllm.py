@@ -10,7 +10,8 @@ fixture); the tests then check:
 - the seams are recorded, and with vLLM's host-side mask (#34246: ``index_put`` on a mask
   built with ``device="cpu"``) no step syncs outside the tower;
 - encoder calls match the reference's cross-request batching (vLLM's
-  ``group_and_batch_mm_kwargs``: one call per modality group of a step);
+  ``group_and_batch_mm_kwargs``: one call per modality group of a step), fewer where an
+  item has several spans (``MULTI_SPAN``);
 - a fault planted in the engine's step fails only its case, with the engine's message;
   rows handed to the engine in the wrong order lower the accuracy; the mask treated as
   device memory costs a sync per merge (the sync count is not blind).
@@ -91,11 +92,20 @@ def test_seams_are_recorded_and_a_host_mask_merges_without_a_sync(records):
             assert r["syncs"] == 0, (w, r["sync_events"])
 
 
+# Workloads with an item of several placeholder spans (MiniCPM-like regions). vLLM batches
+# such an item with the step's other items (one PlaceholderRange with is_embed, the same
+# fields), where the reference (as sglang's chunked full path) encodes it in a call of its
+# own: step 1 of multi_region (request 0's one-span image, request 1's three-span image) is
+# one vLLM call and two reference calls, so vLLM makes 4 calls to the reference's 5.
+MULTI_SPAN = {"multi_region"}
+
+
 def test_encoder_calls_match_cross_request_batching(records):
     ref = {r["workload"]: r for r in measure_cases(plan_cases(workloads=list(_driven(records)), encode=["batched"]),
                                                    "reference", repeat=1, count=False)}
     calls = {w: (r["encoder_calls"], ref[w]["encoder_calls"]) for w, r in _driven(records).items()}
-    assert all(e == f for e, f in calls.values()), calls
+    assert all(e == f for w, (e, f) in calls.items() if w not in MULTI_SPAN), calls
+    assert all(e < f for w, (e, f) in calls.items() if w in MULTI_SPAN), calls
 
 
 def test_planted_engine_fault_fails_only_its_case(engine_env, monkeypatch):
