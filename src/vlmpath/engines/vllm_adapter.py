@@ -16,15 +16,14 @@ builds ``VllmRoutine``s, which the suite drives exactly like the reference routi
   ``_free_encoder_inputs`` and the manager's freed hashes release them as vLLM does; the
   encoder budget holds every item of the workload, so the scheduler never trims our chunk (an error if it
   did: the schedule is the workload's);
-- *encoder*: ``EncoderRunner.prepare_mm_inputs`` + ``execute_mm_encoder`` (vLLM's
-  ``group_and_batch_mm_kwargs``: one call per modality group, across requests) call our
+- *encoder*: the release's model runner (``vllm_runners``: the v2 ``EncoderRunner`` or the
+  v1 ``GPUModelRunner`` methods; vLLM's ``group_and_batch_mm_kwargs`` or
+  ``group_mm_kwargs_by_modality``: one call per modality group, across requests) calls our
   model's ``embed_multimodal``, which runs our encoder (the seeded tower) inside
-  ``encoder_region`` and counts calls and items; outputs go into the runner's
-  ``EncoderCache`` by hash. Cache hits: the manager finding a hash it did not allocate in
-  the same step;
-- *merge*: ``EncoderRunner.gather_mm_embeddings`` (``is_mm_embed``) and
-  ``get_inputs_embeds``, whose ``embed_input_ids`` is vLLM's own ``SupportsMultiModal``
-  method (``_merge_multimodal_embeddings``) over our seeded text table.
+  ``encoder_region`` and counts calls and items; outputs go into the runner's encoder
+  cache by hash. Cache hits: the manager finding a hash it did not allocate in the same step;
+- *merge*: the runner's gather (``is_mm_embed``), then ``embed_input_ids``: vLLM's own
+  ``SupportsMultiModal`` method (``_merge_multimodal_embeddings``) over our seeded table.
 
 Syncs: vLLM keeps ``is_mm_embed`` and ``keep_on_cpu`` fields on the host by design; they
 are marked host (``vlmpath.measure.syncs.host``) when the seams say so, so a CPU count
@@ -37,16 +36,18 @@ means what it would on a GPU.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from types import SimpleNamespace
 
-import numpy as np
 import torch
 
 from vlmpath.engines.base import EngineError
 from vlmpath.engines.vllm_api import VllmApi, load_api
+from vlmpath.engines.vllm_runners import V1Driver, V2Driver
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.syncs import host
 from vlmpath.measure.workload import Step, Workload, with_item_hashes
@@ -71,6 +72,9 @@ def _model_class(api: VllmApi):
 
     class VlmpathModel(torch.nn.Module, api.interfaces.SupportsMultiModal):
         _has_oov_mm_tokens = False  # placeholders are in-vocabulary ids (see the module docstring)
+        # 0.1x: batch by field config, and keep these fields on the host (as Qwen2.5-VL does)
+        merge_by_field_config = True
+        multimodal_cpu_fields = frozenset(k for k, on_cpu in FIELDS.items() if on_cpu)
 
         def __init__(self, table, embed_multimodal):
             torch.nn.Module.__init__(self)
@@ -123,7 +127,6 @@ class VllmRoutine:
         placeholder = table.shape[0] - 1  # any in-vocabulary id: the mask says where rows go
         inputs = api.inputs
         self._ids, self._reqs = {}, {}
-        self.cache = api.EncoderCache()
         max_tokens = max((sum(e.extend for e in s.entries) for s in workload.steps), default=1)
         # The encoder budget: every item of the workload at once, so that the scheduler never
         # trims a chunk (vLLM's own budget would; the schedule is the workload's).
@@ -141,17 +144,15 @@ class VllmRoutine:
                         is_embed[a - first:b - first + 1] = True
                 for a, b in it.offsets:
                     ids[a:b + 1] = placeholder
-                data = inputs.MultiModalKwargsItem({
-                    "pixel_values": self._elem(it.feature, False),
-                    "image_grid_thw": self._elem(torch.tensor(it.grid_thw, dtype=torch.int64), True),
-                    "vlmpath_item": self._elem(torch.tensor([index[id(it)]]), True)})
+                values = {"pixel_values": it.feature, "image_grid_thw": torch.tensor(it.grid_thw, dtype=torch.int64),
+                          "vlmpath_item": torch.tensor([index[id(it)]])}
+                data = inputs.MultiModalKwargsItem({k: self._elem(v, FIELDS[k], it.modality, k)
+                                                    for k, v in values.items()})
                 feats.append(inputs.MultiModalFeatureSpec(
                     data=data, modality=it.modality, identifier=str(it.hash),
                     mm_position=inputs.PlaceholderRange(offset=first, length=last - first + 1, is_embed=is_embed)))
             self._ids[r.rid] = ids
-            self._reqs[r.rid] = api.Request(str(r.rid), ids.tolist(), api.SamplingParams(max_tokens=1), None,
-                                            mm_features=feats)
-            self.cache.add_request(str(r.rid), feats)
+            self._reqs[r.rid] = self._request(str(r.rid), ids.tolist(), feats)
         hidden = table.shape[1]
         # The encoder cache in embeddings (vLLM sizes it in tokens): our bytes over a row's.
         slots = max(1, cache_bytes // (hidden * table.element_size()))
@@ -164,17 +165,32 @@ class VllmRoutine:
         sched.ec_connector = None
         sched.encoder_cache_mismatch_reqs = set()
         self.scheduler = sched
-        model = _model_class(api)(table, self._embed)
-        self.runner = api.EncoderRunner(model, max_tokens, hidden, self.cache, table.dtype, self.device)
         target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
         kind, _, message = fault.partition(":")
         self._flip = target == workload.name and kind == "flip"
-        self._device_mask = target == workload.name and kind == "device_mask"
         self._raise = (message or "planted engine fault") if target == workload.name and kind == "raise" else None
+        model = _model_class(api)(table, self._embed)
+        driver = V2Driver if api.EncoderRunner is not None else V1Driver
+        self.driver = driver(api, model, max_tokens, hidden, table.dtype, self.device,
+                             device_mask=target == workload.name and kind == "device_mask")
+        for req in self._reqs.values():
+            self.driver.add_request(req)
 
-    def _elem(self, data: torch.Tensor, keep_on_cpu: bool):
+    def _request(self, rid: str, ids: list[int], feats: list):
+        """vLLM's own Request (0.11 also takes the eos token id, positionally)."""
+        params = inspect.signature(self.api.Request).parameters
+        args = (rid, ids, self.api.SamplingParams(max_tokens=1), None) + ((None,) if "eos_token_id" in params else ())
+        return self.api.Request(*args, mm_features=feats)
+
+    def _elem(self, data: torch.Tensor, keep_on_cpu: bool, modality: str, key: str):
+        """One field of an item, batched; 0.1x elements also carry modality and key, and
+        keep fields on the host through the model's ``multimodal_cpu_fields`` instead."""
         inputs = self.api.inputs
-        return inputs.MultiModalFieldElem(data=data, field=inputs.MultiModalBatchedField(keep_on_cpu=keep_on_cpu))
+        names = {f.name for f in dataclasses.fields(inputs.MultiModalFieldElem)}
+        field_names = {f.name for f in dataclasses.fields(inputs.MultiModalBatchedField)}
+        field = inputs.MultiModalBatchedField(**({"keep_on_cpu": keep_on_cpu} if "keep_on_cpu" in field_names else {}))
+        extra = {"modality": modality, "key": key} if "modality" in names else {}
+        return inputs.MultiModalFieldElem(data=data, field=field, **extra)
 
     def _embed(self, **kwargs) -> list[torch.Tensor]:
         """The model's embed_multimodal: our encoder over the batch vLLM grouped."""
@@ -208,28 +224,17 @@ class VllmRoutine:
                 self.manager.allocate(req, i)
             if todo:
                 scheduled[req.request_id] = todo
-        hashes, kwargs = self.runner.prepare_mm_inputs(scheduled)
-        if kwargs:
-            for h, out in zip(hashes, self.runner.execute_mm_encoder(kwargs)):
-                self.cache.encoder_outputs[h] = out
         reqs = [self._reqs[e.rid] for e in step.entries]
-        extend = np.array([e.extend for e in step.entries], dtype=np.int32)
-        starts = np.concatenate([[0], np.cumsum(extend)[:-1]]).astype(np.int32)
-        mm, is_mm = self.runner.gather_mm_embeddings(
-            [r.request_id for r in reqs], int(extend.sum()), extend, starts,
-            np.array([r.num_prompt_tokens for r in reqs], dtype=np.int32),
-            np.array([e.prefix for e in step.entries], dtype=np.int32))
-        # built with device="cpu": host memory on a GPU too (``device_mask``: a test's plant)
-        if self.api.seams["mask"] == "host" and not self._device_mask:
-            host(is_mm)
+        for e, r in zip(step.entries, reqs):
+            r.num_computed_tokens = e.prefix  # what the runner's request state holds this step
+        self.driver.encode(scheduled, reqs)
         ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
-        out = self.runner.get_inputs_embeds(ids.to(self.device, non_blocking=True), mm, is_mm)
-        embeds = out[:ids.shape[0]].clone()  # the runner's buffer is reused by the next step
+        embeds = self.driver.embeds(reqs, [e.extend for e in step.entries], ids.to(self.device, non_blocking=True))
         for e, r in zip(step.entries, reqs):
             r.num_computed_tokens = e.prefix + e.extend
             self.scheduler._free_encoder_inputs(r)
         for h in self.manager.get_freed_mm_hashes():
-            self.cache.free_encoder_cache(h)
+            self.driver.free(h)
         return embeds
 
 
@@ -251,7 +256,6 @@ class VllmEngine:
     def arrive(self, wl: Workload, hash_name: str) -> tuple[Workload, float, HashStats]:
         """Every distinct feature hashed by vLLM's own ``MultiModalHasher`` (what its processor
         does before the scheduler sees an item); the item's hash is its first 64 bits."""
-        import inspect
         import time
 
         from vllm.multimodal.hasher import MultiModalHasher
