@@ -1,8 +1,8 @@
-"""The embedding routine as an ENGINE runs it: ``reference`` and sglang releases side by side.
+"""The embedding routine as an ENGINE runs it: ``reference`` and engine releases side by side.
 
 Which engine measures is a property of the run, not of a benchmark: ``vlmpath run --engine
-SPEC`` sets ``VLMPATH_ENGINE`` (``reference`` when unset, ``sglang==0.5.23``,
-``sglang@src:DIR``) for the benchmarks and files the results under a machine name that
+SPEC`` sets ``VLMPATH_ENGINE`` (``reference`` when unset, else any engine of
+``vlmpath.engines.registry`` by name: ``sglang==0.5.23``, ``sglang@src:DIR``) for the benchmarks and files the results under a machine name that
 says the engine (``cpu-x86`` for the reference, ``cpu-x86-sglang-0.5.23`` for a release),
 so every release keeps its own history and the dashboard draws the engines as lines of the
 same benchmark, ``bench_engine.Engine.track_*(preset)``. The engine is deliberately *not*

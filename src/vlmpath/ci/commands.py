@@ -93,5 +93,5 @@ def engine_options(p: argparse.ArgumentParser) -> None:
                    help="an engine source tree put first on the path (the directory holding the engine's "
                    "package, e.g. an sglang checkout's python/)")
     p.add_argument("--engine-python", default=None, metavar="PY",
-                   help="interpreter for --engine-src (default: newest engine env, else this python)")
+                   help="interpreter for --engine-src (default: newest complete env of that engine, else this python)")
     p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs dir (VLMPATH_ENGINE_HOME)")

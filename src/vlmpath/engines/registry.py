@@ -180,7 +180,7 @@ def entries() -> Mapping[str, EngineEntry]:
 def engine_of_tree(directory: Path, candidates: Sequence[str] | None = None) -> EngineEntry | None:
     """The one engine whose import package ``directory`` holds (``--engine-src``), else None;
     several match: an ``EngineError`` asking for ``--engine NAME``."""
-    found = [get(n) for n in (candidates or names()) if get(n).holds_package(Path(directory))]
+    found = [e for e in map(get, candidates or names()) if e.holds_package(Path(directory))]
     if len(found) > 1:
         raise EngineError(f"{directory} holds the packages of several engines "
                           f"({', '.join(e.name for e in found)}): say which with --engine NAME")

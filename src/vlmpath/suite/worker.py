@@ -64,6 +64,10 @@ def load_engine(label: str) -> EngineAdapter:
     if not isinstance(engine, EngineAdapter):
         raise EngineError(f"engine {spec.name!r}: adapter {entry.adapter} lacks what the suite drives "
                           "(label, version, seams, routine(), arrive(): vlmpath.engines.base.EngineAdapter)")
+    missing = [k for k in entry.seams if k not in engine.seams]
+    if missing:  # every record must say which variant of each seam the entry promises ran
+        raise EngineError(f"engine {spec.name!r} {engine.version}: its adapter found no {', '.join(missing)} "
+                          "seam (its registry entry says it probes them)")
     return engine
 
 

@@ -1,0 +1,138 @@
+"""A toy engine written into a temporary directory, as a third party would add one.
+
+``write_toy(root)`` makes, under ``root``:
+
+- ``plug/toy_vlmpath.py``: ONE module, the engine's whole registration: ``ENGINE =
+  EngineEntry(name="toy", ...)`` and the adapter class ``ToyEngine`` (an
+  ``EngineAdapter``). Its routine is vlmpath's reference routine with the *engine's own*
+  ``toyeng.merge`` as the placement step, so a mistake in the engine's code shows in the
+  accuracy. Its installer is a cheap fake (no pip): a ``bin/python`` that runs this
+  interpreter with the env's own copy of the released ``toyeng`` on the path (after
+  ``PYTHONPATH``, where a venv's site-packages is); with
+  ``TOY_GATE`` set it logs ``start``/``end`` to ``TOY_LOG`` and waits for the gate file
+  in between (the lock test holds an install open with it); ``TOY_FAIL`` makes it fail
+  after doing its work (an install that did not finish);
+- ``plug/toy_import_chain.txt``: its data file;
+- ``plug/toy_vlmpath-0.1.dist-info/``: the entry point ``vlmpath.engines: toy`` (what
+  ``pip install`` of a plug-in would leave), so the registry finds it with ``plug/`` on
+  the path, in this process and in the engine worker alike;
+- ``release/toyeng/``: the released engine (version 1.0), which the installer copies.
+
+Nothing in vlmpath is edited or registered: putting ``plug/`` on the path is all.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+TOYENG = textwrap.dedent('''
+    """toyeng: an engine whose multimodal merge vlmpath measures."""
+    __version__ = "{version}"
+    MERGE = "masked_scatter"
+
+
+    def merge(embeds, mask, rows):
+        """Write the encoder rows into the masked positions of ``embeds``, in order."""
+        embeds.masked_scatter_(mask.expand_as(embeds), rows.to(embeds.dtype))
+''')
+
+PLUGIN = textwrap.dedent('''
+    """The toy engine: its registry entry and its adapter, in one module."""
+    from __future__ import annotations
+
+    import os
+    import shutil
+    import time
+    from pathlib import Path
+
+    from vlmpath.engines.registry import EngineEntry
+
+    HERE = Path(__file__).resolve().parent
+    RELEASE = Path({release!r})
+    HOST_PYTHON = {python!r}
+
+
+    def install(ctx):
+        """A cheap fake install step (no network): the env's python and its own toyeng."""
+        log, gate = os.environ.get("TOY_LOG"), os.environ.get("TOY_GATE")
+
+        def note(word):
+            if log:
+                with open(log, "a") as f:
+                    f.write(f"{{word}} {{os.getpid()}}\\n")
+
+        note("start")
+        if gate:  # held open until the test opens the gate
+            deadline = time.monotonic() + 300
+            while not Path(gate).exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        site = ctx.path / "site"
+        shutil.rmtree(site, ignore_errors=True)
+        shutil.copytree(RELEASE / "toyeng", site / "toyeng")
+        ctx.python.parent.mkdir(parents=True, exist_ok=True)
+        # After PYTHONPATH, as a venv's site-packages comes after it (an --engine-src tree wins).
+        ctx.python.write_text(f'#!/bin/sh\\nPYTHONPATH="$PYTHONPATH:{{site}}" exec {{HOST_PYTHON}} "$@"\\n')
+        ctx.python.chmod(0o755)
+        ctx.steps.append({{"step": "toy", "command": ["copy", str(RELEASE)], "seconds": 0}})
+        if os.environ.get("TOY_FAIL"):
+            raise RuntimeError("toy: the last step failed")
+        note("end")
+        return {{"torch": "the host's (toy)"}}
+
+
+    ENGINE = EngineEntry(
+        name="toy", package="toyeng", import_name="toyeng", adapter="toy_vlmpath:ToyEngine",
+        import_chain=HERE / "toy_import_chain.txt", source_dirs=("src",), seams=("merge",),
+        example_version="1.0", installer=install, checkout_hint="a toyeng checkout's src/ directory")
+
+
+    class ToyEngine:
+        """The adapter: the reference routine with toyeng's own merge as the placement."""
+
+        def __init__(self, label):
+            import toyeng
+
+            self.toyeng, self.label = toyeng, label
+            self.version = toyeng.__version__
+            self.seams = {{"merge": toyeng.MERGE}}
+
+        def routine(self, workload, encoder, pipeline, table, *, cache_bytes, encoder_region=None):
+            from contextlib import nullcontext
+
+            from vlmpath.engines.reference import DEFAULT_PIPELINE, EmbedRoutine
+
+            routine = EmbedRoutine(workload, encoder, DEFAULT_PIPELINE, table, cache_bytes=cache_bytes,
+                                   encoder_region=encoder_region or nullcontext)
+            routine.inject = self.toyeng.merge
+            return routine
+
+        def arrive(self, wl, hash_name):
+            from vlmpath.suite.measure import arrive
+
+            return arrive(wl, hash_name)
+''')
+
+DIST_INFO = "toy_vlmpath-0.1.dist-info"
+
+
+def write_toyeng(directory: Path, version: str = "1.0") -> Path:
+    """``directory/toyeng/__init__.py`` of ``version``."""
+    (directory / "toyeng").mkdir(parents=True, exist_ok=True)
+    (directory / "toyeng" / "__init__.py").write_text(TOYENG.format(version=version))
+    return directory
+
+
+def write_toy(root: Path, python: str = sys.executable) -> Path:
+    """The plug-in and the release under ``root`` (see the module docstring); returns ``plug/``."""
+    release = write_toyeng(root / "release")
+    plug = root / "plug"
+    plug.mkdir(parents=True)
+    (plug / "toy_vlmpath.py").write_text(PLUGIN.format(release=str(release), python=python))
+    (plug / "toy_import_chain.txt").write_text("numpy  # toyeng imports nothing else\n")
+    info = plug / DIST_INFO
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-vlmpath\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[vlmpath.engines]\ntoy = toy_vlmpath:ENGINE\n")
+    return plug
