@@ -101,7 +101,8 @@ def test_a_failed_install_stays_incomplete_and_the_next_one_repairs_it(toy, tmp_
     home, log = tmp_path / "engines", tmp_path / "steps.log"
     monkeypatch.setenv("TOY_LOG", str(log))
     monkeypatch.setenv("TOY_FAIL", "1")  # everything in place, then the last step fails
-    with pytest.raises(RuntimeError, match="the last step failed"):
+    with pytest.raises(EngineError, match=r"the toy installer failed \(RuntimeError: toy: the last step "
+                       r"failed\); the environment stays incomplete: run the same command again to repair it"):
         envs.install("toy==1.0", home, log=lambda m: None)
     env = envs.env_for(parse_engine("toy==1.0"), home)
     assert env.python.exists() and env.state == "incomplete"

@@ -168,7 +168,14 @@ def install(text: str, home=None, *, project_root: str | os.PathLike | None = No
         t0 = time.perf_counter()
         root = Path(project_root) if project_root else Path(__file__).resolve().parents[3]
         ctx = env_recipe.InstallContext(spec, entry, env.path, root, log)
-        fields = (entry.installer or env_recipe.pip_recipe)(ctx)
+        try:
+            fields = (entry.installer or env_recipe.pip_recipe)(ctx)
+        except EngineError:
+            raise
+        except Exception as exc:  # a plug-in's installer: one line naming it, not a traceback
+            raise EngineError(f"vlmpath engine install {spec.label}: the {entry.name} installer failed "
+                              f"({type(exc).__name__}: {exc}); the environment stays incomplete: run the "
+                              "same command again to repair it") from exc
         freeze = []
         if env.python.exists():
             import subprocess
@@ -186,8 +193,9 @@ def install(text: str, home=None, *, project_root: str | os.PathLike | None = No
 
 def remove(spec: EngineSpec, home=None) -> None:
     env = env_for(spec, home)
-    if env.path.exists():
-        shutil.rmtree(env.path)
+    with install_lock(env):  # never under a running install
+        if env.path.exists():
+            shutil.rmtree(env.path)
 
 
 def import_chain(engine: str = "sglang") -> list[str]:
