@@ -11,7 +11,8 @@
 #   - Debian's valgrind for the instruction-count gate (`vlmpath ci pr --instructions`,
 #     `vlmpath instructions`, `vlmpath trust --instructions`: callgrind; root + apt only;
 #     else a warning);
-#   - with VLMPATH_ENGINE_INSTALL=sglang==X, that release's engine environment.
+#   - with VLMPATH_ENGINE_INSTALL="sglang==X vllm==Y" (one or more releases, space
+#     separated), each release's engine environment.
 # Safe to run again: it only installs what is missing or changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -84,6 +85,8 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   apt_install chromium "the dashboard browser test" "the browser test will fail"
 fi
 if [ -n "${VLMPATH_ENGINE_INSTALL:-}" ]; then
-  .venv/bin/vlmpath engine install "$VLMPATH_ENGINE_INSTALL"
+  for release in $VLMPATH_ENGINE_INSTALL; do
+    .venv/bin/vlmpath engine install "$release"
+  done
 fi
 echo "setup: ready ($("$VPY" -c 'import torch, vlmpath; print("torch", torch.__version__, "vlmpath", vlmpath.__version__)'))"

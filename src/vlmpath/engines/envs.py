@@ -121,9 +121,9 @@ def require_env(spec: EngineSpec, home=None) -> EngineEnv:
 
 def env_for_tests(engine: str, home=None) -> EngineEnv | None:
     """The environment an engine's adapter tests run: the release ``VLMPATH_ENGINE_INSTALL``
-    names when it is one of ``engine``'s (it must be complete), else the newest complete one."""
-    named = os.environ.get(INSTALL_ENV, "").strip()
-    if named:
+    names when it is one of ``engine``'s (it must be complete), else the newest complete one.
+    ``VLMPATH_ENGINE_INSTALL`` may name several releases, space separated (one per engine)."""
+    for named in os.environ.get(INSTALL_ENV, "").split():
         spec = parse_engine(named)
         if spec.kind == "release" and spec.name == engine:
             return require_env(spec, home)

@@ -1,0 +1,71 @@
+"""vLLM as an engine vlmpath drives: its package, environment, layout, seams and adapter.
+
+The adapter (``vlmpath.engines.vllm_adapter.VllmEngine``) drives the release's own
+scheduler encoder methods, ``EncoderRunner`` and merge with seams found by inspection
+(``vlmpath.engines.vllm_api``). Its environment is ``vllm==X --no-deps`` beside the CPU
+torch pair and the import chain of ``data/vllm_import_chain.txt``, constrained by the
+release's own ``Requires-Dist`` (ranges, not only pins; minus the torch family, which stays
+the CPU pair), then ``NO_DEPS`` without their own requirements.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from vlmpath.engines.registry import EngineEntry
+
+# Imported by the scheduler (vllm/v1/structured_output) but installed without its own
+# requirements, which pull triton (~1 GB) that no module the adapter uses imports; at the
+# version pip's resolver picks *with* them (0.21 pins apache-tvm-ffi==0.1.9, which the
+# newest xgrammar outgrew: the resolver picks 0.2.5.post1).
+NO_DEPS = ("xgrammar",)
+_TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
+
+
+def constraints(requires: list[str]) -> list[str]:
+    """The release's requirements as constraint lines: extras dropped (pip refuses them in
+    constraints), the torch family and bare names left out."""
+    out = []
+    for r in requires:
+        m = re.match(r"^\s*([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*(.*)$", r)
+        if m and m.group(1).lower() not in _TORCH_FAMILY and m.group(3).strip() and not m.group(3).startswith(";"):
+            out.append(m.group(1) + m.group(3))
+    return out
+
+
+def install(ctx) -> dict:
+    """``env_recipe.pip_recipe``, then ``NO_DEPS`` at the resolver's version, without deps."""
+    import json
+    import os
+    import subprocess
+
+    from vlmpath.engines.env_recipe import pip_recipe
+
+    fields = pip_recipe(ctx)
+    cons = ["-c", str(ctx.path / "chain-constraints.txt")]
+    report = ctx.path / "no-deps-report.json"
+    dry = subprocess.run(ctx.pip + ["--dry-run", "--report", str(report)] + cons + list(NO_DEPS),
+                         capture_output=True, text=True, env=dict(os.environ))
+    got = {}
+    if dry.returncode == 0 and report.exists():
+        got = {i["metadata"]["name"].lower(): i["metadata"]["version"]
+               for i in json.loads(report.read_text(encoding="utf-8")).get("install", [])}
+    pinned = [f"{n}=={got[n]}" if n in got else n for n in NO_DEPS]
+    ctx.run("no-deps", ctx.pip + ["--no-deps"] + cons + pinned)
+    return {**fields, "no_deps": pinned}
+
+
+ENGINE = EngineEntry(
+    name="vllm",
+    package="vllm",
+    import_name="vllm",
+    adapter="vlmpath.engines.vllm_adapter:VllmEngine",
+    import_chain=resources.files("vlmpath.engines").joinpath("data/vllm_import_chain.txt"),
+    source_dirs=("",),  # a vLLM checkout keeps its package at the root
+    seams=("encoder", "schedule", "prepare", "gather", "mask", "merge", "batching", "platform"),
+    example_version="0.33.0",
+    installer=install,
+    constraints=constraints,
+    checkout_hint="a vLLM checkout (its root holds vllm/)",
+)

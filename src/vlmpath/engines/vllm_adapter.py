@@ -1,0 +1,274 @@
+"""How does vLLM's own embedding code handle our workloads, step by step?
+
+``VllmEngine`` wraps an imported release (``vllm_api.VllmApi``: modules and seams) and
+builds ``VllmRoutine``s, which the suite drives exactly like the reference routine
+(``vlmpath.engines.base.Routine``):
+
+- *requests*: every item becomes the engine's own ``MultiModalFeatureSpec``: identifier =
+  the hash learnt at arrival, ``PlaceholderRange(offset, length, is_embed)`` from the first
+  to the last placeholder of the item (``is_embed`` marks the spans inside, as vLLM does for
+  an item with text between its spans), ``data`` = a ``MultiModalKwargsItem`` of our pixel
+  values and grid (the grid ``keep_on_cpu``, as Qwen2.5-VL declares it) and the item's index;
+  placeholders become an in-vocabulary token id (vLLM's mask, not the ids, says where rows go);
+- *scheduling*: per step, the scheduler's own ``_try_schedule_encoder_inputs`` (on a
+  ``Scheduler`` made with ``__new__``: only the attributes that method reads) with the real
+  ``EncoderCacheManager`` decides which items to encode; encoded items are allocated, and
+  ``_free_encoder_inputs`` and the manager's freed hashes release them as vLLM does; the
+  encoder budget holds every item of the workload, so the scheduler never trims our chunk (an error if it
+  did: the schedule is the workload's);
+- *encoder*: the release's model runner (``vllm_runners``: the v2 ``EncoderRunner`` or the
+  v1 ``GPUModelRunner`` methods; vLLM's ``group_and_batch_mm_kwargs`` or
+  ``group_mm_kwargs_by_modality``: one call per modality group, across requests) calls our
+  model's ``embed_multimodal``, which runs our encoder (the seeded tower) inside
+  ``encoder_region`` and counts calls and items; outputs go into the runner's encoder
+  cache by hash. Cache hits: the manager finding a hash it did not allocate in the same step;
+- *merge*: the runner's gather (``is_mm_embed``), then ``embed_input_ids``: vLLM's own
+  ``SupportsMultiModal`` method (``_merge_multimodal_embeddings``) over our seeded table.
+
+Syncs: vLLM keeps ``is_mm_embed`` and ``keep_on_cpu`` fields on the host by design; they
+are marked host (``vlmpath.measure.syncs.host``) when the seams say so, so a CPU count
+means what it would on a GPU.
+
+``VLMPATH_ENGINE_FAULT`` as for sglang: ``WORKLOAD:raise:MESSAGE`` makes the step raise;
+``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order;
+``WORKLOAD:device_mask`` leaves vLLM's host mask unmarked (as if it lived on the device).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from types import SimpleNamespace
+
+import torch
+
+from vlmpath.engines.base import EngineError
+from vlmpath.engines.vllm_api import VllmApi, load_api
+from vlmpath.engines.vllm_runners import V1Driver, V2Driver
+from vlmpath.measure.content_hash import HashStats
+from vlmpath.measure.syncs import host
+from vlmpath.measure.workload import Step, Workload, with_item_hashes
+from vlmpath.paths.encode import EncodeStats
+
+FAULT_ENV = "VLMPATH_ENGINE_FAULT"
+# Our fields of each item, and which vLLM keeps on the host (MultiModalFieldConfig.keep_on_cpu).
+FIELDS = {"pixel_values": False, "image_grid_thw": True, "vlmpath_item": True}
+
+
+def _model_class(api: VllmApi):
+    """A multimodal model for vLLM's runner: vLLM's own ``SupportsMultiModal`` methods
+    (``embed_input_ids`` -> ``_merge_multimodal_embeddings``) over our table and encoder."""
+
+    class _Text(torch.nn.Module):
+        def __init__(self, table):
+            super().__init__()
+            self.embedding = torch.nn.Embedding.from_pretrained(table, freeze=True)
+
+        def embed_input_ids(self, input_ids):
+            return self.embedding(input_ids)
+
+    class VlmpathModel(torch.nn.Module, api.interfaces.SupportsMultiModal):
+        _has_oov_mm_tokens = False  # placeholders are in-vocabulary ids (see the module docstring)
+        # 0.1x: batch by field config, and keep these fields on the host (as Qwen2.5-VL does)
+        merge_by_field_config = True
+        multimodal_cpu_fields = frozenset(k for k, on_cpu in FIELDS.items() if on_cpu)
+
+        def __init__(self, table, embed_multimodal):
+            torch.nn.Module.__init__(self)
+            self.language_model = _Text(table)
+            self._embed = embed_multimodal
+
+        def get_language_model(self):
+            return self.language_model
+
+        def embed_multimodal(self, **kwargs):
+            return self._embed(**kwargs)
+
+    return VlmpathModel
+
+
+class _HitCounter:
+    """A hit: the cache manager holds a hash this routine did not allocate in the same step."""
+
+    def __init__(self, manager, stats: EncodeStats):
+        self.stats, self.allocated = stats, set()
+        check, allocate = manager.check_and_update_cache, manager.allocate
+
+        def counted_check(request, i):
+            out = check(request, i)
+            if out and request.mm_features[i].identifier not in self.allocated:
+                self.stats.cache_hits += 1
+            return out
+
+        def counted_allocate(request, i):
+            self.allocated.add(request.mm_features[i].identifier)
+            return allocate(request, i)
+
+        manager.check_and_update_cache, manager.allocate = counted_check, counted_allocate
+
+
+class VllmRoutine:
+    """One workload through vLLM's embedding path (see the module docstring)."""
+
+    def __init__(self, api: VllmApi, workload: Workload, encoder, table: torch.Tensor, *,
+                 cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext):
+        self.api, self.workload, self.encoder = api, workload, encoder
+        self.encoder_region = encoder_region
+        self.device = table.device
+        self.stats = EncodeStats()
+        if any(it.frame_tokens for it in workload.items):
+            raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in vLLM "
+                              "(the model's mm_pruner, not the shared embedding path); the adapter cannot drive it")
+        self._items = list(workload.items)
+        index = {id(it): k for k, it in enumerate(self._items)}
+        placeholder = table.shape[0] - 1  # any in-vocabulary id: the mask says where rows go
+        inputs = api.inputs
+        self._ids, self._reqs = {}, {}
+        max_tokens = max((sum(e.extend for e in s.entries) for s in workload.steps), default=1)
+        # The encoder budget: every item of the workload at once, so that the scheduler never
+        # trims a chunk (vLLM's own budget would; the schedule is the workload's).
+        self._budget = sum(it.span for it in workload.items) + max_tokens
+        for r in workload.requests:
+            ids = r.input_ids.clone()
+            feats = []
+            for it in sorted(r.items, key=lambda x: x.offsets[0][0]):
+                first, last = it.offsets[0][0], it.offsets[-1][1]
+                is_embed = None
+                if len(it.offsets) > 1:  # text between the spans: vLLM's is_embed marks the spans
+                    # made by vLLM's processor on the host, read back by PlaceholderRange
+                    is_embed = host(torch.zeros(last - first + 1, dtype=torch.bool))
+                    for a, b in it.offsets:
+                        is_embed[a - first:b - first + 1] = True
+                for a, b in it.offsets:
+                    ids[a:b + 1] = placeholder
+                values = {"pixel_values": it.feature, "image_grid_thw": torch.tensor(it.grid_thw, dtype=torch.int64),
+                          "vlmpath_item": torch.tensor([index[id(it)]])}
+                data = inputs.MultiModalKwargsItem({k: self._elem(v, FIELDS[k], it.modality, k)
+                                                    for k, v in values.items()})
+                feats.append(inputs.MultiModalFeatureSpec(
+                    data=data, modality=it.modality, identifier=str(it.hash),
+                    mm_position=inputs.PlaceholderRange(offset=first, length=last - first + 1, is_embed=is_embed)))
+            self._ids[r.rid] = ids
+            self._reqs[r.rid] = self._request(str(r.rid), ids.tolist(), feats)
+        hidden = table.shape[1]
+        # The encoder cache in embeddings (vLLM sizes it in tokens): our bytes over a row's.
+        slots = max(1, cache_bytes // (hidden * table.element_size()))
+        self.manager = api.EncoderCacheManager(slots)
+        self._hits = _HitCounter(self.manager, self.stats)
+        sched = api.Scheduler.__new__(api.Scheduler)  # only what the encoder methods read
+        sched.is_encoder_decoder = False
+        sched.scheduler_config = SimpleNamespace(disable_chunked_mm_input=False)
+        sched.encoder_cache_manager = self.manager
+        sched.ec_connector = None
+        sched.encoder_cache_mismatch_reqs = set()
+        self.scheduler = sched
+        target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
+        kind, _, message = fault.partition(":")
+        self._flip = target == workload.name and kind == "flip"
+        self._raise = (message or "planted engine fault") if target == workload.name and kind == "raise" else None
+        model = _model_class(api)(table, self._embed)
+        driver = V2Driver if api.EncoderRunner is not None else V1Driver
+        self.driver = driver(api, model, max_tokens, hidden, table.dtype, self.device,
+                             device_mask=target == workload.name and kind == "device_mask")
+        for req in self._reqs.values():
+            self.driver.add_request(req)
+
+    def _request(self, rid: str, ids: list[int], feats: list):
+        """vLLM's own Request (0.11 also takes the eos token id, positionally)."""
+        params = inspect.signature(self.api.Request).parameters
+        args = (rid, ids, self.api.SamplingParams(max_tokens=1), None) + ((None,) if "eos_token_id" in params else ())
+        return self.api.Request(*args, mm_features=feats)
+
+    def _elem(self, data: torch.Tensor, keep_on_cpu: bool, modality: str, key: str):
+        """One field of an item, batched; 0.1x elements also carry modality and key, and
+        keep fields on the host through the model's ``multimodal_cpu_fields`` instead."""
+        inputs = self.api.inputs
+        names = {f.name for f in dataclasses.fields(inputs.MultiModalFieldElem)}
+        field_names = {f.name for f in dataclasses.fields(inputs.MultiModalBatchedField)}
+        field = inputs.MultiModalBatchedField(**({"keep_on_cpu": keep_on_cpu} if "keep_on_cpu" in field_names else {}))
+        extra = {"modality": modality, "key": key} if "modality" in names else {}
+        return inputs.MultiModalFieldElem(data=data, field=field, **extra)
+
+    def _embed(self, **kwargs) -> list[torch.Tensor]:
+        """The model's embed_multimodal: our encoder over the batch vLLM grouped."""
+        for k, on_cpu in FIELDS.items():  # vLLM left these on the host (keep_on_cpu)
+            if on_cpu and isinstance(kwargs.get(k), torch.Tensor):
+                host(kwargs[k])
+        idx = kwargs["vlmpath_item"]
+        idx = idx.flatten().tolist() if isinstance(idx, torch.Tensor) else [int(t) for t in idx]
+        ours = [self._items[k] for k in idx]
+        self.stats.encoder_calls += 1
+        self.stats.encoded_items += len(ours)
+        with self.encoder_region():
+            out = self.encoder.encode(ours)
+        rows = out.embeddings.flip(0) if self._flip else out.embeddings
+        return list(rows.split(list(out.item_rows)))
+
+    def run_step(self, step: Step) -> torch.Tensor:
+        if self._raise:
+            raise RuntimeError(self._raise)
+        self._hits.allocated.clear()
+        budget = self._budget
+        scheduled: dict[str, list[int]] = {}
+        for e in step.entries:
+            req = self._reqs[e.rid]
+            # (to schedule, new tokens, budget, external loads[, duplicates from 0.2x]): by position
+            todo, new, budget = self.scheduler._try_schedule_encoder_inputs(req, e.prefix, e.extend, budget)[:3]
+            if new != e.extend:
+                raise EngineError(f"vLLM's scheduler trimmed request {e.rid}'s chunk from {e.extend} to {new} "
+                                  "tokens; the adapter runs the workload's schedule as given")
+            for i in todo:
+                self.manager.allocate(req, i)
+            if todo:
+                scheduled[req.request_id] = todo
+        reqs = [self._reqs[e.rid] for e in step.entries]
+        for e, r in zip(step.entries, reqs):
+            r.num_computed_tokens = e.prefix  # what the runner's request state holds this step
+        self.driver.encode(scheduled, reqs)
+        ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
+        embeds = self.driver.embeds(reqs, [e.extend for e in step.entries], ids.to(self.device, non_blocking=True))
+        for e, r in zip(step.entries, reqs):
+            r.num_computed_tokens = e.prefix + e.extend
+            self.scheduler._free_encoder_inputs(r)
+        for h in self.manager.get_freed_mm_hashes():
+            self.driver.free(h)
+        return embeds
+
+
+class VllmEngine:
+    """An imported vLLM release, as the suite's engine: routines, arrival, labels."""
+
+    def __init__(self, label: str, api: VllmApi | None = None):
+        self.api = api or load_api()
+        self.label = label
+        self.version = self.api.version
+        self.seams = dict(self.api.seams)
+
+    def routine(self, workload: Workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
+                encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> VllmRoutine:
+        # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
+        return VllmRoutine(self.api, workload, encoder, table, cache_bytes=cache_bytes,
+                           encoder_region=encoder_region)
+
+    def arrive(self, wl: Workload, hash_name: str) -> tuple[Workload, float, HashStats]:
+        """Every distinct feature hashed by vLLM's own ``MultiModalHasher`` (what its processor
+        does before the scheduler sees an item); the item's hash is its first 64 bits."""
+        import time
+
+        from vllm.multimodal.hasher import MultiModalHasher
+
+        # 0.2x takes the algorithm as its first argument (the processor passes its configured
+        # one, blake3 by default); 0.1x reads it from vllm.envs.
+        first = "algorithm" in inspect.signature(MultiModalHasher.hash_kwargs).parameters
+        args = ("blake3",) if first else ()
+        seen: dict[int, int] = {}
+        t0 = time.perf_counter()
+        for it in wl.items:
+            if it.hash not in seen:
+                digest = MultiModalHasher.hash_kwargs(*args, model_id="vlmpath", **{it.modality: it.feature})
+                seen[it.hash] = int(digest[:16], 16)
+        seconds = time.perf_counter() - t0
+        return with_item_hashes(wl, seen), seconds, HashStats(fast_digests=len(seen))

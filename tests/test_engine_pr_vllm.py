@@ -1,0 +1,151 @@
+"""Does ``vlmpath ci pr --engine-src`` catch a silent misplacement in vLLM's own code, and stay
+green on a change that changes nothing?
+
+A git repository is built from a released vLLM source: the ``vllm/`` package installed in
+the vLLM engine environment (the wheel's files; compiled objects and the vendored C++
+headers left out, none of which the embedding path imports) at the repository root, the
+layout of vLLM's own repository, committed as released. Two commits on top of it:
+
+- ``mistake``: ``EncoderRunner.gather_mm_embeddings``
+  (``vllm/v1/worker/gpu/mm/encoder_runner.py``) takes a chunk's rows of an item from the
+  start of the item's encoder output instead of from the chunk's offset into it
+  (``encoder_output[:end_idx - start_idx]``): the bug of forgetting where chunked prefill
+  split an image. It is *silent*: the slice has exactly as many rows as the mask has
+  places, so vLLM's merge (``inputs_embeds[is_multimodal] = rows``, which raises on a count
+  mismatch since #34246) accepts it, and the rows are real rows of the right item, finite
+  and of the right shape; only an item split across chunks (``chunked_long``) gets its first
+  rows twice, while items inside one chunk (``cache_reuse``) are untouched;
+- ``same``: a whitespace-only change of the same file.
+
+``vlmpath ci pr --engine-src`` between release and ``mistake`` must exit 1 and name the
+accuracy drop on ``chunked_long``; between release and ``same`` it must exit 0. tok/s is
+given a band no timing can leave (``--config``): timings never decide a pass/fail test.
+
+Needs a vLLM engine environment (``vlmpath engine install vllm==0.33.0``); skipped, with
+the install command, where there is none.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.engine]
+
+RUNNER = "vllm/v1/worker/gpu/mm/encoder_runner.py"
+# chunked_long: 5 of its 6 images are split across chunks; cache_reuse: none of its 12 is
+# (many_small_images has 2 of 16 split: it drops too).
+WORKLOADS = ("chunked_long", "cache_reuse")
+CORRECT = "mm_embeds_item = encoder_output[start_idx:end_idx]"
+MISTAKE = "mm_embeds_item = encoder_output[: end_idx - start_idx]  # rows from the item's start"
+# Not needed by any module the adapter imports, and most of the package's bytes.
+SKIP = ("__pycache__", "*.pyc", "*.so", "third_party", "vllm-rs", "*.hpp", "*.h", "*.cuh", "*.cu")
+
+
+def _engine():
+    from vlmpath.engines import envs
+
+    return envs.env_for_tests("vllm")
+
+
+def _installed_package(python: Path) -> Path | None:
+    """The ``vllm/`` package installed in the environment, found without importing it."""
+    code = "import importlib.util as u; print(list(u.find_spec('vllm').submodule_search_locations)[0])"
+    r = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    return Path(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip() else None
+
+
+def git(repo: Path, *args: str) -> str:
+    r = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                        "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, check=True)
+    return r.stdout.strip()
+
+
+def plant_mistake(text: str) -> str:
+    """``encoder_runner.py`` with the chunk offset forgotten; fails loudly if the line moved."""
+    assert text.count(CORRECT) == 1, "anchor not found: gather_mm_embeddings changed in this release"
+    return text.replace(CORRECT, MISTAKE)
+
+
+@pytest.fixture(scope="module")
+def vllm_repo(tmp_path_factory):
+    env = _engine()
+    if env is None:
+        pytest.skip("no vLLM engine environment: run `vlmpath engine install vllm==0.33.0` "
+                    "(or VLMPATH_ENGINE_INSTALL for ci/setup.sh)")
+    pkg = _installed_package(env.python)
+    if pkg is None or not (pkg / RUNNER.split("/", 1)[1]).is_file():
+        pytest.skip(f"vllm in {env.python} has no {RUNNER} (the v2 EncoderRunner, from 0.15)")
+    repo = tmp_path_factory.mktemp("vllm") / "vllm"
+    repo.mkdir()
+    shutil.copytree(pkg, repo / "vllm", ignore=shutil.ignore_patterns(*SKIP))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"vllm {env.spec.version} as released")
+    release = git(repo, "rev-parse", "HEAD")
+    path = repo / RUNNER
+    original = path.read_text(encoding="utf-8")
+
+    git(repo, "checkout", "-q", "-b", "mistake")
+    path.write_text(plant_mistake(original), encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "encoder runner: slice the chunk's rows of an item")
+    mistake = git(repo, "rev-parse", "HEAD")
+    assert git(repo, "diff", "--stat", release, mistake).count("encoder_runner.py") == 1
+
+    git(repo, "checkout", "-q", "-b", "same", release)
+    path.write_text(original + "\n", encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "whitespace only")
+    same = git(repo, "rev-parse", "HEAD")
+    assert git(repo, "diff", "-w", "--ignore-blank-lines", "--stat", release, same) == ""
+    return repo, str(env.python), {"release": release, "mistake": mistake, "same": same}
+
+
+def ci_pr(repo: Path, python: str, base: str, head: str, out: Path, tmp: Path) -> tuple[int, str, float]:
+    cfg = tmp / "thresholds.yaml"
+    cfg.write_text("rules:\n  - pattern: 'track_tok_per_s'\n    factor: {gpu: 1000, cpu: 1000}\n")
+    cmd = [sys.executable, "-m", "vlmpath.cli", "ci", "pr", "--engine-src", str(repo), "--base", base,
+           "--head", head, "--out", str(out), "--machine", "cpu-engine-test", "--repeat", "1",
+           "--engine-python", python, "--config", str(cfg), "--no-charts"]
+    for w in WORKLOADS:
+        cmd += ["--workload", w]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    print(r.stdout[-4000:], r.stderr[-4000:], sep="\n")
+    comment = (out / "comment.md").read_text(encoding="utf-8") if (out / "comment.md").exists() else ""
+    return r.returncode, comment, took
+
+
+# Two engine processes per comparison, each importing vLLM and building the tower.
+@pytest.mark.timeout(1500)
+def test_a_forgotten_chunk_offset_is_caught_as_an_accuracy_drop(vllm_repo, tmp_path):
+    repo, python, c = vllm_repo
+    code, comment, took = ci_pr(repo, python, c["release"], c["mistake"], tmp_path / "out", tmp_path)
+    headline = comment.splitlines()[1].replace("\\", "") if comment else ""
+    print(f"FIGURE mistake: exit {code} in {took:.0f}s; headline: {headline}")
+    assert code == 1, comment
+    assert "accuracy chunked_long fraction 1.00 ->" in headline
+    report = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    rows = [r for m in report["machines"] for r in m["comparisons"]]
+    acc = {dict(r["params"])["workload"]: r for r in rows if r["benchmark"].endswith("track_accuracy")}
+    assert acc["chunked_long"]["verdict"] == "regression" and acc["chunked_long"]["head"] < 1.0
+    assert acc["cache_reuse"]["verdict"] == "unchanged"  # no item split across chunks
+    records = [json.loads(x) for x in (tmp_path / "out" / "records" / "head.jsonl").read_text().splitlines()]
+    assert all(r["error"] is None for r in records), [r["error"] for r in records]  # silent: nothing raised
+    assert {r["engine"].split("@")[0] for r in records} == {"vllm"}
+    assert git(repo, "worktree", "list").count("\n") == 0  # the side worktrees are gone
+
+
+@pytest.mark.timeout(1500)
+def test_a_whitespace_only_commit_exits_0(vllm_repo, tmp_path):
+    repo, python, c = vllm_repo
+    code, comment, took = ci_pr(repo, python, c["release"], c["same"], tmp_path / "out", tmp_path)
+    print(f"FIGURE same: exit {code} in {took:.0f}s; headline: {comment.splitlines()[1] if comment else ''}")
+    assert code == 0, comment
+    assert comment.splitlines()[1].startswith("**No regressions**")

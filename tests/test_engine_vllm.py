@@ -1,0 +1,138 @@
+"""Does the adapter drive a real vLLM release's embedding path right, and count what it does?
+
+Runs on the newest vLLM engine environment found (``vlmpath engine list``; CI installs one
+with ``VLMPATH_ENGINE_INSTALL="sglang==0.5.23 vllm==0.33.0" ci/setup.sh``) and skips, saying
+how to get one, when there is none. One worker run measures every preset once (module
+fixture); the tests then check:
+
+- every preset the adapter can drive places every item's rows (accuracy 1.0), and the EVS
+  preset (model code in vLLM) is one failed case with a message that says so;
+- the seams are recorded, and no step syncs outside the tower: with vLLM's host-side mask
+  (#34246: ``index_put`` on a mask built with ``device="cpu"``) or with ``masked_scatter_``
+  on a device mask (#22105);
+- encoder calls match the reference's cross-request batching (vLLM's
+  ``group_and_batch_mm_kwargs``: one call per modality group of a step), fewer where an
+  item has several spans (``MULTI_SPAN``);
+- a fault planted in the engine's step fails only its case, with the engine's message;
+  rows handed to the engine in the wrong order lower the accuracy; the mask treated as
+  device memory costs a sync per merge (the sync count is not blind).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vlmpath.engines import registry
+from vlmpath.suite.engine_run import measure_cases
+from vlmpath.suite.measure import plan_cases
+
+pytestmark = pytest.mark.engine
+
+EVS = "evs_video"
+
+
+def _chosen():
+    """(the environment these tests run, why none): VLMPATH_ENGINE_INSTALL's vLLM release
+    when it names one (it must be complete), else the newest complete vLLM env."""
+    from vlmpath.engines import envs
+    from vlmpath.engines.base import EngineError
+
+    try:
+        env = envs.env_for_tests("vllm")
+    except EngineError as exc:  # the release CI installed is not usable: a failure, not a skip
+        return None, f"FAIL {exc}"
+    if env is None:
+        return None, (f"no complete vLLM engine environment under {envs.engine_home()}: run `vlmpath engine "
+                      "install vllm==0.33.0` (or set VLMPATH_ENGINE_HOME) to run the vLLM adapter tests")
+    return env, None
+
+
+_ENV, _WHY = _chosen()
+
+
+# The release is in every test's id (``test_x[vllm==0.33.0]``): a result names what it ran.
+@pytest.fixture(scope="module", params=[_ENV.spec.label if _ENV else "no-vllm-env"])
+def engine_env():
+    if _WHY and _WHY.startswith("FAIL "):
+        pytest.fail(_WHY[5:])
+    if _ENV is None:
+        pytest.skip(_WHY)
+    return _ENV
+
+
+@pytest.fixture(scope="module")
+def records(engine_env):
+    recs = measure_cases(plan_cases(pipelines=["default"]), engine_env.spec, repeat=1)
+    return {r["workload"]: r for r in recs}
+
+
+def _driven(records):
+    return {w: r for w, r in records.items() if w != EVS}
+
+
+def test_every_drivable_preset_places_every_row(records, engine_env):
+    assert len(_driven(records)) >= 7
+    for w, r in _driven(records).items():
+        assert r["error"] is None, (w, r["error"])
+        assert r["accuracy"] == 1.0 and r["placed"] == r["items"] > 0, w
+        assert r["engine"] == engine_env.spec.label and r["engine_version"] == engine_env.spec.version
+        assert r["tok_per_s"] > 0
+
+
+def test_evs_is_one_clear_failed_case(records):
+    r = records[EVS]
+    assert r["error"].startswith("EngineError: workload 'evs_video': EVS frame re-layout is model code")
+    assert r["tok_per_s"] is None
+
+
+def test_seams_are_recorded_and_the_merge_does_not_sync(records):
+    for w, r in _driven(records).items():
+        seams = r["engine_seams"]
+        assert set(registry.get("vllm").seams) <= set(seams), w  # what its registry entry says it probes
+        assert seams["encoder"] in ("v2_encoder_runner", "v1_gpu_model_runner")
+        # #34246: index_put on a host mask; #22105: masked_scatter_ (sync-free on any mask)
+        if (seams["mask"] == "host" and seams["merge"] == "index_put") or seams["merge"] == "masked_scatter_":
+            assert r["syncs"] == 0, (w, r["sync_events"])
+
+
+# Workloads with an item of several placeholder spans (MiniCPM-like regions). vLLM batches
+# such an item with the step's other items (one PlaceholderRange with is_embed, the same
+# fields), where the reference (as sglang's chunked full path) encodes it in a call of its
+# own: step 1 of multi_region (request 0's one-span image, request 1's three-span image) is
+# one vLLM call and two reference calls, so vLLM makes 4 calls to the reference's 5.
+MULTI_SPAN = {"multi_region"}
+
+
+def test_encoder_calls_match_cross_request_batching(records):
+    ref = {r["workload"]: r for r in measure_cases(plan_cases(workloads=list(_driven(records)), encode=["batched"]),
+                                                   "reference", repeat=1, count=False)}
+    calls = {w: (r["encoder_calls"], ref[w]["encoder_calls"]) for w, r in _driven(records).items()}
+    assert all(e == f for w, (e, f) in calls.items() if w not in MULTI_SPAN), calls
+    assert all(e < f for w, (e, f) in calls.items() if w in MULTI_SPAN), calls
+
+
+def test_planted_engine_fault_fails_only_its_case(engine_env, monkeypatch):
+    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "few_large_images:raise:engine says no")
+    cases = plan_cases(workloads=["few_large_images", "many_small_images"], pipelines=["default"])
+    bad, good = measure_cases(cases, engine_env.spec, repeat=1, count=False)
+    assert bad["error"] == "RuntimeError: engine says no" and bad["accuracy"] == 0.0
+    assert good["error"] is None and good["accuracy"] == 1.0
+
+
+def test_rows_in_the_wrong_order_lower_the_accuracy(engine_env, monkeypatch):
+    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:flip")
+    (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
+                           engine_env.spec, repeat=1, count=False)
+    assert rec["error"] is None and rec["accuracy"] < 1.0
+
+
+def test_a_device_mask_costs_one_sync_per_merge(engine_env, monkeypatch):
+    """The host mark is what keeps the count at 0: unmarked, ``index_put_`` on a bool mask
+    runs ``nonzero`` in its kernel (a sync per merge), as before #22105."""
+    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:device_mask")
+    (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
+                           engine_env.spec, repeat=1)
+    if rec["engine_seams"]["merge"] != "index_put":
+        pytest.skip(f"this release merges with {rec['engine_seams']['merge']} (sync-free on any mask)")
+    assert rec["error"] is None and rec["accuracy"] == 1.0
+    assert rec["syncs"] >= 1 and all("index_put" in k for k in rec["sync_events"]), rec["sync_events"]
