@@ -1,4 +1,4 @@
-"""Which ``from vlmpath.X import name`` lines take a name from a module that only re-exports it?
+"""Which ``from vlmpath.<module> import name`` lines take a name from a module that only re-exports it?
 
 After a module is split to stay under the size limit, the old module tends to keep
 importing the moved names "so callers keep working": a re-export shim. A reader then
@@ -17,8 +17,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Shims the ci/ split will remove with its moves (issue 24): reported, not yet refused.
-PENDING = ("vlmpath.ci.",)
 
 
 def _module_name(path: Path, src: Path) -> str:
@@ -55,10 +53,9 @@ def _files(root: Path) -> Iterable[Path]:
         yield from sorted((root / d).rglob("*.py"))
 
 
-def re_exports(root: Path = ROOT, *, pending: bool = False
-               ) -> list[tuple[Path, ast.ImportFrom, dict[str, tuple[str, str]]]]:
+def re_exports(root: Path = ROOT) -> list[tuple[Path, ast.ImportFrom, dict[str, tuple[str, str]]]]:
     """(file, import node, {name: (its home, its name there)}) for every import of a
-    re-exported name (from the ``PENDING`` modules too when ``pending``)."""
+    re-exported name."""
     mods, names = _foreign(root)
     out = []
     for p in _files(root):
@@ -67,8 +64,7 @@ def re_exports(root: Path = ROOT, *, pending: bool = False
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module in mods and (
-                    pending or not node.module.startswith(PENDING)):
+            if isinstance(node, ast.ImportFrom) and node.module in mods:
                 moved = {a.name: _home(mods, names, node.module, a.name) for a in node.names}
                 moved = {n: h for n, h in moved.items() if h[0] != node.module}
                 if moved:
@@ -156,6 +152,6 @@ if __name__ == "__main__":
         for f in fix(root):
             print("rewrote", f)
     else:
-        for p, node, moved in re_exports(root, pending=True):
+        for p, node, moved in re_exports(root):
             print(f"{p}:{node.lineno}: from {node.module} import {', '.join(sorted(moved))} -> "
                   + ", ".join(f"{m}.{n}" for m, n in moved.values()))

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from vlmpath.core.errors import VlmpathError
-from vlmpath.engines.base import EngineError, parse_engine
+from vlmpath.core.errors import EngineError, VlmpathError
+from vlmpath.engines.base import parse_engine
 
 FAKE = Path(__file__).parent / "fixtures" / "fake_engine"
 ROOT = Path(__file__).resolve().parents[1]

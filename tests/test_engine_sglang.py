@@ -33,8 +33,8 @@ EVS = "evs_video"
 def _chosen():
     """(the environment these tests run, why none): VLMPATH_ENGINE_INSTALL's release when it
     names an sglang one (it must be complete), else the newest complete sglang env."""
+    from vlmpath.core.errors import EngineError
     from vlmpath.engines import envs
-    from vlmpath.engines.base import EngineError
 
     try:
         env = envs.env_for_tests("sglang")

@@ -34,8 +34,8 @@ EVS = "evs_video"
 def _chosen():
     """(the environment these tests run, why none): VLMPATH_ENGINE_INSTALL's vLLM release
     when it names one (it must be complete), else the newest complete vLLM env."""
+    from vlmpath.core.errors import EngineError
     from vlmpath.engines import envs
-    from vlmpath.engines.base import EngineError
 
     try:
         env = envs.env_for_tests("vllm")

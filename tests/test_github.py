@@ -6,14 +6,9 @@ import pytest
 from github_fake import BOT, HUMAN, TOKEN, FakeGitHub, github_fake  # noqa: F401  (fixture)
 
 from vlmpath import cli
-from vlmpath.github.comment import (
-    DEFAULT_MARKER,
-    MAX_BODY_CHARS,
-    CommentResult,
-    GitHubError,
-    upsert_comment,
-)
 from vlmpath.core.errors import VlmpathError
+from vlmpath.github.comment import DEFAULT_MARKER, MAX_BODY_CHARS, CommentResult, upsert_comment
+from vlmpath.github.rest import GitHubError
 
 REPO, PR = "octo-org/bench", 7
 
@@ -228,7 +223,7 @@ def test_token_echoed_by_server_is_redacted(github_fake):
 
 
 def test_token_not_in_client_repr(github_fake):
-    from vlmpath.github.comment import _Client
+    from vlmpath.github.rest import _Client
 
     c = _Client(github_fake.url, TOKEN, 0, 1.0, 1.0, FakeSleep(), lambda: 0.0)
     assert TOKEN not in repr(c)

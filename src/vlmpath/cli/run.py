@@ -131,7 +131,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
-        from vlmpath.runner.run import RunInterrupted, RunOptions, run as run_suite  # noqa: I001
+        from vlmpath.runner.options import RunInterrupted, RunOptions  # noqa: I001
+        from vlmpath.runner.run import run as run_suite
 
         extra = {}
         for kv in a.env:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from vlmpath.core.errors import EngineError  # re-exported: engine code imports it from here
+from vlmpath.core.errors import EngineError
 from vlmpath.engines import registry
 
 if TYPE_CHECKING:  # torch stays out of parsing: the CLI parses specs before any measuring

@@ -29,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vlmpath.engines.base import EngineError, EngineSpec
+from vlmpath.core.errors import EngineError
+from vlmpath.engines.base import EngineSpec
 
 CPU_TORCH = "torch==2.13.0"
 CPU_TORCHVISION = "torchvision==0.28.0"

@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlmpath.engines.base import EngineError, EngineSpec, parse_engine
+from vlmpath.core.errors import EngineError
+from vlmpath.engines.base import EngineSpec, parse_engine
 
 HOME_ENV = "VLMPATH_ENGINE_HOME"
 INSTALL_ENV = "VLMPATH_ENGINE_INSTALL"  # the release ci/setup.sh installed (adapter tests run it)

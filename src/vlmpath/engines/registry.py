@@ -69,6 +69,9 @@ class EngineEntry:
     # from the release's own ``Requires-Dist`` (None: only its ``==`` pins, inline).
     constraints: Callable[[list[str]], list[str]] | None = None
     checkout_hint: str = ""          # "an sglang checkout's python/ directory"
+    # Files of the engine's embedding path, as its checkout names them: a PR touching one is
+    # measured by the engine's CI templates (``vlmpath ci templates``).
+    ci_paths: tuple[str, ...] = ()
     extra: Mapping[str, object] = field(default_factory=dict)  # engine-specific data for its adapter
 
     def __post_init__(self) -> None:

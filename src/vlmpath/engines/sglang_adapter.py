@@ -36,7 +36,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
-from vlmpath.engines.base import EngineError
+from vlmpath.core.errors import EngineError
 from vlmpath.engines.sglang_api import SglangApi, load_api
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.items import Step

@@ -35,8 +35,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from vlmpath.core.errors import VlmpathError
-from vlmpath.engines.base import EngineError
+from vlmpath.core.errors import EngineError, VlmpathError
 
 
 def _optional(name: str):

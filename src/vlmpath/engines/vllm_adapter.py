@@ -45,12 +45,13 @@ from types import SimpleNamespace
 
 import torch
 
-from vlmpath.engines.base import EngineError
+from vlmpath.core.errors import EngineError
 from vlmpath.engines.vllm_api import VllmApi, load_api
 from vlmpath.engines.vllm_runners import V1Driver, V2Driver
 from vlmpath.measure.content_hash import HashStats
+from vlmpath.measure.items import Step
 from vlmpath.measure.syncs import host
-from vlmpath.measure.workload import Step, Workload, with_item_hashes
+from vlmpath.measure.workload import Workload, with_item_hashes
 from vlmpath.paths.encode import EncodeStats
 
 FAULT_ENV = "VLMPATH_ENGINE_FAULT"

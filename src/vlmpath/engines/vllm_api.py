@@ -33,8 +33,7 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 
-from vlmpath.core.errors import VlmpathError
-from vlmpath.engines.base import EngineError
+from vlmpath.core.errors import EngineError, VlmpathError
 
 
 def _optional(name: str):

@@ -1,7 +1,7 @@
 """Which CI workflow files does an engine repository get, and how are they made from one source?
 
-``ci/templates/source/*.yml.in`` hold each workflow once, for any engine; ``ENGINES`` below
-holds what differs per engine (its name, the release whose dependency set its environment
+``ci/templates/source/*.yml.in`` hold each workflow once, for any engine; ``engines()`` reads
+what differs per engine from the engine registry (its name, the release whose dependency set its environment
 takes, the files of its multimodal path that start the CPU check). ``render_all`` fills
 every source for every engine into ``<engine>-<source name>.yml``; the rendered files are
 checked in under ``ci/templates/`` (an engine's maintainers copy them) and
@@ -32,22 +32,13 @@ class TemplateEngine:
     paths: tuple[str, ...]    # files of the engine's embedding path: a PR touching one is measured
 
 
-#: One row per engine (the engine registry's names; its entries can supply these later).
-ENGINES: tuple[TemplateEngine, ...] = (
-    TemplateEngine("sglang", "0.5.23", (
-        "python/sglang/srt/managers/mm_*.py",
-        "python/sglang/srt/managers/schedule_batch.py",
-        "python/sglang/srt/mem_cache/multimodal_cache.py",
-        "python/sglang/srt/multimodal/**",
-    )),
-    TemplateEngine("vllm", "0.21.0", (
-        "vllm/multimodal/**",
-        "vllm/v1/core/encoder_cache_manager.py",
-        "vllm/v1/core/sched/scheduler.py",
-        "vllm/v1/worker/gpu/mm/**",
-        "vllm/model_executor/models/utils.py",
-    )),
-)
+def engines() -> tuple[TemplateEngine, ...]:
+    """One row per engine of the registry: its example release and its embedding path's files."""
+    from vlmpath.engines import registry
+
+    return tuple(TemplateEngine(e.name, e.example_version, tuple(e.ci_paths))
+                 for e in registry.entries().values() if e.ci_paths)
+
 
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 
@@ -81,7 +72,7 @@ def render_all(root: Path) -> dict[str, str]:
     if not sources:
         raise FileNotFoundError(f"no *.yml.in under {root / SOURCE_DIR}")
     return {out_name(e, s): render(s.read_text(encoding="utf-8"), e, out_name(e, s))
-            for e in ENGINES for s in sources}
+            for e in engines() for s in sources}
 
 
 def stale(root: Path) -> list[str]:

@@ -51,8 +51,9 @@ def error_text(exc: BaseException) -> str:
 
 def load_engine(label: str) -> EngineAdapter:
     """The adapter of the engine ``label`` names (its registry entry's class), built here."""
+    from vlmpath.core.errors import EngineError
     from vlmpath.engines import registry
-    from vlmpath.engines.base import EngineError, parse_engine
+    from vlmpath.engines.base import parse_engine
 
     spec = parse_engine(label)
     entry = registry.get(spec.name)

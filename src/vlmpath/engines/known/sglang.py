@@ -22,4 +22,10 @@ ENGINE = EngineEntry(
     seams=("cache", "chunk_encoding", "count", "scatter", "pad", "shm"),
     example_version="0.5.23",
     checkout_hint="an sglang checkout's python/ directory",
+    ci_paths=(
+        "python/sglang/srt/managers/mm_*.py",
+        "python/sglang/srt/managers/schedule_batch.py",
+        "python/sglang/srt/mem_cache/multimodal_cache.py",
+        "python/sglang/srt/multimodal/**",
+    ),
 )

@@ -68,4 +68,12 @@ ENGINE = EngineEntry(
     installer=install,
     constraints=constraints,
     checkout_hint="a vLLM checkout (its root holds vllm/)",
+    ci_paths=(  # what the adapter drives (vllm_api's seams)
+        "vllm/multimodal/**",
+        "vllm/v1/core/encoder_cache_manager.py",
+        "vllm/v1/core/sched/scheduler.py",
+        "vllm/v1/worker/gpu/mm/**",
+        "vllm/v1/worker/gpu_model_runner.py",
+        "vllm/model_executor/models/utils.py",
+    ),
 )
