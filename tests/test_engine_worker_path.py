@@ -111,10 +111,10 @@ def test_real_install_and_the_real_engine_env_measure_with_its_own_torch(tmp_pat
     # A real worker run from the non-editable install (the host plans the cases with its
     # own torch: the marker goes).
     shutil.rmtree(site / "torch")
-    code = ("import json, sys; from vlmpath.suite.engine_run import measure_cases; "
-            "from vlmpath.suite.measure import plan_cases; "
+    code = ("from vlmpath.suite.engine_run import measure_cases; "
+            "from vlmpath.suite.measure import plan_cases; from vlmpath.suite.record import dumps_record; "
             "r, = measure_cases(plan_cases(workloads=['few_large_images'], pipelines=['default']), "
-            f"{env.spec.label!r}, repeat=1, count=False); print(json.dumps(r))")
+            f"{env.spec.label!r}, repeat=1, count=False); print(dumps_record(r))")
     host_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     run = subprocess.run([sys.executable, "-c", code], env=dict(host_env, PYTHONPATH=str(site)),
                          capture_output=True, text=True, cwd=tmp_path)

@@ -101,7 +101,8 @@ PLUGIN = textwrap.dedent('''
         def routine(self, workload, encoder, pipeline, table, *, cache_bytes, encoder_region=None):
             from contextlib import nullcontext
 
-            from vlmpath.engines.reference import DEFAULT_PIPELINE, EmbedRoutine
+            from vlmpath.engines.pipelines import DEFAULT_PIPELINE
+            from vlmpath.engines.reference import EmbedRoutine
 
             routine = EmbedRoutine(workload, encoder, DEFAULT_PIPELINE, table, cache_bytes=cache_bytes,
                                    encoder_region=encoder_region or nullcontext)

@@ -69,12 +69,16 @@ def metrics_from_record(rec: CaseRecord, *, machine: str, commit: str, with_pipe
         # A counter or accuracy that was measured is a value even when a step failed;
         # a missing one (not counted, or the case never ran) is a failure with its message.
         failed = value is None and (error is not None or field == "tok_per_s")
-        skipped = value is None and not failed
+        if value is None and not failed:
+            # Not measured by this engine on this device (GPU allocator bytes on a CPU): no
+            # row. A side that measured it and a side that did not still differ: the case
+            # is then on one side only, which the verdict names as not judged.
+            continue
         out.append(Metric(
             machine=machine, benchmark=f"{ENGINE_BENCH}.{leaf}", params=params, unit=unit, value=value,
             samples=_tok_samples(rec) if field == "tok_per_s" and value is not None else (),
             error=(error or "failed (no value recorded)") if failed else None,
-            skipped=skipped, commit=commit, source=SOURCE,
+            commit=commit, source=SOURCE,
         ))
     return out
 
