@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_workflows import ALL_WF, GPU_WF, MAIN_WF, PR_WF, load
+from test_workflows import ALL_WF, COMMENT_WF, GPU_WF, MAIN_WF, PR_WF, load
 
 HOSTED = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$")
 PR_TRIGGERS = {"pull_request", "pull_request_target"}
@@ -46,9 +46,21 @@ def _runs_pr_code(wf: dict[str, Any], job: dict[str, Any]) -> bool:
     for s in job.get("steps", []):
         ref = str((s.get("with") or {}).get("ref", ""))
         if str(s.get("uses", "")).startswith("actions/checkout@") and re.search(
-                r"pull_request\.head|inputs\.|head_sha|head_ref", ref):
+                r"pull_request\.head|inputs\.|head_sha|head_ref", ref) and not data_only_checkout(s):
             return True
     return False
+
+
+#: Files of a PR head a privileged job may read as data (validated by vlmpath, never run).
+PR_DATA_FILES = {"benchmarks/accepted.yaml"}
+
+
+def data_only_checkout(step: dict[str, Any]) -> bool:
+    """A checkout of exactly one reviewed data file of the PR head (no cone: no directory,
+    no code), without credentials: reading it runs nothing of the PR."""
+    w = step.get("with") or {}
+    return (str(w.get("sparse-checkout", "")).strip() in PR_DATA_FILES
+            and w.get("sparse-checkout-cone-mode") is False and w.get("persist-credentials") is False)
 
 
 def trust_violations(wf: dict[str, Any]) -> list[str]:
@@ -275,3 +287,22 @@ def test_zizmor_flags_a_planted_pull_request_target_checkout(tmp_path):
                    "      - run: make\n")
     r = _audit(bad)
     assert r.returncode != 0 and "dangerous-triggers" in r.stdout + r.stderr
+
+
+def test_only_the_reviewed_data_file_of_the_pr_head_may_be_read_by_a_privileged_job():
+    """The comment jobs read the measured commit's benchmarks/accepted.yaml; widening that
+    checkout to code (another file, a directory, credentials kept) is PR code again."""
+    for wf in (load(COMMENT_WF), load(GPU_WF)):
+        assert trust_violations(wf) == []
+        for jid, job in wf["jobs"].items():
+            for s in job.get("steps", []):
+                if not data_only_checkout(s):
+                    continue
+                for key, value in (("sparse-checkout", "benchmarks/"), ("sparse-checkout", "src/vlmpath/cli/__init__.py"),
+                                   ("sparse-checkout-cone-mode", True), ("persist-credentials", True)):
+                    planted = copy.deepcopy(wf)
+                    step = next(x for x in planted["jobs"][jid]["steps"] if x.get("with") == s.get("with"))
+                    step["with"][key] = value
+                    perms = planted["jobs"][jid].get("permissions", planted.get("permissions"))
+                    assert any(v == "write" for v in perms.values())
+                    assert trust_violations(planted), (jid, key, value)
