@@ -39,7 +39,10 @@ def declared() -> tuple[set[str], set[str]]:
 
 def imports(paths: list[Path]) -> dict[str, str]:
     """Top-level module -> one file importing it, third-party only."""
-    local = {p.stem for d in ("tests", "benchmarks") for p in (ROOT / d).glob("*.py")} | {"benchmarks", "vlmpath"}
+    from toy_engine import WRITTEN_MODULES  # the toy engine's plug-in, written by its tests
+
+    local = ({p.stem for d in ("tests", "benchmarks") for p in (ROOT / d).glob("*.py")}
+             | {"benchmarks", "vlmpath", *WRITTEN_MODULES})
     out: dict[str, str] = {}
     for f in paths:
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):

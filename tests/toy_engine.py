@@ -27,6 +27,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+#: The modules the toy writes at test time (not distributions: nothing to declare).
+WRITTEN_MODULES = ("toy_vlmpath", "toyeng")
+
 TOYENG = textwrap.dedent('''
     """toyeng: an engine whose multimodal merge vlmpath measures."""
     __version__ = "{version}"
