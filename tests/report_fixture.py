@@ -34,7 +34,7 @@ CHOICES = {choices}
 def _measure_all():
     import sys
     sys.path.insert(0, {src})  # asv passes no PYTHONPATH to its benchmark processes
-    from vlmpath.engines.reference import NAMED_PIPELINES, Pipeline
+    from vlmpath.engines.pipelines import NAMED_PIPELINES, Pipeline
     from vlmpath.suite.measure import Case, Session, measure_case
 
     session, out = Session("cpu"), {}
