@@ -7,6 +7,11 @@ suite importing the commit's code through ``ASV_PYTHONPATH``, see ``vlmpath.pr.f
 ``base_reusable`` / ``base_reuse_problem`` say whether stored base results are valid for
 what head ran (``vlmpath.pr.base_reuse``: trusted, same options, toolchain, benchmark
 versions and cases); ``copy_results`` copies just the two runs a comparison needs.
+
+Why a process per side rather than a call of ``runner.run``: each side runs with its own
+environment (``ASV_PYTHONPATH``, results directory, machine) and working directory, its
+whole output (ours and asv's) is teed into the artifact's log so a side that wrote no
+results can be explained, and nothing one side imported or set survives into the other.
 """
 
 from __future__ import annotations
