@@ -113,12 +113,12 @@ def test_planted_engine_fault_fails_only_its_case(engine_env, monkeypatch):
     monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "few_large_images:raise:engine says no")
     cases = plan_cases(workloads=["few_large_images", "many_small_images"], pipelines=["default"])
     bad, good = measure_cases(cases, engine_env.spec, repeat=1, count=False)
-    assert bad["error"] == "RuntimeError: engine says no" and bad["accuracy"] == 0.0
-    assert good["error"] is None and good["accuracy"] == 1.0
+    assert bad.error == "RuntimeError: engine says no" and bad.accuracy == 0.0
+    assert good.error is None and good.accuracy == 1.0
 
 
 def test_rows_in_the_wrong_order_lower_the_accuracy(engine_env, monkeypatch):
     monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:flip")
     (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
                            engine_env.spec, repeat=1, count=False)
-    assert rec["error"] is None and rec["accuracy"] < 1.0
+    assert rec.error is None and rec.accuracy < 1.0

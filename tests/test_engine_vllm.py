@@ -63,7 +63,7 @@ def engine_env():
 @pytest.fixture(scope="module")
 def records(engine_env):
     recs = measure_cases(plan_cases(pipelines=["default"]), engine_env.spec, repeat=1)
-    return {r["workload"]: r for r in recs}
+    return {r.workload: r for r in recs}
 
 
 def _driven(records):
@@ -73,26 +73,26 @@ def _driven(records):
 def test_every_drivable_preset_places_every_row(records, engine_env):
     assert len(_driven(records)) >= 7
     for w, r in _driven(records).items():
-        assert r["error"] is None, (w, r["error"])
-        assert r["accuracy"] == 1.0 and r["placed"] == r["items"] > 0, w
-        assert r["engine"] == engine_env.spec.label and r["engine_version"] == engine_env.spec.version
-        assert r["tok_per_s"] > 0
+        assert r.error is None, (w, r.error)
+        assert r.accuracy == 1.0 and r.placed == r.items > 0, w
+        assert r.engine == engine_env.spec.label and r.engine_version == engine_env.spec.version
+        assert r.tok_per_s > 0
 
 
 def test_evs_is_one_clear_failed_case(records):
     r = records[EVS]
-    assert r["error"].startswith("EngineError: workload 'evs_video': EVS frame re-layout is model code")
-    assert r["tok_per_s"] is None
+    assert r.error.startswith("EngineError: workload 'evs_video': EVS frame re-layout is model code")
+    assert r.tok_per_s is None
 
 
 def test_seams_are_recorded_and_the_merge_does_not_sync(records):
     for w, r in _driven(records).items():
-        seams = r["engine_seams"]
+        seams = r.engine_seams
         assert set(registry.get("vllm").seams) <= set(seams), w  # what its registry entry says it probes
         assert seams["encoder"] in ("v2_encoder_runner", "v1_gpu_model_runner")
         # #34246: index_put on a host mask; #22105: masked_scatter_ (sync-free on any mask)
         if (seams["mask"] == "host" and seams["merge"] == "index_put") or seams["merge"] == "masked_scatter_":
-            assert r["syncs"] == 0, (w, r["sync_events"])
+            assert r.syncs == 0, (w, r.sync_events)
 
 
 # Workloads with an item of several placeholder spans (MiniCPM-like regions). vLLM batches
@@ -104,9 +104,9 @@ MULTI_SPAN = {"multi_region"}
 
 
 def test_encoder_calls_match_cross_request_batching(records):
-    ref = {r["workload"]: r for r in measure_cases(plan_cases(workloads=list(_driven(records)), encode=["batched"]),
+    ref = {r.workload: r for r in measure_cases(plan_cases(workloads=list(_driven(records)), encode=["batched"]),
                                                    "reference", repeat=1, count=False)}
-    calls = {w: (r["encoder_calls"], ref[w]["encoder_calls"]) for w, r in _driven(records).items()}
+    calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in _driven(records).items()}
     assert all(e == f for w, (e, f) in calls.items() if w not in MULTI_SPAN), calls
     assert all(e < f for w, (e, f) in calls.items() if w in MULTI_SPAN), calls
 
@@ -115,15 +115,15 @@ def test_planted_engine_fault_fails_only_its_case(engine_env, monkeypatch):
     monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "few_large_images:raise:engine says no")
     cases = plan_cases(workloads=["few_large_images", "many_small_images"], pipelines=["default"])
     bad, good = measure_cases(cases, engine_env.spec, repeat=1, count=False)
-    assert bad["error"] == "RuntimeError: engine says no" and bad["accuracy"] == 0.0
-    assert good["error"] is None and good["accuracy"] == 1.0
+    assert bad.error == "RuntimeError: engine says no" and bad.accuracy == 0.0
+    assert good.error is None and good.accuracy == 1.0
 
 
 def test_rows_in_the_wrong_order_lower_the_accuracy(engine_env, monkeypatch):
     monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:flip")
     (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
                            engine_env.spec, repeat=1, count=False)
-    assert rec["error"] is None and rec["accuracy"] < 1.0
+    assert rec.error is None and rec.accuracy < 1.0
 
 
 def test_a_device_mask_costs_one_sync_per_merge(engine_env, monkeypatch):
@@ -132,7 +132,7 @@ def test_a_device_mask_costs_one_sync_per_merge(engine_env, monkeypatch):
     monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:device_mask")
     (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
                            engine_env.spec, repeat=1)
-    if rec["engine_seams"]["merge"] != "index_put":
+    if rec.engine_seams["merge"] != "index_put":
         pytest.skip(f"this release merges with {rec['engine_seams']['merge']} (sync-free on any mask)")
-    assert rec["error"] is None and rec["accuracy"] == 1.0
-    assert rec["syncs"] >= 1 and all("index_put" in k for k in rec["sync_events"]), rec["sync_events"]
+    assert rec.error is None and rec.accuracy == 1.0
+    assert rec.syncs >= 1 and all("index_put" in k for k in rec.sync_events), rec.sync_events
