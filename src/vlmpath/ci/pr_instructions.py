@@ -20,13 +20,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vlmpath.ci import callgrind  # noqa: F401 (ci.pr checks valgrind through it)
-from vlmpath.ci.ir_cases import Side, count_sides, load_sides, run_results, to_json
+from vlmpath.ci.ir_cases import MODES, Side, count_sides, load_sides, run_results, to_json
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES
 
 OUT_FILE = "instructions.json"
 MAX_FILE_BYTES = 4 << 20
+#: Both sides' callgrind profiles and call counts, per case (``OUT/ir-profiles/{base,head}``).
+PROFILES_SUBDIR = "ir-profiles"
+#: What grew in each moved case (``compare.ir_grew``), as the comment shows it.
+GREW_FILE = "ir-grew.json"
+#: A count that grew by this much is explained in the comment, gated or not (A/A moves 0.01%).
+MOVED = 0.005
+MAX_CASES = 6
 
 
 def refuse_gpu(what: str = "--instructions") -> None:
@@ -45,22 +52,61 @@ def _threads(threads: int | None) -> int:
 
 
 def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: str, bench: str | None = None,
-             scale: str | None = None, log: Callable[[str], None] = print):
-    """(base, head) ``RunResults`` of instruction counts, each side counted from its own checkout."""
+             scale: str | None = None, log: Callable[[str], None] = print, mode: str = "routine"):
+    """(base, head) ``RunResults`` of instruction counts, each side counted from its own checkout;
+    both sides' profiles kept in ``out/ir-profiles`` (``what_grew`` reads them)."""
+    import shutil
+
     from vlmpath.core.git import worktree
+
+    profiles = out / PROFILES_SUBDIR
+    shutil.rmtree(profiles, ignore_errors=True)  # a stale profile would explain the wrong run
+    kw = {"bench": bench, "scale": scale or DEFAULT_SCALE, "threads": _threads(None), "log": log, "mode": mode,
+          "profiles": profiles}
 
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-wt-") as tmp:
         with worktree(root, head_sha, Path(tmp) / "head") as head_wt:
             if base_sha == head_sha:
-                sides = count_sides([Side("head", head_wt / "src", head_sha)], bench=bench, scale=scale or DEFAULT_SCALE,
-                                    threads=_threads(None), log=log)
+                sides = count_sides([Side("head", head_wt / "src", head_sha)], **kw)
+                shutil.copytree(profiles / "head", profiles / "base", dirs_exist_ok=True)
                 sides = [{**sides[0], "side": "base"}, sides[0]]
             else:
                 with worktree(root, base_sha, Path(tmp) / "base") as base_wt:
                     sides = count_sides([Side("base", base_wt / "src", base_sha), Side("head", head_wt / "src", head_sha)],
-                                        bench=bench, scale=scale or DEFAULT_SCALE, threads=_threads(None), log=log)
+                                        **kw)
     atomic.write_text(out / OUT_FILE, to_json(sides))
     return tuple(run_results(s, machine, sha) for s, sha in zip(sides, (base_sha, head_sha)))
+
+
+def what_grew(out: Path, report) -> list[str]:
+    """Explain every instruction count that grew by ``MOVED`` or more (regressions first):
+    ``OUT/ir-grew.json`` and a section of ``comment.md``; returns notes."""
+    import json
+
+    from vlmpath.compare.ir_grew import grew
+    from vlmpath.compare.results import write_text_atomic
+    from vlmpath.render.ir_grew import append_to_comment
+
+    path = out / OUT_FILE
+    if not path.is_file():
+        return []
+    sides = {s.get("side"): s for s in load_sides(path.read_text(encoding="utf-8"), str(path))}
+    files = {side: {(r.get("benchmark"), tuple(sorted(r["params"].items()))): r.get("profile")
+                    for r in s.get("records", ())} for side, s in sides.items()}
+    moved = sorted((c for c in report.all() if c.unit == "instructions" and c.ratio and c.ratio - 1 >= MOVED),
+                   key=lambda c: -c.ratio)[:MAX_CASES]
+    growths = []
+    for c in moved:
+        key = (c.benchmark, tuple(sorted(c.params)))
+        b, h = files.get("base", {}).get(key), files.get("head", {}).get(key)
+        if b and h:
+            label = c.benchmark.split(".")[-2] + "(" + ", ".join(v for _, v in c.params) + ")"
+            growths.append(grew(label, out / PROFILES_SUBDIR / "base", out / PROFILES_SUBDIR / "head", b, h))
+    if not growths:
+        return []
+    write_text_atomic(out / GREW_FILE, json.dumps([g.to_dict() for g in growths], indent=1) + "\n")
+    append_to_comment(out / "comment.md", growths)
+    return [f"what grew in {len(growths)} moved instruction count(s): comment section, {GREW_FILE}"]
 
 
 def load_artifact(art: Path, machine: str, base_sha: str, head_sha: str):
@@ -92,6 +138,10 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES),
                    help="workload scale (a CPU scale: callgrind runs on the CPU)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: vlmpath run's rule, 1)")
+    p.add_argument("--mode", default="routine", choices=MODES,
+                   help="routine: the tower replayed, and counted on its own (default); full: the pass with its tower")
+    p.add_argument("--profiles", default=None, metavar="DIR",
+                   help="keep each counted pass's callgrind profile and call counts in DIR/this")
     p.set_defaults(func=_command)
 
 
@@ -123,7 +173,8 @@ def _command(a: argparse.Namespace) -> int:
                            f"use --scale {DEFAULT_SCALE}")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     side = count_sides([Side("this", src, a.commit or _commit_of(src))], bench=a.bench, scale=a.scale,
-                       threads=_threads(a.threads), log=log)[0]
+                       threads=_threads(a.threads), log=log, mode=a.mode,
+                       profiles=Path(a.profiles).resolve() if a.profiles else None)[0]
     atomic.write_text(a.out, to_json([side]))
     if side["not_measured"]:
         print(f"not measured: {side['not_measured']}")
