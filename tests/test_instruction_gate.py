@@ -223,7 +223,9 @@ def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_c
             for s, e in started] == [("video", 1, str(tmp_path / "b"), "1", "0"), ("video", 1, str(tmp_path / "h"), "1", "0")]
 
 
-def test_the_cpu_pr_job_counts_the_cases_a_repository_variable_names_with_valgrind_installed():
+def test_the_cpu_pr_job_counts_every_case_and_pairs_its_timings_by_default():
+    import subprocess
+
     import yaml
 
     root = Path(__file__).resolve().parents[1]
@@ -233,6 +235,22 @@ def test_the_cpu_pr_job_counts_the_cases_a_repository_variable_names_with_valgri
     install = next(i for i, r in enumerate(runs) if "apt-get install -y -qq valgrind" in r)
     bench = next(i for i, r in enumerate(runs) if "ci/pr-bench.sh" in r)
     assert install < bench and steps[install]["timeout-minutes"] <= 5
-    assert steps[install]["if"] == "env.CPU_INSTRUCTIONS_REGEX != ''"
-    assert job["env"]["CPU_INSTRUCTIONS_REGEX"] == "${{ vars.CPU_INSTRUCTIONS_REGEX || '' }}"
-    assert '${CPU_INSTRUCTIONS_REGEX:+--instructions --instructions-bench "$CPU_INSTRUCTIONS_REGEX"}' in runs[bench]
+    assert steps[install]["if"] == "env.CPU_INSTRUCTIONS != 'off'"
+    assert job["env"]["CPU_INSTRUCTIONS"] == "${{ vars.CPU_INSTRUCTIONS || 'on' }}"
+    assert job["env"]["CPU_INTERLEAVE"] == "${{ vars.CPU_INTERLEAVE || '6' }}"
+    # The step's own shell, with pr-bench.sh echoing its arguments: what the defaults pass.
+    script = runs[bench].replace("source .venv/bin/activate", ":").replace("ci/pr-bench.sh", "printf '%s\\n'")
+
+    def argv(**env) -> list[str]:
+        base = {"PATH": "/usr/bin:/bin", "BASE_SHA": "b", "HEAD_SHA": "h", "CPU_BENCH_REGEX": "bench_embed",
+                "CPU_INSTRUCTIONS_REGEX": "", "CPU_INSTRUCTIONS": "on", "CPU_INTERLEAVE": "6"}
+        r = subprocess.run(["bash", "-e", "-c", script], env={**base, **env}, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.split("\n")
+
+    default = argv()
+    assert default[default.index("--interleave") + 1] == "6" and "--quick" in default
+    assert "--instructions" in default and "--instructions-bench" not in default
+    narrowed = argv(CPU_INSTRUCTIONS_REGEX="'default', 'video'", CPU_INTERLEAVE="0", CPU_INSTRUCTIONS="on")
+    assert "--interleave" not in narrowed and narrowed[narrowed.index("--instructions-bench") + 1] == "'default', 'video'"
+    assert "--instructions" not in argv(CPU_INSTRUCTIONS="off")
