@@ -131,6 +131,7 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
                 res["not_measured"] = out.get("not_measured")
                 res["records"] = [_record(r, res["commit"], mode) for r in out.get("records", ())]
                 res["seconds"] = round(time.monotonic() - t0, 1)
+                res["phases"] = out.get("phases")  # CPU seconds: start-up, uncounted, counted
         finally:
             for *_, proc in running:  # never leave a valgrind behind (an interrupt, a timeout)
                 if proc.poll() is None:

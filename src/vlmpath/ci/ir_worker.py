@@ -30,9 +30,12 @@ import importlib.util
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
 BENCH = "bench_embed.EmbedRoutine.track_instructions"
+#: CPU seconds of this process's phases (start-up and imports, uncounted, counted): the cost figures.
+PHASES: dict = {}
 
 
 def _driver(name: str = "callgrind"):
@@ -85,12 +88,12 @@ class _Case:
         return self.recorder.replay() if self.recorder is not None else self.prep.encoder
 
 
-def _uncounted(case: _Case, mode: str, rp, profiles: Path | None) -> None:
+def _uncounted(case: _Case, mode: str, rp, profiles: Path | None, memos: dict) -> None:
     """Warm-up (and, replaying, the recording), before instrumentation is switched on."""
     if mode == "full":
         case.one_pass(case.prep.encoder)()
         return
-    case.recorder = rp.Recorder(case.prep.encoder)
+    case.recorder = rp.Recorder(case.prep.encoder, memos.setdefault(case.wl.model, {}))
     case.one_pass(case.recorder)()  # the real tower, recorded: also the program's warm-up
     warm = case.replay()
     case.one_pass(warm)()  # the replayed path warmed up as it will be counted
@@ -135,12 +138,14 @@ def count_all(api: dict, spec: dict, counter, session) -> list[dict]:
     profiles = Path(spec["profiles"]) if spec.get("profiles") else None
     cases: list[_Case] = []
     records: list[dict] = []
+    memos: dict = {}  # per encoder: tower outputs by items, shared by the cases' recordings
+    t0 = time.process_time()
     for pl, pr in api["cases"]:
         if not _wanted(spec.get("bench"), pl, pr):
             continue
         try:
             case = _Case(api, session, pl, pr, spec["scale"])
-            _uncounted(case, mode, rp, profiles)
+            _uncounted(case, mode, rp, profiles, memos)
             cases.append(case)
         except Exception as exc:  # a case that fails is a result (the benchmark's failure), not a crash
             records.append({"kind": "routine", "pipeline": pl, "preset": pr, "instructions": None, "error": _error(exc)})
@@ -148,6 +153,8 @@ def count_all(api: dict, spec: dict, counter, session) -> list[dict]:
     for enc, items in towers.values():
         for it in items:
             enc.encode([it])  # warm-up, uncounted
+    PHASES["uncounted_cpu_s"] = round(time.process_time() - t0, 1)
+    t0 = time.process_time()
     counter.instrument(True)  # once for every counted pass (see the module docstring)
     try:
         for case in cases:
@@ -171,11 +178,13 @@ def count_all(api: dict, spec: dict, counter, session) -> list[dict]:
             records.append(rec)
     finally:
         counter.instrument(False)
+        PHASES["counted_cpu_s"] = round(time.process_time() - t0, 1)
     return records
 
 
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    t0 = time.process_time()
     result: dict = {"vlmpath": None, "not_measured": None, "records": []}
     try:
         api = _imports()
@@ -188,7 +197,9 @@ def main(spec_path: str) -> None:
 
             torch.set_num_threads(int(spec["threads"]))
             counter = _driver().Counter(spec["dumps"])
+            PHASES["startup_cpu_s"] = round(time.process_time() - t0, 1)
             result["records"] = count_all(api, spec, counter, api["Session"]("cpu"))
+            result["phases"] = PHASES
     Path(spec["out"]).write_text(json.dumps(result), encoding="utf-8")
 
 
