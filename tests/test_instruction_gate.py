@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_ir_grew import dump
 from test_ci_flow import MACHINE, FakeSuite, commit_value, repo, run  # noqa: F401 (repo: a fixture)
 
 from vlmpath.ci import callgrind, ir_cases, ir_worker, pr_instructions
@@ -162,7 +163,14 @@ class FakeCounter:
         out = []
         for s in sides:
             n = int((s.src / "vlmpath" / "ir.txt").read_text())
-            out.append({**side({"video": n}, s.label, commit=s.commit), "commit": s.commit})
+            res = {**side({"video": n}, s.label, commit=s.commit), "commit": s.commit}
+            if kw.get("profiles") is not None:  # as the worker keeps them: a dump and the call counts
+                d = kw["profiles"] / s.label
+                d.mkdir(parents=True, exist_ok=True)
+                (d / "default.video.callgrind").write_text(dump(n - 300_000_000, 100, 300_000_000 - 105))
+                (d / "default.video.calls.json").write_text(json.dumps({"python": {}, "aten": {"aten::sort": n // 10**7}}))
+                res["records"][0]["profile"] = "default.video.callgrind"
+            out.append(res)
         return out
 
 
@@ -182,12 +190,15 @@ def test_the_pr_flow_gates_on_counts_and_the_merge_keeps_them(monkeypatch, repo,
     assert r"**1 regression on cpu\-test**: EmbedRoutine\.instructions default video instructions +5.0%" in (
         (out / "comment.md").read_text())
     assert json.loads((out / "run.json").read_text())["instructions"] is True
+    grew_text = (out / "comment.md").read_text()
+    assert "What grew" in grew_text and "`at::native::copy_`" in grew_text and "`aten::sort` | 40 | 42 | +2" in grew_text
     saved = ir_cases.load_sides((out / pr_instructions.OUT_FILE).read_text(), "out")
     assert [s["records"][0]["commit"] for s in saved] == [base, head]
     (tmp_path / "artifacts").mkdir()
     out.rename(tmp_path / "artifacts" / "bench-cpu")
     merged = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=head)
     assert [c.benchmark for c in merged.report.regressions] == [ir_cases.BENCH]
+    assert "`at::native::copy_`" in (tmp_path / "merged" / "comment.md").read_text()  # the posted comment names it
     (tmp_path / "artifacts" / "bench-cpu" / pr_instructions.OUT_FILE).write_text("{ not json")
     with pytest.raises(VlmpathError, match="instructions.json: not JSON"):
         ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged2", head_sha=head)

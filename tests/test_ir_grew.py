@@ -79,3 +79,17 @@ def test_a_path_for_a_profile_name_is_refused_and_hostile_names_stay_inert(tmp_p
     text = render_grew([grew("c", tmp_path / "base", tmp_path / "head", "c.callgrind", "c.callgrind")])
     row = next(line for line in text.splitlines() if "evil" in line)
     assert "`evil' \\| @here <b>`" in row  # one code span, the pipe escaped: a mention or tag is inert there
+
+
+def test_the_merge_reads_what_grew_back_and_refuses_a_malformed_file(tmp_path):
+    import pytest
+
+    from vlmpath.compare.ir_grew import growths_from_json
+
+    _write(tmp_path / "base", "c", dump(100, 40, 60))
+    _write(tmp_path / "head", "c", dump(100, 120, 80))
+    g = grew("c", tmp_path / "base", tmp_path / "head", "c.callgrind", "c.callgrind")
+    assert growths_from_json(json.dumps([g.to_dict()])) == [g]
+    for bad in ("{}", "[{\"case\": 1, \"functions\": [{\"name\": \"x\"}]}]", "not json"):
+        with pytest.raises(ValueError, match="malformed what-grew"):
+            growths_from_json(bad)

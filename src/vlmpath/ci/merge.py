@@ -146,6 +146,24 @@ def _append_profiles(root: Path, out: Path, names: Sequence[str]) -> None:
             except VlmpathError as exc:
                 profiles.append(CaseProfile(name, "(profiles)", (), (), None, None, f"{name}: {exc}"))
     append_to_comment(out / COMMENT_FILE, profiles)
+    _append_ir_grew(root, out, names)
+
+
+def _append_ir_grew(root: Path, out: Path, names: Sequence[str]) -> None:
+    """Each artifact's "what grew" in its moved instruction counts (``ci.pr_instructions``)."""
+    from vlmpath.ci.pr_instructions import GREW_FILE
+    from vlmpath.compare.ir_grew import CaseGrowth, growths_from_json
+    from vlmpath.render.ir_grew import append_to_comment
+
+    growths: list[CaseGrowth] = []
+    for name in names:
+        path = root / name / GREW_FILE
+        if path.is_file() and not path.is_symlink():
+            try:
+                growths.extend(growths_from_json(_read_small(path)))
+            except (VlmpathError, ValueError) as exc:
+                growths.append(CaseGrowth(f"{name} (what grew)", None, None, notes=(str(exc),)))
+    append_to_comment(out / COMMENT_FILE, growths)
 
 
 def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,

@@ -151,3 +151,31 @@ def grew(case: str, base_dir: Path, head_dir: Path, base_file: str, head_file: s
     return CaseGrowth(case, bt, ht, _top(bc, hc, top, net or None),
                       _top(calls[0]["python"], calls[1]["python"], top), _top(calls[0]["aten"], calls[1]["aten"], top),
                       tuple(notes))
+
+
+_MAX_CASES, _MAX_ROWS = 20, 20
+
+
+def growths_from_json(text: str) -> list[CaseGrowth]:
+    """``ir-grew.json`` as ``ci.pr_instructions.what_grew`` writes it, validated and bounded:
+    the merge job reads it from an artifact a pull request's run wrote (hostile input)."""
+    def num(v) -> int | None:
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def rows(raw) -> tuple[Grown, ...]:
+        out = []
+        for r in (raw or [])[:_MAX_ROWS]:
+            share = r.get("share")
+            out.append(Grown(str(r["name"])[:NAME_MAX], int(r["base"]), int(r["head"]),
+                             float(share) if isinstance(share, (int, float)) and not isinstance(share, bool) else None))
+        return tuple(out)
+
+    try:
+        data = json.loads(text)
+        if not isinstance(data, list):
+            raise TypeError("not a list")
+        return [CaseGrowth(str(g["case"])[:NAME_MAX], num(g.get("base_total")), num(g.get("head_total")),
+                           rows(g.get("functions")), rows(g.get("python")), rows(g.get("aten")),
+                           tuple(str(n)[:300] for n in (g.get("notes") or [])[:5])) for g in data[:_MAX_CASES]]
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"malformed what-grew file ({type(exc).__name__}: {exc})") from None
