@@ -21,7 +21,7 @@ def _ir(rounds: int = 10) -> dict:
 
 def test_a_a_is_green_and_planted_changes_are_caught_at_the_pr_bands():
     tallies: dict = {}
-    ir_trust.tally_counts(tallies, _ir(), Thresholds.default(), trust.tally)
+    ir_trust.tally_counts(tallies, _ir(), Thresholds.default(), trust.tally, trust.thresholds_with_band)
     got = {g: (t.rounds, t.false_regressions, dict(t.detected)) for (g, _), t in tallies.items()}
     assert got == {"routine instructions": (10, 0, {"2%": 10, "5%": 10}),
                    "tower instructions": (10, 0, {"2%": 10, "5%": 10})}

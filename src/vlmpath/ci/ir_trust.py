@@ -57,10 +57,10 @@ def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], th
             return {**got, "partial": True, "error": str(exc)}
 
 
-def tally_counts(tallies: dict, ir: dict, cfg, tally: Callable) -> None:
-    """Judge every counted round of both gates at the band ``cfg`` gives their PR benchmarks."""
+def tally_counts(tallies: dict, ir: dict, cfg, tally: Callable, thresholds_with_band: Callable) -> None:
+    """Judge every counted round of both gates at the band ``cfg`` gives their PR benchmarks
+    (``tally`` and ``thresholds_with_band``: ``ci.trust``'s, passed in: it imports this module)."""
     from vlmpath.ci.ir_cases import ROUTINE_BENCH, TOWER_BENCH, UNIT
-    from vlmpath.ci.trust import thresholds_with_band
 
     for gate, bench, prefix in ((GATES[0], ROUTINE_BENCH, ""), (GATES[1], TOWER_BENCH, "tower_")):
         band = cfg.factor_for(bench, UNIT, "cpu")

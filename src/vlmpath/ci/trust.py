@@ -224,7 +224,7 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, siz
             from vlmpath.ci import ir_trust
 
             ir = ir_trust.count_trust(preset, scale, instructions, ir_trust.SIZES, in_effect, log=log)
-            ir_trust.tally_counts(tallies, ir, base_cfg, tally)  # a partial count holds fewer rounds
+            ir_trust.tally_counts(tallies, ir, base_cfg, tally, thresholds_with_band)  # a partial count holds fewer rounds
     return {
         "schema_version": 1, "preset": preset, "scale": scale, "rounds": rounds, "samples": samples,
         "instruction_rounds": len(ir["rounds"]) if ir else 0,
