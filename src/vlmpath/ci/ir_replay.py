@@ -98,6 +98,9 @@ def _where(code) -> str:
     return "/".join(parts) + ":" + getattr(code, "co_qualname", code.co_name)
 
 
+_ops_file = __file__
+
+
 class CallCounts:
     """``with CallCounts() as c: ...``; then ``c.python`` and ``c.aten`` (name -> calls)."""
 
@@ -116,9 +119,13 @@ class CallCounts:
                 return func(*args, **(kwargs or {}))
 
         py = self.python
+        import torch.utils._python_dispatch as dispatch
+
+        # The harness's own frames (this file, the dispatch mode's) are not the code under test.
+        harness = {__file__, _ops_file, dispatch.__file__}
 
         def prof(frame, event, arg):
-            if event == "call":
+            if event == "call" and frame.f_code.co_filename not in harness:
                 py[_where(frame.f_code)] += 1
 
         self._mode = _Ops()
@@ -129,9 +136,6 @@ class CallCounts:
     def __exit__(self, *exc):
         sys.setprofile(None)
         self._mode.__exit__(*exc)
-        # The harness's own frames (this file's __exit__, the mode's dispatch) are not the code under test.
-        for k in [k for k in self.python if k.split(":")[0].endswith(("ir_replay.py", "_python_dispatch.py"))]:
-            del self.python[k]
         return False
 
     def to_dict(self) -> dict:
