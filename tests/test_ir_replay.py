@@ -5,7 +5,7 @@ through the replay gives the same embeddings as a pass through the real tower, m
 same calls (no recorded call left over), never runs the tower, and a call the recording did
 not make (other items) raises instead of inventing rows. The worker counts each routine case
 and one tower case per encoder with a stand-in counter; ``CallCounts`` names an added aten
-operator and an added Python helper.
+operator and an added Python helper. The worker test is ``e2e`` (a minute under load).
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ def test_call_counts_name_an_added_operator_and_helper(prep):
                for k in planted.python), planted.python
 
 
+@pytest.mark.e2e  # two cases built, recorded and replayed: a minute on a loaded 2-core box
 def test_the_worker_counts_every_case_replayed_and_each_tower_once(monkeypatch):
     w = runpy.run_path(str(WORKER), run_name="ir_worker_under_test")
 
