@@ -166,6 +166,7 @@ def count_all(api: dict, spec: dict, counter, session) -> list[dict]:
                 _keep(counter, profiles, f"{case.rec['pipeline']}.{case.rec['preset']}", case.rec)
             except Exception as exc:
                 case.rec.update(instructions=None, error=_error(exc))
+                case.rec.pop("calls", None)  # only kept beside a profile
             records.append(case.rec)
         for model, (enc, items) in towers.items():
             rec = {"kind": "tower", "encoder": model, "shapes": _shape_label(items), "instructions": None,
