@@ -10,8 +10,12 @@ proves the side imports its own ``vlmpath`` and has what the worker needs; if no
 side is *not measured* with that reason, never a crash.
 
 ``records`` are what ``vlmpath instructions --out FILE`` writes (one JSON:
-case, params, instructions, commit); ``run_results`` turns a side into compare ``Metric``
-rows (unit ``instructions``: deterministic, judged by its band; ``thresholds.yaml``).
+case, benchmark, params, instructions, commit; ``profile``: the kept callgrind dump's name);
+``run_results`` turns a side into compare ``Metric`` rows (unit ``instructions``:
+deterministic, judged by its band; ``thresholds.yaml``). Mode ``routine`` (the default)
+gives ``EmbedRoutine.track_routine_instructions(pipeline, preset)`` rows (the tower
+replayed) and ``VisionTower.track_instructions(encoder, shapes)`` rows; mode ``full``
+gives ``EmbedRoutine.track_instructions`` rows (the tower counted inside the pass).
 """
 
 from __future__ import annotations

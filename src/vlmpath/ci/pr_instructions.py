@@ -7,8 +7,10 @@ out again, counts both at once (one callgrind process each), writes the raw reco
 (``bench_embed.EmbedRoutine.track_instructions``, unit ``instructions``, the PR's machine)
 that the flow merges with the side's asv results before comparing, so they reach the
 comment, the summary and the exit code like every other gate. ``vlmpath ci merge`` reads
-the same file back from each artifact (``load_artifact``). Instruction counts are a CPU
-gate: on a GPU backend the option is refused (GPU runners keep time).
+the same file back from each artifact (``load_artifact``). Both sides' profiles are kept in
+``OUT/ir-profiles``; ``what_grew`` explains each count that grew (``compare.ir_grew``) in
+``comment.md`` and ``OUT/ir-grew.json``, which ``ci merge`` adds to the posted comment.
+Instruction counts are a CPU gate: on a GPU backend the option is refused (GPU runners keep time).
 """
 
 from __future__ import annotations
