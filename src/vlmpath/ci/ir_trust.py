@@ -47,7 +47,8 @@ def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], th
         proc = callgrind.start([sys.executable, "-m", "vlmpath.ci.ir_trust", str(Path(tmp) / "spec.json")],
                                Path(tmp), dict(os.environ, OMP_NUM_THREADS=str(threads)), instrument=False)
         try:
-            return callgrind.finish(proc, Path(tmp), Path(spec["out"]), timeout=1800 + 60 * rounds)
+            # A tower count is ~250M instructions: minutes each on a loaded box (6 rounds took 40 min).
+            return callgrind.finish(proc, Path(tmp), Path(spec["out"]), timeout=3600 + 600 * rounds)
         except VlmpathError as exc:
             out = Path(spec["out"])
             if not out.is_file():
