@@ -67,10 +67,17 @@ def test_unknown_unit_is_lower_is_better_and_marked():
     assert _verdict(_m(2.0, "widgets"), _m(1.0, "widgets")).verdict is Verdict.IMPROVEMENT
 
 
-def test_gpu_band_is_tighter_than_cpu_band():
-    b, h = _m(100.0, "tok/s"), _m(85.0, "tok/s")  # -15%
-    assert _verdict(b, h, "gpu").verdict is Verdict.REGRESSION
-    assert _verdict(b, h, "cpu").verdict is Verdict.UNCHANGED
+def test_each_backend_is_judged_by_its_own_band():
+    # GPU 10%; CPU 10% since its PR job judges timings on pairs (paired drift 0.93-1.07x).
+    b = _m(100.0, "tok/s")
+    for kind in ("gpu", "cpu"):
+        assert _verdict(b, _m(85.0, "tok/s"), kind).verdict is Verdict.REGRESSION  # -15%
+        assert _verdict(b, _m(95.0, "tok/s"), kind).verdict is Verdict.UNCHANGED  # -5%
+    from dataclasses import replace
+
+    wide = replace(CFG, cpu_factor=0.20)
+    assert _verdict(b, _m(85.0, "tok/s"), "cpu", wide).verdict is Verdict.UNCHANGED  # the kind picks the band
+    assert _verdict(b, _m(85.0, "tok/s"), "gpu", wide).verdict is Verdict.REGRESSION
 
 
 def test_zero_base_does_not_crash():
@@ -100,7 +107,10 @@ def test_a_a_runs_with_noise_give_no_regression(n_samples, machine, cv):
         h = _timing(_noisy(rng, 0.020, n_samples, cv), machine)
         c = _verdict(b, h, kind)
         assert c.method == ("mann-whitney" if n_samples >= 7 else "threshold")
-        verdicts.append(c.verdict)
+        verdicts.append(c.verdict if not c.indicative else Verdict.UNCHANGED)
+        # Fewer samples than the test needs: the band alone speaks, indicatively (never fails
+        # CI by itself); a 10% CPU band can flag 6% noise on 3 samples, so that must not gate.
+        assert c.indicative == (n_samples < 7)
     assert verdicts.count(Verdict.UNCHANGED) == 50
 
 
@@ -285,10 +295,12 @@ def test_no_cross_vendor_rows_with_one_vendor():
 
 
 def test_packaged_defaults_document_the_noise_band():
-    assert (CFG.gpu_factor, CFG.cpu_factor, CFG.min_samples) == (0.10, 0.20, 7)
+    assert (CFG.gpu_factor, CFG.cpu_factor, CFG.min_samples) == (0.10, 0.10, 7)
     assert CFG.unit_rule("tok/s").direction == "higher" and CFG.unit_rule("syncs").exact
     assert CFG.factor_for("bench_hash.Hash.peakmem_receive", "bytes", "gpu") == 0.05
-    assert CFG.factor_for("bench_hash.Hash.time_receive", "seconds", "cpu") == 0.20
+    assert CFG.factor_for("bench_hash.Hash.time_receive", "seconds", "cpu") == 0.10
+    assert CFG.factor_for("bench_embed.EmbedRoutine.track_routine_instructions", "instructions", "cpu") == 0.01
+    assert CFG.factor_for("bench_embed.VisionTower.track_instructions", "instructions", "cpu") == 0.02
 
 
 def test_user_config_overrides_and_its_rules_come_first(tmp_path):

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_ir_grew import dump
 from test_ci_flow import MACHINE, FakeSuite, commit_value, repo, run  # noqa: F401 (repo: a fixture)
 
 from vlmpath.selfcheck import callgrind
@@ -167,7 +168,14 @@ class FakeCounter:
         out = []
         for s in sides:
             n = int((s.src / "vlmpath" / "ir.txt").read_text())
-            out.append({**side({"video": n}, s.label, commit=s.commit), "commit": s.commit})
+            res = {**side({"video": n}, s.label, commit=s.commit), "commit": s.commit}
+            if kw.get("profiles") is not None:  # as the worker keeps them: a dump and the call counts
+                d = kw["profiles"] / s.label
+                d.mkdir(parents=True, exist_ok=True)
+                (d / "default.video.callgrind").write_text(dump(n - 300_000_000, 100, 300_000_000 - 105))
+                (d / "default.video.calls.json").write_text(json.dumps({"python": {}, "aten": {"aten::sort": n // 10**7}}))
+                res["records"][0]["profile"] = "default.video.callgrind"
+            out.append(res)
         return out
 
 
@@ -187,12 +195,15 @@ def test_the_pr_flow_gates_on_counts_and_the_merge_keeps_them(monkeypatch, repo,
     assert r"**1 regression on cpu\-test**: EmbedRoutine\.instructions default video instructions +5.0%" in (
         (out / "comment.md").read_text())
     assert json.loads((out / "run.json").read_text())["instructions"] is True
+    grew_text = (out / "comment.md").read_text()
+    assert "What grew" in grew_text and "`at::native::copy_`" in grew_text and "`aten::sort` | 40 | 42 | +2" in grew_text
     saved = ir_cases.load_sides((out / pr_instructions.OUT_FILE).read_text(), "out")
     assert [s["records"][0]["commit"] for s in saved] == [base, head]
     (tmp_path / "artifacts").mkdir()
     out.rename(tmp_path / "artifacts" / "bench-cpu")
     merged = ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged", head_sha=head)
     assert [c.benchmark for c in merged.report.regressions] == [ir_cases.BENCH]
+    assert "`at::native::copy_`" in (tmp_path / "merged" / "comment.md").read_text()  # the posted comment names it
     (tmp_path / "artifacts" / "bench-cpu" / pr_instructions.OUT_FILE).write_text("{ not json")
     with pytest.raises(VlmpathError, match="instructions.json: not JSON"):
         ci_merge.merge_artifacts(tmp_path / "artifacts", tmp_path / "merged2", head_sha=head)
@@ -228,7 +239,9 @@ def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_c
             for s, e in started] == [("video", 1, str(tmp_path / "b"), "1", "0"), ("video", 1, str(tmp_path / "h"), "1", "0")]
 
 
-def test_the_cpu_pr_job_counts_the_cases_a_repository_variable_names_with_valgrind_installed():
+def test_the_cpu_pr_job_counts_every_case_and_pairs_its_timings_by_default():
+    import subprocess
+
     import yaml
 
     root = Path(__file__).resolve().parents[1]
@@ -238,6 +251,22 @@ def test_the_cpu_pr_job_counts_the_cases_a_repository_variable_names_with_valgri
     install = next(i for i, r in enumerate(runs) if "apt-get install -y -qq valgrind" in r)
     bench = next(i for i, r in enumerate(runs) if "ci/pr-bench.sh" in r)
     assert install < bench and steps[install]["timeout-minutes"] <= 5
-    assert steps[install]["if"] == "env.CPU_INSTRUCTIONS_REGEX != ''"
-    assert job["env"]["CPU_INSTRUCTIONS_REGEX"] == "${{ vars.CPU_INSTRUCTIONS_REGEX || '' }}"
-    assert '${CPU_INSTRUCTIONS_REGEX:+--instructions --instructions-bench "$CPU_INSTRUCTIONS_REGEX"}' in runs[bench]
+    assert steps[install]["if"] == "env.CPU_INSTRUCTIONS != 'off'"
+    assert job["env"]["CPU_INSTRUCTIONS"] == "${{ vars.CPU_INSTRUCTIONS || 'on' }}"
+    assert job["env"]["CPU_INTERLEAVE"] == "${{ vars.CPU_INTERLEAVE || '6' }}"
+    # The step's own shell, with pr-bench.sh echoing its arguments: what the defaults pass.
+    script = runs[bench].replace("source .venv/bin/activate", ":").replace("ci/pr-bench.sh", "printf '%s\\n'")
+
+    def argv(**env) -> list[str]:
+        base = {"PATH": "/usr/bin:/bin", "BASE_SHA": "b", "HEAD_SHA": "h", "CPU_BENCH_REGEX": "bench_embed",
+                "CPU_INSTRUCTIONS_REGEX": "", "CPU_INSTRUCTIONS": "on", "CPU_INTERLEAVE": "6"}
+        r = subprocess.run(["bash", "-e", "-c", script], env={**base, **env}, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.split("\n")
+
+    default = argv()
+    assert default[default.index("--interleave") + 1] == "6" and "--quick" in default
+    assert "--instructions" in default and "--instructions-bench" not in default
+    narrowed = argv(CPU_INSTRUCTIONS_REGEX="'default', 'video'", CPU_INTERLEAVE="0", CPU_INSTRUCTIONS="on")
+    assert "--interleave" not in narrowed and narrowed[narrowed.index("--instructions-bench") + 1] == "'default', 'video'"
+    assert "--instructions" not in argv(CPU_INSTRUCTIONS="off")

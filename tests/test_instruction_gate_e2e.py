@@ -1,13 +1,15 @@
-"""Does the real counter, under callgrind, turn a planted 5% red?
+"""Does the real counter, under callgrind, turn a change of the routine's own code red and name it?
 
-Two checkouts of this source tree counted at once (one callgrind process each, as the PR job
-counts base and head): the tree itself (base) and a copy whose ``EmbedRoutine.run_step``
-does extra work after every step (``selfcheck.plant.Plant``: fixed 96x96 matrix products,
-``PLANT_MM`` of them, about 5% of the ``video`` case's pass). One small case only
-(``EmbedRoutine('default', 'video')``, one counted pass): valgrind's start-up with torch is
-the cost (minutes), so this is ``e2e``. The unchanged pair is judged green on synthetic
-counts in ``test_instruction_gate.py``; real counts of unchanged code differed by at most
-0.03% (the A/A figures in the issue-12 irpr note), far inside the 2% band.
+Three checkouts of this source tree counted at once (one callgrind process each, as the PR
+job counts base and head; mode ``routine``: the vision tower replayed from an uncounted
+recording pass, and counted on its own per shape set): the tree itself (base), a copy whose
+default injector (``masked_scatter``) also sorts the rows it injects (a planted
+``torch.sort``), and a copy whose injector calls an extra Python helper once per row. One
+small case (``EmbedRoutine('default', 'video')``): valgrind's start-up with torch is the cost
+(minutes), so this is ``e2e``. Each plant must be a regression of the routine count, the
+tower count must not move (the plants are outside the tower), and the comment's "what
+grew" must name ``aten::sort`` and the helper. The unchanged pair is judged green on
+synthetic counts in ``test_instruction_gate.py``; A/A figures come from ``vlmpath trust``.
 """
 
 from __future__ import annotations
@@ -18,58 +20,57 @@ from pathlib import Path
 import pytest
 
 from vlmpath.selfcheck import ir_cases
+from vlmpath.compare.ir_grew import grew
 from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.thresholds import Thresholds
 from vlmpath.compare.verdict import compare
+from vlmpath.render.ir_grew import render_grew
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = r"\('default', 'video'\)"
-#: Extra 96x96 products after the step: ~5% of the video pass (measured under callgrind: one
-#: product 239k instructions, the pass 481M; the assertion below says where it landed).
-PLANT_MM = 100
-PLANT = f"""
-
-# --- planted by tests/test_instruction_gate_e2e.py: extra work after every step ---------
-def _planted(run_step):
-    import torch
-
-    from vlmpath.selfcheck.plant import UNIT_N, Plant
-
-    a = torch.ones(UNIT_N, UNIT_N)
-
-    def run(self, step):
-        out = run_step(self, step)
-        Plant(0.05, {PLANT_MM}).work(a)
-        return out
-    return run
-
-
-EmbedRoutine.run_step = _planted(EmbedRoutine.run_step)
-"""
+INJECT = "    dest.masked_scatter_(mask.expand_as(dest), rows.to(dest.dtype))\n"
+PLANTS = {
+    "sort": "    torch.sort(rows, dim=0)  # planted by tests/test_instruction_gate_e2e.py\n" + INJECT,
+    "helper": "    for i in range(rows.shape[0]):  # planted by tests/test_instruction_gate_e2e.py\n"
+              "        _planted_helper(rows, i)\n" + INJECT,
+}
+HELPER = "\n\ndef _planted_helper(rows, i):\n    return rows.shape[1] * i + 1\n"
 
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (ci/setup.sh installs it)")
 
 
-def _copy(tmp: Path, name: str, plant: bool) -> Path:
+def _copy(tmp: Path, name: str) -> Path:
     src = tmp / name / "src"
     shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    if plant:
-        with (src / "vlmpath" / "engines" / "reference.py").open("a", encoding="utf-8") as fh:
-            fh.write(PLANT)
+    inject = src / "vlmpath" / "paths" / "inject.py"
+    text = inject.read_text(encoding="utf-8")
+    assert text.count(INJECT) == 1, "masked_scatter changed: update the plant"
+    inject.write_text(text.replace(INJECT, PLANTS[name]) + (HELPER if name == "helper" else ""), encoding="utf-8")
     return src
 
 
 @pytest.mark.e2e
-@pytest.mark.timeout(1800)  # valgrind's start-up with torch: minutes per process, more on a loaded box
-def test_a_planted_five_percent_turns_the_instruction_gate_red_under_callgrind(tmp_path):
-    sides = [ir_cases.Side("base", ROOT / "src", "a" * 40), ir_cases.Side("head", _copy(tmp_path, "planted", True), "c" * 40)]
-    base, planted = ir_cases.count_sides(sides, bench=CASE, threads=1, log=lambda m: None)
-    assert all(s["not_measured"] is None and len(s["records"]) == 1 for s in (base, planted)), (base, planted)
-    counts = [s["records"][0]["instructions"] for s in (base, planted)]
-    assert all(isinstance(n, int) and n > 1_000_000 for n in counts), counts
-    report = compare(ir_cases.run_results(base, "cpu-e2e", "a" * 40), ir_cases.run_results(planted, "cpu-e2e", "c" * 40),
-                     Thresholds.default())
-    planted_size = counts[1] / counts[0] - 1
-    assert 0.02 < planted_size < 0.25, f"the plant landed at {planted_size:+.1%}, not ~5%: recalibrate PLANT_MM"
-    assert [c.verdict for c in report.all()] == [Verdict.REGRESSION], counts
-    print(f"instructions: base {counts[0]}, planted {counts[1]} ({planted_size:+.2%})")
+@pytest.mark.timeout(2400)  # valgrind's start-up with torch: minutes per process, more on a loaded box
+def test_planted_changes_of_the_routine_turn_its_count_red_and_are_named(tmp_path):
+    names = ("base", "sort", "helper")
+    sides = [ir_cases.Side("base", ROOT / "src", "a" * 40),
+             *(ir_cases.Side(n, _copy(tmp_path, n), c * 40) for n, c in (("sort", "b"), ("helper", "c")))]
+    got = ir_cases.count_sides(sides, bench=CASE, threads=1, log=lambda m: None, profiles=tmp_path / "prof")
+    assert all(s["not_measured"] is None for s in got), got
+    by = {n: {r["benchmark"]: r for r in s["records"]} for n, s in zip(names, got)}
+    routine, tower = ir_cases.ROUTINE_BENCH, ir_cases.TOWER_BENCH
+    assert all(set(b) == {routine, tower} for b in by.values()), by
+    assert all(r["error"] is None and r["instructions"] > 100_000 for b in by.values() for r in b.values()), by
+    runs = {n: ir_cases.run_results(s, "cpu-e2e", c * 40) for n, s, c in zip(names, got, "abc")}
+    for plant in ("sort", "helper"):
+        verdicts = {c.benchmark: c.verdict for c in compare(runs["base"], runs[plant], Thresholds.default()).all()}
+        assert verdicts == {routine: Verdict.REGRESSION, tower: Verdict.UNCHANGED}, (plant, by)
+    g_sort, g_help = (grew(f"video ({p})", tmp_path / "prof" / "base", tmp_path / "prof" / p,
+                           by["base"][routine]["profile"], by[p][routine]["profile"]) for p in ("sort", "helper"))
+    assert "aten::sort" in [r.name for r in g_sort.aten], g_sort
+    assert "vlmpath/paths/inject.py:_planted_helper" in [r.name for r in g_help.python], g_help
+    text = render_grew([g_sort, g_help])
+    assert "`aten::sort`" in text and "inject.py:_planted_helper" in text
+    sizes = {p: by[p][routine]["instructions"] / by["base"][routine]["instructions"] - 1 for p in ("sort", "helper")}
+    print(f"routine-only counts: base {by['base'][routine]['instructions']}, plants {sizes}; "
+          f"tower {by['base'][tower]['instructions']}; what grew:\n{text}")

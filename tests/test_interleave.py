@@ -86,3 +86,16 @@ def test_too_few_rounds_are_indicative():
     rep = _paired(0.8, MIN_ROUNDS - 1, seed=1)
     (c,) = rep.all()
     assert c.indicative and rep.exit_code() == 0
+
+
+def test_quick_rounds_are_judged_on_pairs_once_there_are_enough_of_them():
+    """The CPU PR job runs its rounds quick (one pass each): each round is one sample of the
+    paired test, so six rounds give a full verdict, not an indicative one."""
+    rng = random.Random(3)
+    loads = [rng.choice([1.0, 2.5, 1.6]) for _ in range(MIN_ROUNDS)]
+    base = [_rr("a" * 40, load) for load in loads]
+    head = [_rr("b" * 40, load * 1.3) for load in loads]
+    quick_last = compare(base[-1], head[-1], CFG, quick=True)
+    assert quick_last.all()[0].indicative  # one quick round alone never gates
+    (c,) = paired_report(base, head, quick_last, CFG).all()
+    assert c.verdict is Verdict.REGRESSION and not c.indicative

@@ -14,6 +14,7 @@ from pathlib import Path
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES
+from vlmpath.selfcheck.ir_cases import MODES
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +29,10 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES),
                    help="workload scale (a CPU scale: callgrind runs on the CPU)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: vlmpath run's rule, 1)")
+    p.add_argument("--mode", default="routine", choices=MODES,
+                   help="routine: the tower replayed, and counted on its own (default); full: the pass with its tower")
+    p.add_argument("--profiles", default=None, metavar="DIR",
+                   help="keep each counted pass's callgrind profile and call counts in DIR/this")
     p.set_defaults(func=_command)
 
 
@@ -60,7 +65,8 @@ def _command(a: argparse.Namespace) -> int:
                            f"use --scale {DEFAULT_SCALE}")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     side = count_sides([Side("this", src, a.commit or _commit_of(src))], bench=a.bench, scale=a.scale,
-                       threads=_threads(a.threads), log=log)[0]
+                       threads=_threads(a.threads), log=log, mode=a.mode,
+                       profiles=Path(a.profiles).resolve() if a.profiles else None)[0]
     atomic.write_text(a.out, to_json([side]))
     if side["not_measured"]:
         print(f"not measured: {side['not_measured']}")

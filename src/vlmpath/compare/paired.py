@@ -58,7 +58,9 @@ def paired_report(base_rounds: Sequence[RunResults], head_rounds: Sequence[RunRe
             worse = r.median_ratio < 1 if c.direction == "higher" else r.median_ratio > 1
             verdict = (Verdict.REGRESSION if worse else Verdict.IMPROVEMENT) if r.significant else Verdict.UNCHANGED
             rows.append(replace(c, verdict=verdict, method="paired", significant=r.p_value < P_THRESHOLD,
-                                indicative=c.indicative or n < MIN_ROUNDS,
+                                # The rounds are the samples: a quick round (one pass) is one
+                                # sample, so MIN_ROUNDS of them are a full verdict (the CPU PR job).
+                                indicative=n < MIN_ROUNDS,
                                 reason=f"{n} interleaved rounds: median head/base {r.median_ratio:.3f}, "
                                        f"signed-rank p={r.p_value:.3g}"))
         machines.append(replace(mc, comparisons=tuple(rows)))

@@ -220,6 +220,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
               f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
               *(f"note: {n}" for n in notes)]
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
+    if instructions:  # each count that grew, explained by function (pr.instructions.what_grew)
+        notes.extend(pr_instructions.what_grew(out, report))
     if profile if profile is not None else (run_suite is None or profiler is not None):
         notes.extend(_profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler))
     chart_notes = draw_charts(out, report, cfg, head_run) if charts else []

@@ -7,8 +7,10 @@ out again, counts both at once (one callgrind process each), writes the raw reco
 (``bench_embed.EmbedRoutine.track_instructions``, unit ``instructions``, the PR's machine)
 that the flow merges with the side's asv results before comparing, so they reach the
 comment, the summary and the exit code like every other gate. ``vlmpath ci merge`` reads
-the same file back from each artifact (``load_artifact``). Instruction counts are a CPU
-gate: on a GPU backend the option is refused (GPU runners keep time).
+the same file back from each artifact (``load_artifact``). Both sides' profiles are kept in
+``OUT/ir-profiles``; ``what_grew`` explains each count that grew (``compare.ir_grew``) in
+``comment.md`` and ``OUT/ir-grew.json``, which ``ci merge`` adds to the posted comment.
+Instruction counts are a CPU gate: on a GPU backend the option is refused (GPU runners keep time).
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ from vlmpath.core.scales import DEFAULT_SCALE
 
 OUT_FILE = "instructions.json"
 MAX_FILE_BYTES = 4 << 20
+#: Both sides' callgrind profiles and call counts, per case (``OUT/ir-profiles/{base,head}``).
+PROFILES_SUBDIR = "ir-profiles"
+#: What grew in each moved case (``compare.ir_grew``), as the comment shows it.
+GREW_FILE = "ir-grew.json"
+#: A count that grew by this much is explained in the comment, gated or not (A/A moves 0.01%).
+MOVED = 0.005
+MAX_CASES = 6
 
 
 def refuse_gpu(what: str = "--instructions") -> None:
@@ -42,22 +51,61 @@ def _threads(threads: int | None) -> int:
 
 
 def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: str, bench: str | None = None,
-             scale: str | None = None, log: Callable[[str], None] = print):
-    """(base, head) ``RunResults`` of instruction counts, each side counted from its own checkout."""
+             scale: str | None = None, log: Callable[[str], None] = print, mode: str = "routine"):
+    """(base, head) ``RunResults`` of instruction counts, each side counted from its own checkout;
+    both sides' profiles kept in ``out/ir-profiles`` (``what_grew`` reads them)."""
+    import shutil
+
     from vlmpath.core.git import worktree
+
+    profiles = out / PROFILES_SUBDIR
+    shutil.rmtree(profiles, ignore_errors=True)  # a stale profile would explain the wrong run
+    kw = {"bench": bench, "scale": scale or DEFAULT_SCALE, "threads": _threads(None), "log": log, "mode": mode,
+          "profiles": profiles}
 
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-wt-") as tmp:
         with worktree(root, head_sha, Path(tmp) / "head") as head_wt:
             if base_sha == head_sha:
-                sides = count_sides([Side("head", head_wt / "src", head_sha)], bench=bench, scale=scale or DEFAULT_SCALE,
-                                    threads=_threads(None), log=log)
+                sides = count_sides([Side("head", head_wt / "src", head_sha)], **kw)
+                shutil.copytree(profiles / "head", profiles / "base", dirs_exist_ok=True)
                 sides = [{**sides[0], "side": "base"}, sides[0]]
             else:
                 with worktree(root, base_sha, Path(tmp) / "base") as base_wt:
                     sides = count_sides([Side("base", base_wt / "src", base_sha), Side("head", head_wt / "src", head_sha)],
-                                        bench=bench, scale=scale or DEFAULT_SCALE, threads=_threads(None), log=log)
+                                        **kw)
     atomic.write_text(out / OUT_FILE, to_json(sides))
     return tuple(run_results(s, machine, sha) for s, sha in zip(sides, (base_sha, head_sha)))
+
+
+def what_grew(out: Path, report) -> list[str]:
+    """Explain every instruction count that grew by ``MOVED`` or more (regressions first):
+    ``OUT/ir-grew.json`` and a section of ``comment.md``; returns notes."""
+    import json
+
+    from vlmpath.compare.ir_grew import grew
+    from vlmpath.core.atomic import write_text as write_text_atomic
+    from vlmpath.render.ir_grew import append_to_comment
+
+    path = out / OUT_FILE
+    if not path.is_file():
+        return []
+    sides = {s.get("side"): s for s in load_sides(path.read_text(encoding="utf-8"), str(path))}
+    files = {side: {(r.get("benchmark"), tuple(sorted(r["params"].items()))): r.get("profile")
+                    for r in s.get("records", ())} for side, s in sides.items()}
+    moved = sorted((c for c in report.all() if c.unit == "instructions" and c.ratio and c.ratio - 1 >= MOVED),
+                   key=lambda c: -c.ratio)[:MAX_CASES]
+    growths = []
+    for c in moved:
+        key = (c.benchmark, tuple(sorted(c.params)))
+        b, h = files.get("base", {}).get(key), files.get("head", {}).get(key)
+        if b and h:
+            label = c.benchmark.split(".")[-2] + "(" + ", ".join(v for _, v in c.params) + ")"
+            growths.append(grew(label, out / PROFILES_SUBDIR / "base", out / PROFILES_SUBDIR / "head", b, h))
+    if not growths:
+        return []
+    write_text_atomic(out / GREW_FILE, json.dumps([g.to_dict() for g in growths], indent=1) + "\n")
+    append_to_comment(out / "comment.md", growths)
+    return [f"what grew in {len(growths)} moved instruction count(s): comment section, {GREW_FILE}"]
 
 
 def load_artifact(art: Path, machine: str, base_sha: str, head_sha: str):

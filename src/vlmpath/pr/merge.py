@@ -152,6 +152,24 @@ def _read_profiles(root: Path, names: Sequence[str]) -> list:
     return profiles
 
 
+def _append_ir_grew(root: Path, out: Path, names: Sequence[str]) -> None:
+    """Each artifact's "what grew" in its moved instruction counts (``pr.instructions``),
+    added to the merged comment within GitHub's size limit (``render.ir_grew``)."""
+    from vlmpath.pr.instructions import GREW_FILE
+    from vlmpath.compare.ir_grew import CaseGrowth, growths_from_json
+    from vlmpath.render.ir_grew import append_to_comment
+
+    growths: list[CaseGrowth] = []
+    for name in names:
+        path = root / name / GREW_FILE
+        if path.is_file() and not path.is_symlink():
+            try:
+                growths.extend(growths_from_json(_read_small(path)))
+            except (VlmpathError, ValueError) as exc:
+                growths.append(CaseGrowth(f"{name} (what grew)", None, None, notes=(str(exc),)))
+    append_to_comment(out / COMMENT_FILE, growths)
+
+
 def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                     head_sha: str | None = None, fail_on_regression: bool = False,
                     thresholds: str | os.PathLike[str] | None = None,
@@ -264,5 +282,6 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
         write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
     profiles = _read_profiles(root, [name for name, _ in runs])  # inside the comment's size fit
     code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles)
+    _append_ir_grew(root, out, [name for name, _ in runs])
     machines = tuple(d["machine"] for _, d in runs)
     return FlowResult(base_sha, head, machines, out, report, code, notes=tuple(notes))

@@ -97,6 +97,7 @@ class Counter:
     def __init__(self, dumps: str | Path):
         self.prefix = Path(dumps)
         self.seen = set(self._dumps())
+        self.last: Path | None = None  # the last count's dump (its per-function costs: ``compare.ir_grew``)
 
     def _dumps(self) -> list[Path]:
         return list(self.prefix.parent.glob(self.prefix.name + ".*"))
@@ -128,4 +129,5 @@ class Counter:
         torch._C._valgrind_toggle()
         fn()
         torch._C._valgrind_toggle_and_dump_stats()
-        return parse_totals(self._newest().read_text())
+        self.last = self._newest()
+        return parse_totals(self.last.read_text())

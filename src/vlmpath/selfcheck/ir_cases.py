@@ -10,8 +10,12 @@ proves the side imports its own ``vlmpath`` and has what the worker needs; if no
 side is *not measured* with that reason, never a crash.
 
 ``records`` are what ``vlmpath instructions --out FILE`` writes (one JSON:
-case, params, instructions, commit); ``run_results`` turns a side into compare ``Metric``
-rows (unit ``instructions``: deterministic, judged by its band; ``thresholds.yaml``).
+case, benchmark, params, instructions, commit; ``profile``: the kept callgrind dump's name);
+``run_results`` turns a side into compare ``Metric`` rows (unit ``instructions``:
+deterministic, judged by its band; ``thresholds.yaml``). Mode ``routine`` (the default)
+gives ``EmbedRoutine.track_routine_instructions(pipeline, preset)`` rows (the tower
+replayed) and ``VisionTower.track_instructions(encoder, shapes)`` rows; mode ``full``
+gives ``EmbedRoutine.track_instructions`` rows (the tower counted inside the pass).
 """
 
 from __future__ import annotations
@@ -31,7 +35,11 @@ import vlmpath
 from vlmpath.selfcheck import callgrind
 from vlmpath.core.errors import VlmpathError
 
-BENCH = "bench_embed.EmbedRoutine.track_instructions"
+BENCH = "bench_embed.EmbedRoutine.track_instructions"  # mode "full": the pass with its tower
+#: Mode "routine" (the default): the pass with the tower replayed, and the tower on its own.
+ROUTINE_BENCH = "bench_embed.EmbedRoutine.track_routine_instructions"
+TOWER_BENCH = "bench_embed.VisionTower.track_instructions"
+MODES = ("routine", "full")
 UNIT = "instructions"
 SCHEMA_VERSION = 1
 SOURCE = "callgrind"
@@ -94,8 +102,11 @@ def _probe(src: Path, env: Mapping[str, str]) -> str | None:
 
 def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str = "tiny", threads: int = 1,
                 env: Mapping[str, str] | None = None, timeout: float = callgrind.TIMEOUT_S,
-                log: Callable[[str], None] = print) -> list[dict]:
-    """Per side: ``{"side", "commit", "not_measured", "records", "seconds", ...}``; see module doc."""
+                log: Callable[[str], None] = print, mode: str = "routine",
+                profiles: Path | None = None) -> list[dict]:
+    """Per side: ``{"side", "commit", "not_measured", "records", "seconds", ...}``; see module doc.
+    ``mode``: "routine" (tower replayed, plus tower records) or "full" (``selfcheck/ir_worker.py``);
+    ``profiles``: keep each counted pass's callgrind dump and call counts in ``profiles/<side>``."""
     callgrind.valgrind("or leave out --instructions")  # one clear error before any work
     results: list[dict] = []
     running = []
@@ -104,14 +115,15 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
             src = (side.src or _own_src()).resolve()
             side_env = _env(src, threads, env)
             res = {"side": side.label, "commit": side.commit, "source": str(src), "scale": scale,
-                   "threads": threads, "bench": bench, "not_measured": _probe(src, side_env), "records": []}
+                   "threads": threads, "bench": bench, "mode": mode, "not_measured": _probe(src, side_env), "records": []}
             results.append(res)
             if res["not_measured"]:
                 log(f"instructions: {side.label} not measured: {res['not_measured']}")
                 continue
             tmp = Path(root) / f"side{i}"
             tmp.mkdir()
-            spec = _spec(tmp, bench=bench, scale=scale, threads=threads)
+            spec = _spec(tmp, bench=bench, scale=scale, threads=threads, mode=mode,
+                         profiles=str(profiles / side.label) if profiles is not None else None)
             log(f"instructions: counting {side.label} ({src}) under callgrind, one process (minutes)")
             running.append((res, tmp, time.monotonic(), callgrind.start(_argv(spec), tmp, side_env, instrument=False)))
         try:
@@ -121,8 +133,9 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
                 except VlmpathError as exc:  # this side's run broke: said, and the other sides still count
                     out = {"not_measured": str(exc)}
                 res["not_measured"] = out.get("not_measured")
-                res["records"] = [_record(r, res["commit"]) for r in out.get("records", ())]
+                res["records"] = [_record(r, res["commit"], mode) for r in out.get("records", ())]
                 res["seconds"] = round(time.monotonic() - t0, 1)
+                res["phases"] = out.get("phases")  # CPU seconds: start-up, uncounted, counted
         finally:
             for *_, proc in running:  # never leave a valgrind behind (an interrupt, a timeout)
                 if proc.poll() is None:
@@ -131,10 +144,16 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
     return results
 
 
-def _record(raw: Mapping[str, Any], commit: str | None) -> dict:
+def _record(raw: Mapping[str, Any], commit: str | None, mode: str = "full") -> dict:
+    extra = {k: raw[k] for k in ("profile", "calls_counted") if k in raw}
+    if raw.get("kind") == "tower":
+        params = {"encoder": str(raw["encoder"]), "shapes": str(raw["shapes"])}
+        return {"case": f"tower:{params['encoder']}", "benchmark": TOWER_BENCH, "params": params,
+                "instructions": raw.get("instructions"), "error": raw.get("error"), "commit": commit, **extra}
     params = {"pipeline": str(raw["pipeline"]), "preset": str(raw["preset"])}
-    return {"case": f"embed:{params['pipeline']}/{params['preset']}", "params": params,
-            "instructions": raw.get("instructions"), "error": raw.get("error"), "commit": commit}
+    return {"case": f"embed:{params['pipeline']}/{params['preset']}",
+            "benchmark": ROUTINE_BENCH if mode == "routine" else BENCH, "params": params,
+            "instructions": raw.get("instructions"), "error": raw.get("error"), "commit": commit, **extra}
 
 
 def to_json(sides: Sequence[Mapping[str, Any]]) -> str:
@@ -162,7 +181,13 @@ def _valid(r: Any) -> bool:
         return False
     n = r.get("instructions")
     ok_n = n is None or (isinstance(n, int) and not isinstance(n, bool) and n >= 0)
-    return ok_n and all(isinstance(r["params"].get(k), str) for k in ("pipeline", "preset"))
+    bench, keys = r.get("benchmark", BENCH), _keys(r)
+    return (ok_n and bench in (BENCH, ROUTINE_BENCH, TOWER_BENCH) and set(r["params"]) == set(keys)
+            and all(isinstance(r["params"][k], str) and len(r["params"][k]) <= 300 for k in keys))
+
+
+def _keys(r: Mapping[str, Any]) -> tuple[str, ...]:
+    return ("encoder", "shapes") if r.get("benchmark") == TOWER_BENCH else ("pipeline", "preset")
 
 
 def metrics(side: Mapping[str, Any], machine: str, commit: str) -> list:
@@ -173,8 +198,8 @@ def metrics(side: Mapping[str, Any], machine: str, commit: str) -> list:
     for r in side.get("records", ()):
         n = r.get("instructions")
         error = str(r["error"])[:500] if r.get("error") else (None if n is not None else "no instruction count")
-        out.append(Metric(machine=machine, benchmark=BENCH, unit=UNIT, commit=commit, source=SOURCE,
-                          params=(("pipeline", r["params"]["pipeline"]), ("preset", r["params"]["preset"])),
+        out.append(Metric(machine=machine, benchmark=r.get("benchmark", BENCH), unit=UNIT, commit=commit,
+                          source=SOURCE, params=tuple((k, r["params"][k]) for k in _keys(r)),
                           value=None if error else float(n), samples=() if error else (float(n),), error=error))
     return out
 

@@ -13,8 +13,10 @@
 - each side pair is judged exactly as the PR comparison judges it
   (``vlmpath.compare.verdict.judge``: Mann-Whitney on the samples AND beyond the band), per
   gate: ``time`` (seconds per pass), ``tok/s`` (tokens / seconds per pass), and, when
-  ``--instructions`` is given and Valgrind is installed, ``instructions`` (one callgrind
-  process counts every side; deterministic, so one count per side).
+  ``--instructions`` is given and Valgrind is installed, the PR job's count gates
+  (``selfcheck.ir_trust``: the routine with its tower replayed, and the tower on its own; one
+  callgrind process counts every side; deterministic, so one count per side, judged at
+  their bands in ``thresholds.yaml``).
 
 The timing gates are judged twice: unpaired (``time``, ``tok/s``: the samples of each side
 as one pool, as a plain ``vlmpath ci pr`` judges asv's samples) and paired
@@ -100,7 +102,8 @@ class GateTally:
         }
 
 
-GATE_UNITS = {"time": "seconds", "tok/s": "tok/s", "instructions": "instructions"}
+GATE_UNITS = {"time": "seconds", "tok/s": "tok/s", "instructions": "instructions",
+              "routine instructions": "instructions", "tower instructions": "instructions"}
 
 
 def metric(gate: str, values: Sequence[float]) -> Metric:
@@ -219,15 +222,11 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, siz
                 + ", ".join(f"{s:.0%} {statistics.median(sides[f'{s}']) / statistics.median(sides['base']):.3f}x"
                             for s in sizes))
         ir = None
-        if instructions:
-            from vlmpath.selfcheck.instructions import count_trust
+        if instructions:  # the PR job's count gates: the routine (tower replayed) and the tower
+            from vlmpath.selfcheck import ir_trust
 
-            ir = count_trust(preset, scale, instructions, sizes, in_effect, log=log)
-            for band in bands:
-                cfg = thresholds_with_band(base_cfg, band, "instructions")
-                for row in ir["rounds"]:  # a partial count holds fewer (``ir["partial"]``)
-                    tally(tallies, "instructions", band, cfg, [row["base"]], [row["aa"]],
-                          {s: [row[f"{s}"]] for s in sizes})
+            ir = ir_trust.count_trust(preset, scale, instructions, ir_trust.SIZES, in_effect, log=log)
+            ir_trust.tally_counts(tallies, ir, base_cfg, tally, thresholds_with_band)  # a partial count holds fewer rounds
     return {
         "schema_version": 1, "preset": preset, "scale": scale, "rounds": rounds, "samples": samples,
         "instruction_rounds": len(ir["rounds"]) if ir else 0,
@@ -240,8 +239,21 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, siz
         # slowdown that really landed, so a detection rate can be read against it
         "realized": {k: [round(x, 4) for x in v] for k, v in realized.items()},
         "instructions": ir,
-        "gates": [{"gate": g, "band": b, **t.to_dict(sizes)} for (g, b), t in sorted(tallies.items())],
+        "instruction_realized": _ir_realized(ir),
+        "gates": [{"gate": g, "band": b, **t.to_dict(ir["sizes"] if ir and g in _IR_GATES else sizes)}
+                  for (g, b), t in sorted(tallies.items())],
     }
+
+
+_IR_GATES = ("routine instructions", "tower instructions")  # selfcheck.ir_trust.GATES, without importing it
+
+
+def _ir_realized(ir: dict | None) -> dict | None:
+    if not ir:
+        return None
+    from vlmpath.selfcheck.ir_trust import realized
+
+    return realized(ir)
 
 
 def _cores() -> int:
@@ -253,9 +265,10 @@ def _cores() -> int:
 def render(report: dict) -> str:
     from vlmpath.render.tables import text_table
 
-    sizes = [f"{s:.0%}" for s in report["sizes"]]
+    ir_sizes = (report.get("instructions") or {}).get("sizes", [])
+    sizes = [f"{s:.0%}" for s in sorted(set(report["sizes"]) | set(ir_sizes))]
     rows = [[g["gate"], f"{g['band']:.0%}", f"{g['false_regressions']}/{g['rounds']}",
-             *(f"{g['detected'][s]}/{g['rounds']}" for s in sizes),
+             *(f"{g['detected'][s]}/{g['rounds']}" if s in g["detected"] else "-" for s in sizes),
              "-" if g["mde_median"] is None else f"{g['mde_median']:.1%}",
              "-" if g["aa_ratio_min"] is None else f"{g['aa_ratio_min']:.3f}-{g['aa_ratio_max']:.3f}"]
             for g in report["gates"]]
@@ -269,6 +282,9 @@ def render(report: dict) -> str:
     if report.get("realized") and any(report["realized"].values()):
         head += "\nplanted slowdowns as landed (median over rounds of neighbouring-pass ratios): " + ", ".join(
             f"{k} {statistics.median(v):.3f}x" for k, v in report["realized"].items() if v)
+    if report.get("instruction_realized"):
+        head += "\nplanted instruction changes as counted (min-max over rounds): " + ", ".join(
+            f"{k} {min(v):+.2%}..{max(v):+.2%}" for k, v in report["instruction_realized"].items() if v)
     return head + "\n" + text_table(["gate", "band", "false regressions", *(f"caught {s}" for s in sizes),
                                      "MDE (median)", "A/A ratio range"], rows)
 

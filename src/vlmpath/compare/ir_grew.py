@@ -1,0 +1,181 @@
+"""When an instruction count moved between base and head, which functions grew?
+
+Pure functions over what the instruction counter keeps per counted pass (``selfcheck/ir_worker.py``
+with ``profiles``): the callgrind dump (``<case>.callgrind``) and the Python calls and aten
+operators of one uncounted pass of the same case (``<case>.calls.json``).
+
+- ``self_costs`` reads a callgrind dump's per-function *self* instructions (the cost lines
+  under each ``fn=``, without the inclusive cost that follows each ``calls=`` line; names
+  compressed as ``(id) name`` are expanded), so the functions of one dump sum to its total.
+- ``grew`` ranks what grew from base to head: each function's change in instructions and
+  its share of the case's net change; Python functions and aten operators by their change
+  in calls (deterministic counts: an added ``torch.sort`` is ``aten::sort`` +N, an added
+  helper is ``module.py:helper`` +N, whatever their instructions sum to).
+
+The files may come from a pull request's run (hostile input): every file is size-capped,
+malformed lines are skipped, names are cut to ``NAME_MAX`` characters (the renderer
+escapes them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+MAX_PROFILE_BYTES = 64 << 20
+MAX_CALLS_BYTES = 8 << 20
+NAME_MAX = 160
+TOP = 8
+
+
+def self_costs(text: str) -> tuple[dict[str, int], int | None]:
+    """(function -> self instructions, the dump's total) of one callgrind output file."""
+    names: dict[str, str] = {}
+    costs: Counter = Counter()
+    total, fn, npos, skip = None, None, 1, False
+
+    def name(spec: str) -> str:
+        spec = spec.strip()
+        if spec.startswith("(") and ")" in spec:
+            ref, rest = spec[1:].split(")", 1)
+            if rest.strip():
+                names[ref] = rest.strip()[:NAME_MAX]
+            return names.get(ref, f"({ref})")
+        return spec[:NAME_MAX]
+
+    for line in text.splitlines():
+        if not line:
+            continue
+        head = line[0]
+        if head.isdigit() or head in "+-*":
+            if skip:  # the inclusive cost of the call on the line before: not this function's own
+                skip = False
+                continue
+            parts = line.split()
+            if fn is not None and len(parts) > npos and parts[npos].isdigit():
+                costs[fn] += int(parts[npos])
+        elif line.startswith("fn="):
+            fn = name(line[3:])
+        elif line.startswith("cfn="):
+            name(line[4:])  # defines a compressed name used later by fn=
+        elif line.startswith("calls="):
+            skip = True
+        elif line.startswith("positions:"):
+            npos = max(1, len(line.split()) - 1)
+        elif line.startswith(("totals:", "summary:")):
+            parts = line.split()
+            total = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else total
+    return dict(costs), total
+
+
+@dataclass(frozen=True)
+class Grown:
+    """One function (or operator) that grew: its value on each side and the change."""
+
+    name: str
+    base: int
+    head: int
+    share: float | None = None  # of the case's net change in instructions (functions only)
+
+    @property
+    def delta(self) -> int:
+        return self.head - self.base
+
+
+@dataclass(frozen=True)
+class CaseGrowth:
+    """What grew in one case whose count moved; ``notes`` say what could not be read."""
+
+    case: str
+    base_total: int | None
+    head_total: int | None
+    functions: tuple[Grown, ...] = ()
+    python: tuple[Grown, ...] = ()
+    aten: tuple[Grown, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _top(base: Mapping[str, int], head: Mapping[str, int], top: int, net: int | None = None) -> tuple[Grown, ...]:
+    rows = [Grown(k, base.get(k, 0), head.get(k, 0)) for k in set(base) | set(head)]
+    rows = sorted((r for r in rows if r.delta > 0), key=lambda r: (-r.delta, r.name))[:top]
+    if net:
+        rows = [Grown(r.name, r.base, r.head, r.delta / net) for r in rows]
+    return tuple(rows)
+
+
+def _read(path: Path, cap: int) -> str:
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > cap:
+        raise ValueError(f"{path.name}: not a regular file of at most {cap} bytes")
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _calls(path: Path) -> dict[str, dict[str, int]]:
+    data = json.loads(_read(path, MAX_CALLS_BYTES))
+    out = {}
+    for kind in ("python", "aten"):
+        got = data.get(kind) if isinstance(data, dict) else None
+        out[kind] = {str(k)[:NAME_MAX]: v for k, v in (got or {}).items()
+                     if isinstance(v, int) and not isinstance(v, bool)} if isinstance(got, dict) else {}
+    return out
+
+
+def grew(case: str, base_dir: Path, head_dir: Path, base_file: str, head_file: str, top: int = TOP) -> CaseGrowth:
+    """What grew in ``case`` between the base's and the head's kept profiles."""
+    notes: list[str] = []
+    for f in (base_file, head_file):  # names come from the records file: never a path elsewhere
+        if "/" in f or "\\" in f or f.startswith(".") or not f.endswith(".callgrind"):
+            return CaseGrowth(case, None, None, notes=(f"profile name {f[:80]!r} refused (not a plain *.callgrind name)",))
+    sides = []
+    for d, f in ((base_dir, base_file), (head_dir, head_file)):
+        try:
+            sides.append(self_costs(_read(d / f, MAX_PROFILE_BYTES)))
+        except (OSError, ValueError) as exc:
+            notes.append(f"{d.name}: callgrind profile unreadable ({exc})")
+            sides.append(({}, None))
+    (bc, bt), (hc, ht) = sides
+    net = (ht - bt) if bt is not None and ht is not None else sum(hc.values()) - sum(bc.values())
+    calls = []
+    for d, f in ((base_dir, base_file), (head_dir, head_file)):
+        path = d / f.replace(".callgrind", ".calls.json")
+        try:
+            calls.append(_calls(path) if path.exists() else {"python": {}, "aten": {}})
+        except (OSError, ValueError) as exc:
+            notes.append(f"{d.name}: call counts unreadable ({exc})")
+            calls.append({"python": {}, "aten": {}})
+    return CaseGrowth(case, bt, ht, _top(bc, hc, top, net or None),
+                      _top(calls[0]["python"], calls[1]["python"], top), _top(calls[0]["aten"], calls[1]["aten"], top),
+                      tuple(notes))
+
+
+_MAX_CASES, _MAX_ROWS = 20, 20
+
+
+def growths_from_json(text: str) -> list[CaseGrowth]:
+    """``ir-grew.json`` as ``pr.instructions.what_grew`` writes it, validated and bounded:
+    the merge job reads it from an artifact a pull request's run wrote (hostile input)."""
+    def num(v) -> int | None:
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def rows(raw) -> tuple[Grown, ...]:
+        out = []
+        for r in (raw or [])[:_MAX_ROWS]:
+            share = r.get("share")
+            out.append(Grown(str(r["name"])[:NAME_MAX], int(r["base"]), int(r["head"]),
+                             float(share) if isinstance(share, (int, float)) and not isinstance(share, bool) else None))
+        return tuple(out)
+
+    try:
+        data = json.loads(text)
+        if not isinstance(data, list):
+            raise TypeError("not a list")
+        return [CaseGrowth(str(g["case"])[:NAME_MAX], num(g.get("base_total")), num(g.get("head_total")),
+                           rows(g.get("functions")), rows(g.get("python")), rows(g.get("aten")),
+                           tuple(str(n)[:300] for n in (g.get("notes") or [])[:5])) for g in data[:_MAX_CASES]]
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"malformed what-grew file ({type(exc).__name__}: {exc})") from None

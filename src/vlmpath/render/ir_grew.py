@@ -1,0 +1,82 @@
+"""How does the PR comment say what grew in a case whose instruction count moved?
+
+``render_grew`` turns ``compare.ir_grew.CaseGrowth`` records into a Markdown section: per
+moved case, the C/C++ functions (callgrind's self instructions) whose counts grew most with
+their share of the case's net change, then the Python functions and aten operators whose
+call counts grew. Both sides' raw profiles are in the artifact (``ir-profiles/``; open
+them with ``callgrind_annotate`` or KCachegrind).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from vlmpath.compare.ir_grew import CaseGrowth, Grown
+from vlmpath.render.escape import md_escape
+
+HEADING = "### What grew (instruction counts, base vs head)"
+
+
+def _code(name: str) -> str:
+    # A code span keeps C++ names readable; backticks would end it, newlines and pipes the row.
+    clean = " ".join(name.replace("`", "'").split()).replace("|", "\\|")
+    return f"`{clean}`"
+
+
+def _m(n: int) -> str:
+    return f"{n / 1e6:.3f}M"
+
+
+def _functions(rows: Sequence[Grown]) -> list[str]:
+    out = ["| function (callgrind, self) | base Ir | head Ir | Δ Ir | share of the change |", "|---|---|---|---|---|"]
+    out += [f"| {_code(r.name)} | {_m(r.base)} | {_m(r.head)} | {r.delta / 1e6:+.3f}M | "
+            f"{'-' if r.share is None else f'{r.share:.0%}'} |" for r in rows]
+    return out
+
+
+def _calls(title: str, rows: Sequence[Grown]) -> list[str]:
+    out = [f"| {title} | calls base | calls head | Δ calls |", "|---|---|---|---|"]
+    out += [f"| {_code(r.name)} | {r.base} | {r.head} | {r.delta:+d} |" for r in rows]
+    return out
+
+
+def render_grew(growths: Sequence[CaseGrowth]) -> str:
+    """Markdown for every moved case ("" when there is none)."""
+    if not growths:
+        return ""
+    out = [HEADING, ""]
+    for g in growths:
+        change = ""
+        if g.base_total and g.head_total is not None:
+            change = f": {_m(g.base_total)} → {_m(g.head_total)} Ir ({g.head_total / g.base_total - 1:+.2%})"
+        out.append(f"**{md_escape(g.case)}**{change}")
+        out += [f"> {md_escape(n)}" for n in g.notes]
+        for rows, lines in ((g.functions, _functions), (g.python, lambda r: _calls("Python function", r)),
+                            (g.aten, lambda r: _calls("aten operator", r))):
+            if rows:
+                out += ["", *lines(rows)]
+        if not (g.functions or g.python or g.aten):
+            out.append("nothing grew by function (the change is a shrink, or the profiles are missing)")
+        out.append("")
+    out.append("Raw profiles of both sides: the artifact's `ir-profiles/` (`callgrind_annotate FILE`).")
+    return "\n".join(out)
+
+
+def append_to_comment(comment: Path, growths: Sequence[CaseGrowth]) -> None:
+    """Add the section to an existing comment.md (atomically); nothing when there is none.
+    The whole body stays within GitHub's limit: a section that does not fit is cut at a
+    line, with a line saying where the rest is."""
+    from vlmpath.core.atomic import write_text
+    from vlmpath.render.comment import GITHUB_COMMENT_LIMIT
+
+    section = render_grew(growths)
+    if not section:
+        return
+    body = comment.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
+    cut = "\n\n_What grew is cut here to fit the comment: the artifact's `ir-grew.json` has all of it._"
+    room = GITHUB_COMMENT_LIMIT - len(body) - len(cut) - 1
+    if len(section) > room:
+        section = section[: max(0, section.rfind("\n", 0, max(room, 0)))] + cut if room > len(HEADING) else ""
+    if section:
+        write_text(comment, body + section + "\n")

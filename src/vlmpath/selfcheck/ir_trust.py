@@ -1,0 +1,165 @@
+"""Can the routine-only and the tower instruction counts be trusted: A/A, and plants of known size?
+
+``vlmpath trust --instructions ROUNDS`` (``selfcheck.trust``) counts, in ONE callgrind process
+(``selfcheck.callgrind``), the gates the PR job uses by default (``selfcheck/ir_worker.py``, mode
+``routine``):
+
+- the *routine* count: one pass of the case with its tower replayed (``selfcheck/ir_replay.py``),
+  so a plant is a change of the routine's own work: after every step, ``copies`` extra
+  copies of the step's embeddings (an extra copy, as a careless ``.clone()`` or
+  ``.contiguous()`` would add), calibrated in instructions so that the extra work is
+  ``size`` x the pass's count;
+- the *tower* count: one call per distinct item shape, as the PR job's tower case; a plant
+  is extra arithmetic inside each tower call (``selfcheck.plant.Plant``'s matrix products, as a
+  heavier block would add), calibrated the same way.
+
+Per round: base, A/A and one planted pass per size, for each gate. Instruction counts are
+exact, so the size that landed is known per round (``realized``). Everything before the
+counted passes (set-up, the recording, warm-ups) runs uninstrumented (see ``selfcheck.instructions``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+#: Planted sizes of the instruction trust rounds (the routine band is 1%, the tower's 2%).
+SIZES = (0.02, 0.05)
+GATES = ("routine instructions", "tower instructions")
+
+
+def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], threads: int,
+                log: Callable[[str], None] = print) -> dict:
+    """Run the worker below under callgrind; its JSON (partial with the reason if it broke)."""
+    import tempfile
+
+    from vlmpath.selfcheck import callgrind
+    from vlmpath.core.errors import VlmpathError
+
+    with tempfile.TemporaryDirectory(prefix="vlmpath-irt-") as tmp:
+        spec = {"preset": preset, "scale": scale, "rounds": rounds, "sizes": list(sizes), "threads": threads,
+                "dumps": str(Path(tmp) / "cg"), "out": str(Path(tmp) / "ir.json")}
+        (Path(tmp) / "spec.json").write_text(json.dumps(spec))
+        log(f"trust: counting the routine (tower replayed) and the tower under callgrind, {rounds} rounds")
+        proc = callgrind.start([sys.executable, "-m", "vlmpath.selfcheck.ir_trust", str(Path(tmp) / "spec.json")],
+                               Path(tmp), dict(os.environ, OMP_NUM_THREADS=str(threads)), instrument=False)
+        try:
+            # A tower count is ~250M instructions: minutes each on a loaded box (6 rounds took 40 min).
+            return callgrind.finish(proc, Path(tmp), Path(spec["out"]), timeout=3600 + 600 * rounds)
+        except VlmpathError as exc:
+            out = Path(spec["out"])
+            if not out.is_file():
+                raise
+            got = json.loads(out.read_text(encoding="utf-8"))
+            log(f"trust: WARNING: instruction counting stopped after {len(got['rounds'])} of {rounds} rounds: {exc}")
+            return {**got, "partial": True, "error": str(exc)}
+
+
+def tally_counts(tallies: dict, ir: dict, cfg, tally: Callable, thresholds_with_band: Callable) -> None:
+    """Judge every counted round of both gates at the band ``cfg`` gives their PR benchmarks
+    (``tally`` and ``thresholds_with_band``: ``selfcheck.trust``'s, passed in: it imports this module)."""
+    from vlmpath.selfcheck.ir_cases import ROUTINE_BENCH, TOWER_BENCH, UNIT
+
+    for gate, bench, prefix in ((GATES[0], ROUTINE_BENCH, ""), (GATES[1], TOWER_BENCH, "tower_")):
+        band = cfg.factor_for(bench, UNIT, "cpu")
+        judged_with = thresholds_with_band(cfg, band, gate)
+        for row in ir["rounds"]:
+            tally(tallies, gate, band, judged_with, [row[f"{prefix}base"]], [row[f"{prefix}aa"]],
+                  {s: [row[f"{prefix}{s}"]] for s in ir["sizes"]})
+
+
+def realized(ir: dict) -> dict[str, list[float]]:
+    """Per gate and size, the planted change as counted in each round (planted / base - 1)."""
+    out: dict[str, list[float]] = {}
+    for gate, prefix in zip(GATES, ("", "tower_")):
+        for s in ir["sizes"]:
+            out[f"{gate} {s:.0%}"] = [round(r[f"{prefix}{s}"] / r[f"{prefix}base"] - 1, 5) for r in ir["rounds"]]
+    return out
+
+
+# --- the worker (runs under callgrind) ----------------------------------------------------------
+
+
+def _worker(spec_path: str) -> None:
+    import torch
+
+    from vlmpath.selfcheck.callgrind import Counter
+    from vlmpath.selfcheck.ir_replay import Recorder
+    from vlmpath.selfcheck.plant import UNIT_N, Plant
+    from vlmpath.engines.pipelines import DEFAULT_PIPELINE
+    from vlmpath.engines.reference import EmbedRoutine
+    from vlmpath.suite.measure import Session, prepare
+
+    spec = json.loads(Path(spec_path).read_text())
+    torch.set_num_threads(int(spec["threads"]))
+    prep = prepare(spec["preset"], DEFAULT_PIPELINE.hash, spec["scale"], Session("cpu"))
+    wl, enc = prep.workload, prep.encoder
+    a = torch.randn(UNIT_N, UNIT_N, generator=torch.Generator().manual_seed(0))
+    steps = max(1, len(wl.steps))
+
+    def routine(encoder, copies: int = 0):
+        r = EmbedRoutine(wl, encoder, DEFAULT_PIPELINE, prep.table)  # built outside the count
+
+        def run():
+            for step in wl.steps:
+                out = r.run_step(step)
+                for _ in range(copies):  # the plant: an extra copy of the step's rows
+                    out.clone()
+        return run
+
+    rec = Recorder(enc)
+    routine(rec)()  # the real tower, recorded (and the warm-up)
+    routine(rec.replay(), 1)()  # the replayed path, and the planted copy, warmed up
+    shapes: dict = {}
+    for call in rec.items:
+        for it in call:
+            shapes.setdefault((it.grid_thw, it.span), it)
+    items = list(shapes.values())
+
+    def tower(per_call: int = 0):
+        def run():
+            for it in items:
+                enc.encode([it])
+                Plant(0, per_call).work(a)  # the plant: extra arithmetic in the tower call
+        return run
+
+    tower(1)()  # warm-up
+    counter = Counter(spec["dumps"])
+    counter.instrument(True)  # once, for every counted pass (selfcheck.instructions says why)
+
+    def counted_routine(copies: int) -> int:
+        return counter.count(routine(rec.replay(), copies))  # fresh replayed rows, made outside the count
+
+    plain, tower_plain = counted_routine(0), counter.count(tower(0))
+    copy_ir = max(1.0, (counted_routine(10) - plain) / (10 * steps))
+    unit_ir = max(1.0, (counter.count(tower(10)) - tower_plain) / (10 * len(items)))
+    copies = {s: max(1, round(s * plain / copy_ir / steps)) for s in spec["sizes"]}
+    units = {s: max(1, round(s * tower_plain / unit_ir / len(items))) for s in spec["sizes"]}
+    out = Path(spec["out"])
+    rounds: list = []
+
+    def write() -> None:
+        tmp = out.with_suffix(".tmp")  # atomic: a reader never sees half a file
+        tmp.write_text(json.dumps({"plain": plain, "tower_plain": tower_plain, "sizes": spec["sizes"],
+                                   "copy_instructions": copy_ir, "tower_unit_instructions": unit_ir,
+                                   "copies_per_step": {f"{s}": c for s, c in copies.items()},
+                                   "tower_units_per_call": {f"{s}": u for s, u in units.items()},
+                                   "tower_shapes": len(items), "rounds": rounds,
+                                   "complete": len(rounds) == spec["rounds"]}))
+        os.replace(tmp, out)
+
+    write()
+    for _ in range(spec["rounds"]):
+        row = {"base": counted_routine(0), "aa": counted_routine(0)}
+        row.update({f"{s}": counted_routine(copies[s]) for s in spec["sizes"]})
+        row.update({"tower_base": counter.count(tower(0)), "tower_aa": counter.count(tower(0))})
+        row.update({f"tower_{s}": counter.count(tower(units[s])) for s in spec["sizes"]})
+        rounds.append(row)
+        write()
+
+
+if __name__ == "__main__":  # pragma: no cover - runs under valgrind
+    _worker(sys.argv[1])
