@@ -139,8 +139,8 @@ def test_a_comparison_of_skipped_cases_is_incomplete_not_green(repo, tmp_path):
     assert res.exit_code == EXIT_INCOMPLETE == 3
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert "No regressions" not in comment
-    assert "**Incomplete**: 2 of 2 cases not judged (" + md_escape("skipped on base: 2") + ")" in comment
-    assert "incomplete, 2 of 2 case(s) not judged: exit 3" in (tmp_path / "out" / "summary.txt").read_text()
+    assert "**Incomplete: nothing judged**: 2 of 2 cases not judged (" + md_escape("skipped on base: 2") + ")" in comment
+    assert "incomplete, nothing judged (2 case(s) not judged): exit 3" in (tmp_path / "out" / "summary.txt").read_text()
     assert json.loads((tmp_path / "out" / "run.json").read_text())["incomplete"] is True
 
 
