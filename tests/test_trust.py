@@ -101,3 +101,23 @@ def test_trust_runs_end_to_end_and_writes_json(tmp_path, capsys):
     assert {g["gate"] for g in rep["gates"]} == {"time", "tok/s", "time (paired)", "tok/s (paired)"}
     assert rep["threads"] == 1 and set(rep["realized"]) == {"5%", "10%", "25%"}
     assert "false regressions" in capsys.readouterr().out
+
+
+def test_a_count_stopped_early_keeps_its_finished_rounds_marked_partial(tmp_path):
+    """The trust counters' shared ending: a worker that dies after writing two rounds yields
+    those rounds, marked partial with the reason; one that wrote nothing is an error."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.json"
+    (tmp_path / "stderr").write_text("killed by the test\n")
+    out.write_text('{"rounds": [{"plain": 1}, {"plain": 2}]}')
+    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    logged = []
+    got = callgrind.finish_rounds(proc, tmp_path, out, timeout=60, rounds=5, log=logged.append)
+    assert got["partial"] is True and len(got["rounds"]) == 2 and "exit 3" in got["error"]
+    assert "after 2 of 5 rounds" in logged[0]
+    out.unlink()
+    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    with pytest.raises(VlmpathError, match="exit 3"):
+        callgrind.finish_rounds(proc, tmp_path, out, timeout=60, rounds=5, log=logged.append)

@@ -83,6 +83,22 @@ def finish(proc: subprocess.Popen, tmp: Path, out: Path, timeout: float = TIMEOU
     return json.loads(out.read_text(encoding="utf-8"))
 
 
+
+def finish_rounds(proc: subprocess.Popen, tmp: Path, out: Path, *, timeout: float, rounds: int,
+                  log: Callable[[str], None]) -> dict:
+    """``finish`` for a worker that writes its rounds as each ends (the trust rounds): a run
+    stopped early keeps the rounds it finished, marked partial, instead of losing them."""
+    from vlmpath.core.errors import VlmpathError  # lazily: see the module docstring
+
+    try:
+        return finish(proc, tmp, out, timeout=timeout)
+    except VlmpathError as exc:
+        if not out.is_file():
+            raise
+        got = json.loads(out.read_text(encoding="utf-8"))
+        log(f"trust: WARNING: instruction counting stopped after {len(got['rounds'])} of {rounds} rounds: {exc}")
+        return {**got, "partial": True, "error": str(exc)}
+
 def run(argv: Sequence[str], tmp: Path, out: Path, env: Mapping[str, str], timeout: float = TIMEOUT_S) -> dict:
     return finish(start(argv, tmp, env), tmp, out, timeout)
 

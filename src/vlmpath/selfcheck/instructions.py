@@ -32,7 +32,6 @@ def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], th
     The worker writes its result after every round, so a run that breaks or times out
     still returns the rounds it finished, marked ``partial`` with the reason."""
     from vlmpath.selfcheck import callgrind
-    from vlmpath.core.errors import VlmpathError
 
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-") as tmp:
         spec = {"preset": preset, "scale": scale, "rounds": rounds, "sizes": list(sizes), "threads": threads,
@@ -43,15 +42,8 @@ def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], th
         passes = 2 + rounds * (2 + len(sizes))
         proc = callgrind.start([sys.executable, "-m", "vlmpath.selfcheck.instructions", str(Path(tmp) / "spec.json")],
                                Path(tmp), env, instrument=False)
-        try:
-            return callgrind.finish(proc, Path(tmp), Path(spec["out"]), timeout=PASS_TIMEOUT_S * passes + 900)
-        except VlmpathError as exc:
-            out = Path(spec["out"])
-            if not out.is_file():
-                raise
-            got = json.loads(out.read_text(encoding="utf-8"))
-            log(f"trust: WARNING: instruction counting stopped after {len(got['rounds'])} of {rounds} rounds: {exc}")
-            return {**got, "partial": True, "error": str(exc)}
+        return callgrind.finish_rounds(proc, Path(tmp), Path(spec["out"]), timeout=PASS_TIMEOUT_S * passes + 900,
+                                       rounds=rounds, log=log)
 
 
 #: Callgrind seconds allowed per counted pass (about 100x a native pass of the tiny cases).

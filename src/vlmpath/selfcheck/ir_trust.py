@@ -37,7 +37,6 @@ def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], th
     import tempfile
 
     from vlmpath.selfcheck import callgrind
-    from vlmpath.core.errors import VlmpathError
 
     with tempfile.TemporaryDirectory(prefix="vlmpath-irt-") as tmp:
         spec = {"preset": preset, "scale": scale, "rounds": rounds, "sizes": list(sizes), "threads": threads,
@@ -46,16 +45,9 @@ def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], th
         log(f"trust: counting the routine (tower replayed) and the tower under callgrind, {rounds} rounds")
         proc = callgrind.start([sys.executable, "-m", "vlmpath.selfcheck.ir_trust", str(Path(tmp) / "spec.json")],
                                Path(tmp), dict(os.environ, OMP_NUM_THREADS=str(threads)), instrument=False)
-        try:
-            # A tower count is ~250M instructions: minutes each on a loaded box (6 rounds took 40 min).
-            return callgrind.finish(proc, Path(tmp), Path(spec["out"]), timeout=3600 + 600 * rounds)
-        except VlmpathError as exc:
-            out = Path(spec["out"])
-            if not out.is_file():
-                raise
-            got = json.loads(out.read_text(encoding="utf-8"))
-            log(f"trust: WARNING: instruction counting stopped after {len(got['rounds'])} of {rounds} rounds: {exc}")
-            return {**got, "partial": True, "error": str(exc)}
+        # A tower count is ~250M instructions: minutes each on a loaded box (6 rounds took 40 min).
+        return callgrind.finish_rounds(proc, Path(tmp), Path(spec["out"]), timeout=3600 + 600 * rounds,
+                                       rounds=rounds, log=log)
 
 
 def tally_counts(tallies: dict, ir: dict, cfg, tally: Callable, thresholds_with_band: Callable) -> None:
