@@ -163,7 +163,10 @@ def two_installs(tmp_path: Path, plug: Path, mode: str) -> tuple[list[str], str,
                 envs.require_env(env.spec, home)
         gate.mkdir()
         for p in procs:
-            assert p.wait(timeout=180) == 0, (outs[0].read_text(), outs[1].read_text())
+            rc = p.wait(timeout=180)
+            # Unlocked, the two installs may trip over each other's files (that is the race
+            # the lock exists to stop), so only the locked pair must both succeed.
+            assert rc == 0 or mode == "nolock", (outs[0].read_text(), outs[1].read_text())
     finally:
         for p in procs:
             if p.poll() is None:
