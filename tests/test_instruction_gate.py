@@ -117,8 +117,8 @@ def test_the_worker_selects_cases_like_asv_and_names_what_a_checkout_lacks(tmp_p
 def test_a_missing_valgrind_is_one_error_naming_the_fix(monkeypatch, tmp_path):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(VlmpathError, match=r"Valgrind.*apt-get install -y valgrind.*ci/setup.sh"):
-        ir_cases.count_sides([ir_cases.Side("head", None)])
-    assert main(["instructions", "--out", str(tmp_path / "x.json")]) == 2
+        ir_cases.count_sides([ir_cases.Side("head", None)], counter="callgrind")
+    assert main(["instructions", "--counter", "callgrind", "--out", str(tmp_path / "x.json")]) == 2
     assert not (tmp_path / "x.json").exists()
 
 
@@ -127,8 +127,8 @@ def test_the_pr_flow_refuses_before_measuring_without_valgrind(monkeypatch, repo
     good = commit_value(repo, 1.0, "good")
     head = commit_value(repo, 1.0, "head")
     suite = FakeSuite()
-    with pytest.raises(VlmpathError, match="leave out --instructions"):
-        run(repo, tmp_path, good, head, suite, instructions=True)
+    with pytest.raises(VlmpathError, match="or count with --counter ops"):
+        run(repo, tmp_path, good, head, suite, instructions=True, counter="callgrind")
     assert suite.calls == []  # refused before any measuring
 
 
@@ -218,7 +218,7 @@ def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_c
         def poll(self):
             return 0
 
-    def start(argv, tmp, env, instrument=True):
+    def start(argv, tmp, env, instrument=True, native=False):
         started.append((json.loads((tmp / "spec.json").read_text()), env))
         return Proc()
 
@@ -230,7 +230,8 @@ def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_c
     monkeypatch.setattr(callgrind, "start", start)
     monkeypatch.setattr(callgrind, "finish", finish)
     base, head = ir_cases.count_sides([ir_cases.Side("base", tmp_path / "b", "a" * 40),
-                                       ir_cases.Side("head", tmp_path / "h", "b" * 40)], bench="video", threads=1)
+                                       ir_cases.Side("head", tmp_path / "h", "b" * 40)], bench="video", threads=1,
+                                      counter="callgrind")
     assert base["not_measured"].endswith("Segmentation fault") and base["records"] == []
     assert head["not_measured"] is None and head["records"][0]["instructions"] == 5
     assert head["records"][0]["commit"] == "b" * 40
@@ -251,7 +252,8 @@ def test_the_cpu_pr_job_counts_every_case_and_pairs_its_timings_by_default():
     install = next(i for i, r in enumerate(runs) if "apt-get install -y -qq valgrind" in r)
     bench = next(i for i, r in enumerate(runs) if "ci/pr-bench.sh" in r)
     assert install < bench and steps[install]["timeout-minutes"] <= 5
-    assert steps[install]["if"] == "env.CPU_INSTRUCTIONS != 'off'"
+    assert steps[install]["if"] == "env.CPU_INSTRUCTIONS != 'off' && env.CPU_COUNTER == 'callgrind'"
+    assert job["env"]["CPU_COUNTER"] == "${{ vars.CPU_COUNTER || 'ops' }}"
     assert job["env"]["CPU_INSTRUCTIONS"] == "${{ vars.CPU_INSTRUCTIONS || 'on' }}"
     assert job["env"]["CPU_INTERLEAVE"] == "${{ vars.CPU_INTERLEAVE || '6' }}"
     # The step's own shell, with pr-bench.sh echoing its arguments: what the defaults pass.
@@ -259,7 +261,7 @@ def test_the_cpu_pr_job_counts_every_case_and_pairs_its_timings_by_default():
 
     def argv(**env) -> list[str]:
         base = {"PATH": "/usr/bin:/bin", "BASE_SHA": "b", "HEAD_SHA": "h", "CPU_BENCH_REGEX": "bench_embed",
-                "CPU_INSTRUCTIONS_REGEX": "", "CPU_INSTRUCTIONS": "on", "CPU_INTERLEAVE": "6"}
+                "CPU_INSTRUCTIONS_REGEX": "", "CPU_INSTRUCTIONS": "on", "CPU_INTERLEAVE": "6", "CPU_COUNTER": "ops"}
         r = subprocess.run(["bash", "-e", "-c", script], env={**base, **env}, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return r.stdout.split("\n")
@@ -267,6 +269,7 @@ def test_the_cpu_pr_job_counts_every_case_and_pairs_its_timings_by_default():
     default = argv()
     assert default[default.index("--interleave") + 1] == "6" and "--quick" in default
     assert "--instructions" in default and "--instructions-bench" not in default
+    assert default[default.index("--counter") + 1] == "ops"
     narrowed = argv(CPU_INSTRUCTIONS_REGEX="'default', 'video'", CPU_INTERLEAVE="0", CPU_INSTRUCTIONS="on")
     assert "--interleave" not in narrowed and narrowed[narrowed.index("--instructions-bench") + 1] == "'default', 'video'"
     assert "--instructions" not in argv(CPU_INSTRUCTIONS="off")

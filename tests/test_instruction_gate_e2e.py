@@ -1,6 +1,7 @@
-"""Does the real counter, under callgrind, turn a change of the routine's own code red and name it?
+"""Does the real counter turn a change of the routine's own code red and name it?
 
-Three checkouts of this source tree counted at once (one callgrind process each, as the PR
+Both counters, natively (``ops``, the PR job's default: seconds, so in the default set) and
+under callgrind (``e2e``). Three checkouts of this source tree counted at once (one callgrind process each, as the PR
 job counts base and head; mode ``routine``: the vision tower replayed from an uncounted
 recording pass, and counted on its own per shape set): the tree itself (base), a copy whose
 default injector (``masked_scatter``) also sorts the rows it injects (a planted
@@ -36,9 +37,6 @@ PLANTS = {
 }
 HELPER = "\n\ndef _planted_helper(rows, i):\n    return rows.shape[1] * i + 1\n"
 
-pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (ci/setup.sh installs it)")
-
-
 def _copy(tmp: Path, name: str) -> Path:
     src = tmp / name / "src"
     shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
@@ -49,19 +47,60 @@ def _copy(tmp: Path, name: str) -> Path:
     return src
 
 
-@pytest.mark.e2e
-@pytest.mark.timeout(2400)  # valgrind's start-up with torch: minutes per process, more on a loaded box
-def test_planted_changes_of_the_routine_turn_its_count_red_and_are_named(tmp_path):
+def _three_sides(tmp_path: Path, counter: str):
     names = ("base", "sort", "helper")
     sides = [ir_cases.Side("base", ROOT / "src", "a" * 40),
              *(ir_cases.Side(n, _copy(tmp_path, n), c * 40) for n, c in (("sort", "b"), ("helper", "c")))]
-    got = ir_cases.count_sides(sides, bench=CASE, threads=1, log=lambda m: None, profiles=tmp_path / "prof")
+    got = ir_cases.count_sides(sides, bench=CASE, threads=1, log=lambda m: None, profiles=tmp_path / "prof",
+                               counter=counter)
     assert all(s["not_measured"] is None for s in got), got
     by = {n: {r["benchmark"]: r for r in s["records"]} for n, s in zip(names, got)}
+    runs = {n: ir_cases.run_results(s, "cpu-e2e", c * 40) for n, s, c in zip(names, got, "abc")}
+    return by, runs
+
+
+def _grew(tmp_path: Path, by: dict, bench: str, plant: str, unit: str):
+    return grew(f"video ({plant})", tmp_path / "prof" / "base", tmp_path / "prof" / plant,
+                by["base"][bench]["profile"], by[plant][bench]["profile"], unit=unit)
+
+
+def test_the_native_counter_turns_each_planted_change_red_names_it_and_leaves_the_tower(tmp_path):
+    """The PR job's default counter (``ops``): the sort is more aten elements, the helper more
+    bytecodes; each is a regression of its tally, the other tally and both tower tallies
+    stay unchanged, and what grew names ``aten::sort`` and the helper."""
+    by, runs = _three_sides(tmp_path, "ops")
+    b = ir_cases.OPS_BENCHES
+    routine_b, routine_e = b[("routine", "bytecodes")], b[("routine", "elements")]
+    towers = {b[("tower", "bytecodes")], b[("tower", "elements")]}
+    assert all(set(x) == {routine_b, routine_e, *towers} for x in by.values()), by
+    assert all(r["error"] is None and r["instructions"] > 1000 for x in by.values() for r in x.values()), by
+    expected = {"sort": routine_e, "helper": routine_b}
+    for plant, grown in expected.items():
+        verdicts = {c.benchmark: c.verdict for c in compare(runs["base"], runs[plant], Thresholds.default()).all()}
+        assert {k for k, v in verdicts.items() if v is Verdict.REGRESSION} == {grown}, (plant, verdicts)
+        assert all(verdicts[t] is Verdict.UNCHANGED for t in towers), (plant, verdicts)
+    g_sort = _grew(tmp_path, by, routine_e, "sort", "elements")
+    g_help = _grew(tmp_path, by, routine_b, "helper", "bytecodes")
+    assert g_sort.aten[0].name == "aten::sort" and g_sort.aten[0].share == pytest.approx(1.0), g_sort
+    # The helper's own bytecodes and the planted loop's, in its caller, are what grew.
+    assert {r.name for r in g_help.python[:2]} == {"vlmpath/paths/inject.py:_planted_helper",
+                                                   "vlmpath/paths/inject.py:masked_scatter"}, g_help
+    text = render_grew([g_sort, g_help])
+    assert "`aten::sort`" in text and "inject.py:_planted_helper" in text and "bytecodes" in text
+    sizes = {p: by[p][g]["instructions"] / by["base"][g]["instructions"] - 1 for p, g in expected.items()}
+    print(f"native counts: base {by['base'][routine_b]['instructions']} bytecodes, "
+          f"{by['base'][routine_e]['instructions']} elements; plants {sizes}; what grew:\n{text}")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(2400)  # valgrind's start-up with torch: minutes per process, more on a loaded box
+def test_planted_changes_of_the_routine_turn_its_count_red_and_are_named(tmp_path):
+    if shutil.which("valgrind") is None:
+        pytest.skip("needs valgrind (ci/setup.sh installs it)")
+    by, runs = _three_sides(tmp_path, "callgrind")
     routine, tower = ir_cases.ROUTINE_BENCH, ir_cases.TOWER_BENCH
     assert all(set(b) == {routine, tower} for b in by.values()), by
     assert all(r["error"] is None and r["instructions"] > 100_000 for b in by.values() for r in b.values()), by
-    runs = {n: ir_cases.run_results(s, "cpu-e2e", c * 40) for n, s, c in zip(names, got, "abc")}
     for plant in ("sort", "helper"):
         verdicts = {c.benchmark: c.verdict for c in compare(runs["base"], runs[plant], Thresholds.default()).all()}
         assert verdicts == {routine: Verdict.REGRESSION, tower: Verdict.UNCHANGED}, (plant, by)

@@ -1,6 +1,7 @@
 """Which arguments does ``vlmpath instructions`` take, and what does it do with them?
 
-It counts this checkout's routine cases in one callgrind process (``selfcheck.ir_cases``)
+It counts this checkout's routine cases in one process (``selfcheck.ir_cases``: natively by
+default, or under callgrind)
 and writes the records atomically; ``vlmpath ci pr --instructions`` uses the same counter
 through ``pr.instructions``.
 """
@@ -14,13 +15,13 @@ from pathlib import Path
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES
-from vlmpath.selfcheck.ir_cases import MODES
+from vlmpath.selfcheck.ir_cases import COUNTERS, DEFAULT_COUNTER, MODES
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("instructions", help="count the instructions of one pass of each routine case (callgrind, CPU)",
-                       description="One callgrind process counts one pass (after an uncounted warm-up) of every "
-                       "selected EmbedRoutine(pipeline, preset) case and writes one JSON of records.")
+    p = sub.add_parser("instructions", help="count one pass of each routine case exactly (native ops or callgrind, CPU)",
+                       description="One process counts one pass (after an uncounted warm-up) of every selected "
+                       "EmbedRoutine(pipeline, preset) case, and each tower, and writes one JSON of records.")
     p.add_argument("--out", required=True, metavar="FILE", help="the records (JSON), written atomically")
     p.add_argument("--bench", default=None, metavar="REGEX",
                    help="only cases whose asv name (bench_embed.EmbedRoutine.track_instructions(...)) matches")
@@ -31,8 +32,10 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: vlmpath run's rule, 1)")
     p.add_argument("--mode", default="routine", choices=MODES,
                    help="routine: the tower replayed, and counted on its own (default); full: the pass with its tower")
+    p.add_argument("--counter", default=DEFAULT_COUNTER, choices=list(COUNTERS),
+                   help="ops (default): Python bytecodes and aten elements, natively; callgrind: instructions")
     p.add_argument("--profiles", default=None, metavar="DIR",
-                   help="keep each counted pass's callgrind profile and call counts in DIR/this")
+                   help="keep each counted pass's profile (callgrind dump or ops breakdown) in DIR/this")
     p.set_defaults(func=_command)
 
 
@@ -66,12 +69,13 @@ def _command(a: argparse.Namespace) -> int:
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     side = count_sides([Side("this", src, a.commit or _commit_of(src))], bench=a.bench, scale=a.scale,
                        threads=_threads(a.threads), log=log, mode=a.mode,
-                       profiles=Path(a.profiles).resolve() if a.profiles else None)[0]
+                       profiles=Path(a.profiles).resolve() if a.profiles else None, counter=a.counter)[0]
     atomic.write_text(a.out, to_json([side]))
     if side["not_measured"]:
         print(f"not measured: {side['not_measured']}")
         return 1
     for r in side["records"]:
-        print(f"{r['case']:<40} {r['instructions'] if r['error'] is None else 'failed: ' + r['error']}")
-    print(f"{len(side['records'])} case(s), {side.get('seconds')} s under callgrind; records in {a.out}")
+        what = r["benchmark"].rsplit(".", 1)[-1]
+        print(f"{r['case']:<40} {what:<28} {r['instructions'] if r['error'] is None else 'failed: ' + r['error']}")
+    print(f"{len(side['records'])} record(s), {side.get('seconds')} s ({a.counter}); records in {a.out}")
     return 0

@@ -15,6 +15,7 @@ import sys
 from vlmpath.cli.ci import add_ci_commands, engine_options
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
+from vlmpath.selfcheck.ir_cases import COUNTERS, DEFAULT_COUNTER
 
 
 def add_ci(sub: argparse._SubParsersAction) -> None:
@@ -36,8 +37,12 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--quick", action="store_true", help="one pass per benchmark (smoke test)")
     pr.add_argument("--interleave", type=int, default=0, metavar="N",
                     help="run base and head alternately, N rounds (fresh process each), judge timings on pairs")
-    pr.add_argument("--instructions", action="store_true",
-                    help="also count each routine case's instructions on both sides (callgrind; CPU runners only)")
+    pr.add_argument("--counts", "--instructions", dest="instructions", action="store_true",
+                    help="also count one pass of each routine case (tower replayed) and each tower on both "
+                    "sides, exactly, and gate the counts (CPU runners only; --counter says how)")
+    pr.add_argument("--counter", default=DEFAULT_COUNTER, choices=list(COUNTERS),
+                    help="with --counts: ops (default): Python bytecodes and aten elements, natively, seconds "
+                    "per side; callgrind: CPU instructions under Valgrind, ~25 CPU-minutes per side")
     pr.add_argument("--instructions-bench", default=None, metavar="REGEX",
                     help="with --instructions: count only the routine cases matching REGEX (default: --bench's)")
     pr.add_argument("--scale", default=None, choices=list(SCALES),
@@ -63,7 +68,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
                 trusted_results=a.trusted_results, instructions=a.instructions,
-                instructions_bench=a.instructions_bench)
+                instructions_bench=a.instructions_bench, counter=a.counter)
         except VlmpathError as exc:
             pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise

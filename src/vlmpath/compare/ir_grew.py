@@ -1,8 +1,10 @@
 """When an instruction count moved between base and head, which functions grew?
 
-Pure functions over what the instruction counter keeps per counted pass (``selfcheck/ir_worker.py``
-with ``profiles``): the callgrind dump (``<case>.callgrind``) and the Python calls and aten
-operators of one uncounted pass of the same case (``<case>.calls.json``).
+Pure functions over what the counter keeps per counted pass (``selfcheck/ir_worker.py`` with
+``profiles``): the callgrind dump (``<case>.callgrind``) and the Python calls and aten
+operators of one uncounted pass of the same case (``<case>.calls.json``); or, with the native
+counter (the default), the pass's own breakdown (``<case>.ops.json``: bytecodes per Python
+function, elements per aten operator; ``grew_ops``).
 
 - ``self_costs`` reads a callgrind dump's per-function *self* instructions (the cost lines
   under each ``fn=``, without the inclusive cost that follows each ``calls=`` line; names
@@ -96,6 +98,9 @@ class CaseGrowth:
     python: tuple[Grown, ...] = ()
     aten: tuple[Grown, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: What the totals count: ``instructions`` (callgrind; python/aten rows are calls), or the
+    #: native counter's ``bytecodes``/``elements`` (python rows are bytecodes, aten rows elements).
+    unit: str = "instructions"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -125,12 +130,38 @@ def _calls(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
-def grew(case: str, base_dir: Path, head_dir: Path, base_file: str, head_file: str, top: int = TOP) -> CaseGrowth:
+def grew_ops(case: str, base_dir: Path, head_dir: Path, base_file: str, head_file: str, unit: str,
+             top: int = TOP) -> CaseGrowth:
+    """What grew between two native counts (``selfcheck/op_count.py``'s ``*.ops.json``): the
+    Python functions by bytecodes and the aten operators by elements, each with its share of
+    its own tally's net change; the totals are the moved count's tally (``unit``)."""
+    notes: list[str] = []
+    sides = []
+    for d, f in ((base_dir, base_file), (head_dir, head_file)):
+        try:
+            sides.append(_calls(d / f))
+        except (OSError, ValueError) as exc:
+            notes.append(f"{d.name}: ops profile unreadable ({exc})")
+            sides.append({"python": {}, "aten": {}})
+    b, h = sides
+    tally = "python" if unit == "bytecodes" else "aten"
+    bt, ht = sum(b[tally].values()), sum(h[tally].values())
+    return CaseGrowth(case, bt if b[tally] else None, ht if h[tally] else None, (),
+                      _top(b["python"], h["python"], top, (sum(h["python"].values()) - sum(b["python"].values())) or None),
+                      _top(b["aten"], h["aten"], top, (sum(h["aten"].values()) - sum(b["aten"].values())) or None),
+                      tuple(notes), unit)
+
+
+def grew(case: str, base_dir: Path, head_dir: Path, base_file: str, head_file: str, top: int = TOP,
+         unit: str = "instructions") -> CaseGrowth:
     """What grew in ``case`` between the base's and the head's kept profiles."""
     notes: list[str] = []
     for f in (base_file, head_file):  # names come from the records file: never a path elsewhere
-        if "/" in f or "\\" in f or f.startswith(".") or not f.endswith(".callgrind"):
-            return CaseGrowth(case, None, None, notes=(f"profile name {f[:80]!r} refused (not a plain *.callgrind name)",))
+        if "/" in f or "\\" in f or f.startswith(".") or not f.endswith((".callgrind", ".ops.json")):
+            return CaseGrowth(case, None, None, notes=(f"profile name {f[:80]!r} refused (not a plain *.callgrind "
+                                                       "or *.ops.json name)",), unit=unit)
+    if base_file.endswith(".ops.json") or head_file.endswith(".ops.json"):
+        return grew_ops(case, base_dir, head_dir, base_file, head_file, unit, top)
     sides = []
     for d, f in ((base_dir, base_file), (head_dir, head_file)):
         try:
@@ -154,6 +185,11 @@ def grew(case: str, base_dir: Path, head_dir: Path, base_file: str, head_file: s
 
 
 _MAX_CASES, _MAX_ROWS = 20, 20
+_UNITS = ("instructions", "bytecodes", "elements")
+
+
+def _unit(v) -> str:
+    return v if v in _UNITS else "instructions"  # anything else from an artifact: the old default
 
 
 def growths_from_json(text: str) -> list[CaseGrowth]:
@@ -176,6 +212,7 @@ def growths_from_json(text: str) -> list[CaseGrowth]:
             raise TypeError("not a list")
         return [CaseGrowth(str(g["case"])[:NAME_MAX], num(g.get("base_total")), num(g.get("head_total")),
                            rows(g.get("functions")), rows(g.get("python")), rows(g.get("aten")),
-                           tuple(str(n)[:300] for n in (g.get("notes") or [])[:5])) for g in data[:_MAX_CASES]]
+                           tuple(str(n)[:300] for n in (g.get("notes") or [])[:5]),
+                           _unit(g.get("unit"))) for g in data[:_MAX_CASES]]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"malformed what-grew file ({type(exc).__name__}: {exc})") from None

@@ -15,7 +15,7 @@ from typing import Any
 
 #: Units whose values are never negative (all the units thresholds.yaml knows).
 NON_NEGATIVE = frozenset({"seconds", "ms", "bytes", "syncs", "calls", "tok/s", "GB/s", "fraction",
-                          "instructions", "count", "tokens"})
+                          "instructions", "bytecodes", "elements", "count", "tokens"})
 #: Units with an upper bound too.
 UNIT_RANGE = {"fraction": (0.0, 1.0)}
 

@@ -115,7 +115,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            charts: bool = True, env: Mapping[str, str] | None = None,
            trusted_results: str | os.PathLike[str] | None = None,
            profile: bool | None = None, profiler=None, interleave: int = 0,
-           instructions: bool = False, instructions_bench: str | None = None,
+           instructions: bool = False, instructions_bench: str | None = None, counter: str = "ops",
            accepted: str | os.PathLike[str] | None = None) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them.
 
@@ -126,7 +126,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     ``interleave`` N >= 2: N alternating rounds, judged on pairs (``pr.interleave``).
     ``instructions``: also count each routine case's instructions on both sides (CPU only;
     ``pr.instructions``), merged into the same comparison; ``instructions_bench``: only the
-    routine cases it matches (default: ``bench``'s), as counting all of them costs a lot."""
+    routine cases it matches (default: ``bench``'s); ``counter``: ``ops`` (native bytecodes and
+    aten elements, seconds) or ``callgrind`` (instructions, minutes; ``selfcheck.ir_cases``)."""
     from vlmpath.pr import interleave as pr_interleave
     from vlmpath.compare import asv_results, records, verdict as compare
     from vlmpath.compare.thresholds import load_thresholds
@@ -159,7 +160,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         from vlmpath.selfcheck import callgrind
 
         pr_instructions.refuse_gpu()
-        callgrind.valgrind("or leave out --instructions")
+        if counter == "callgrind":
+            callgrind.valgrind("or count with --counter ops")
     notes: list[str] = []
     _log(f"base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {head} -> {head_sha[:8]}; "
          f"machine {machine}; results {rdir}")
@@ -207,7 +209,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     sides = [asv_results.load_asv(out / RESULTS_SUBDIR, sha) for sha in (base_sha, head_sha)]
     if instructions:  # the counts join each side's results: same comparison, comment and exit code
         ir = pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
-                                      bench=instructions_bench or bench, scale=scale, log=_log)
+                                      bench=instructions_bench or bench, scale=scale, log=_log, counter=counter)
         sides = [records.merge_runs(run, counted) for run, counted in zip(sides, ir)]
     head_run = sides[1]
     report = compare.compare(*sides, cfg, quick=quick)
@@ -231,7 +233,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         "schema_version": RUN_SCHEMA_VERSION, "base_ref": base, "head_ref": head,
         "base_sha": base_sha, "base_tip": base_tip, "head_sha": head_sha, "machine": machine,
         "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
-        "interleave": interleave, "instructions": instructions,
+        "interleave": interleave, "instructions": instructions, "counter": counter if instructions else None,
         "instructions_bench": instructions_bench,
         "chart_notes": chart_notes,
         "regressions": len(report.regressions), "not_judged": len(report.not_judged),

@@ -19,7 +19,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from vlmpath.selfcheck.ir_cases import Side, count_sides, load_sides, run_results, to_json
+from vlmpath.selfcheck.ir_cases import (COUNT_UNITS, DEFAULT_COUNTER, Side, count_sides, load_sides, run_results,
+                                        to_json)
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE
@@ -51,7 +52,8 @@ def _threads(threads: int | None) -> int:
 
 
 def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: str, bench: str | None = None,
-             scale: str | None = None, log: Callable[[str], None] = print, mode: str = "routine"):
+             scale: str | None = None, log: Callable[[str], None] = print, mode: str = "routine",
+             counter: str = DEFAULT_COUNTER):
     """(base, head) ``RunResults`` of instruction counts, each side counted from its own checkout;
     both sides' profiles kept in ``out/ir-profiles`` (``what_grew`` reads them)."""
     import shutil
@@ -61,7 +63,7 @@ def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: st
     profiles = out / PROFILES_SUBDIR
     shutil.rmtree(profiles, ignore_errors=True)  # a stale profile would explain the wrong run
     kw = {"bench": bench, "scale": scale or DEFAULT_SCALE, "threads": _threads(None), "log": log, "mode": mode,
-          "profiles": profiles}
+          "profiles": profiles, "counter": counter}
 
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-wt-") as tmp:
         with worktree(root, head_sha, Path(tmp) / "head") as head_wt:
@@ -92,15 +94,17 @@ def what_grew(out: Path, report) -> list[str]:
     sides = {s.get("side"): s for s in load_sides(path.read_text(encoding="utf-8"), str(path))}
     files = {side: {(r.get("benchmark"), tuple(sorted(r["params"].items()))): r.get("profile")
                     for r in s.get("records", ())} for side, s in sides.items()}
-    moved = sorted((c for c in report.all() if c.unit == "instructions" and c.ratio and c.ratio - 1 >= MOVED),
+    moved = sorted((c for c in report.all() if c.unit in COUNT_UNITS and c.ratio and c.ratio - 1 >= MOVED),
                    key=lambda c: -c.ratio)[:MAX_CASES]
     growths = []
     for c in moved:
         key = (c.benchmark, tuple(sorted(c.params)))
         b, h = files.get("base", {}).get(key), files.get("head", {}).get(key)
         if b and h:
-            label = c.benchmark.split(".")[-2] + "(" + ", ".join(v for _, v in c.params) + ")"
-            growths.append(grew(label, out / PROFILES_SUBDIR / "base", out / PROFILES_SUBDIR / "head", b, h))
+            tally = "" if c.unit == "instructions" else f" {c.unit}"  # both native tallies may move
+            label = c.benchmark.split(".")[-2] + tally + "(" + ", ".join(v for _, v in c.params) + ")"
+            growths.append(grew(label, out / PROFILES_SUBDIR / "base", out / PROFILES_SUBDIR / "head", b, h,
+                                unit=c.unit))
     if not growths:
         return []
     write_text_atomic(out / GREW_FILE, json.dumps([g.to_dict() for g in growths], indent=1) + "\n")

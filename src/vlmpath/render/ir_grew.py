@@ -3,7 +3,8 @@
 ``render_grew`` turns ``compare.ir_grew.CaseGrowth`` records into a Markdown section: per
 moved case, the C/C++ functions (callgrind's self instructions) whose counts grew most with
 their share of the case's net change, then the Python functions and aten operators whose
-call counts grew. Both sides' raw profiles are in the artifact (``ir-profiles/``; open
+call counts grew; with the native counter (the default), the Python functions by bytecodes
+and the aten operators by elements written, each with its share. Both sides' raw profiles are in the artifact (``ir-profiles/``; open
 them with ``callgrind_annotate`` or KCachegrind).
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from vlmpath.compare.ir_grew import CaseGrowth, Grown
 from vlmpath.render.escape import md_escape
 
-HEADING = "### What grew (instruction counts, base vs head)"
+HEADING = "### What grew (exact counts, base vs head)"
 
 
 def _code(name: str) -> str:
@@ -35,10 +36,22 @@ def _functions(rows: Sequence[Grown]) -> list[str]:
     return out
 
 
-def _calls(title: str, rows: Sequence[Grown]) -> list[str]:
-    out = [f"| {title} | calls base | calls head | Δ calls |", "|---|---|---|---|"]
-    out += [f"| {_code(r.name)} | {r.base} | {r.head} | {r.delta:+d} |" for r in rows]
+def _calls(title: str, rows: Sequence[Grown], what: str = "calls") -> list[str]:
+    share = any(r.share is not None for r in rows)  # the native counter's rows carry their share
+    out = [f"| {title} | {what} base | {what} head | Δ {what} |" + (" share of the change |" if share else ""),
+           "|---|---|---|---|" + ("---|" if share else "")]
+    out += [f"| {_code(r.name)} | {r.base} | {r.head} | {r.delta:+d} |"
+            + (f" {'-' if r.share is None else f'{r.share:.0%}'} |" if share else "") for r in rows]
     return out
+
+
+def _change(g: CaseGrowth) -> str:
+    if not g.base_total or g.head_total is None:
+        return ""
+    pct = f"({g.head_total / g.base_total - 1:+.2%})"
+    if g.unit == "instructions":
+        return f": {_m(g.base_total)} → {_m(g.head_total)} Ir {pct}"
+    return f": {g.base_total} → {g.head_total} {g.unit} {pct}"
 
 
 def render_grew(growths: Sequence[CaseGrowth]) -> str:
@@ -47,19 +60,19 @@ def render_grew(growths: Sequence[CaseGrowth]) -> str:
         return ""
     out = [HEADING, ""]
     for g in growths:
-        change = ""
-        if g.base_total and g.head_total is not None:
-            change = f": {_m(g.base_total)} → {_m(g.head_total)} Ir ({g.head_total / g.base_total - 1:+.2%})"
-        out.append(f"**{md_escape(g.case)}**{change}")
+        out.append(f"**{md_escape(g.case)}**{_change(g)}")
         out += [f"> {md_escape(n)}" for n in g.notes]
-        for rows, lines in ((g.functions, _functions), (g.python, lambda r: _calls("Python function", r)),
-                            (g.aten, lambda r: _calls("aten operator", r))):
+        native = g.unit != "instructions"
+        for rows, lines in ((g.functions, _functions),
+                            (g.python, lambda r: _calls("Python function", r, "bytecodes" if native else "calls")),
+                            (g.aten, lambda r: _calls("aten operator", r, "elements" if native else "calls"))):
             if rows:
                 out += ["", *lines(rows)]
         if not (g.functions or g.python or g.aten):
             out.append("nothing grew by function (the change is a shrink, or the profiles are missing)")
         out.append("")
-    out.append("Raw profiles of both sides: the artifact's `ir-profiles/` (`callgrind_annotate FILE`).")
+    out.append("Raw profiles of both sides: the artifact's `ir-profiles/` (`*.ops.json`: bytecodes per Python "
+               "function and elements per aten operator; `*.callgrind`: `callgrind_annotate FILE`).")
     return "\n".join(out)
 
 

@@ -58,12 +58,14 @@ def command(argv: Sequence[str], dumps: Path, instrument: bool = True) -> list[s
 
 
 def start(argv: Sequence[str], tmp: Path, env: Mapping[str, str], cwd: Path | None = None,
-          instrument: bool = True) -> subprocess.Popen:
+          instrument: bool = True, native: bool = False) -> subprocess.Popen:
     """One worker under callgrind; its dumps go to ``tmp/cg.<pid>.<n>``, stderr to ``tmp/stderr``.
-    Several may run at once (one core each: valgrind runs a process's threads one at a time)."""
+    Several may run at once (one core each: valgrind runs a process's threads one at a time).
+    ``native``: the same worker without Valgrind (its counter counts natively: ``op_count``)."""
     err = (tmp / "stderr").open("w", encoding="utf-8", errors="replace")
     try:
-        return subprocess.Popen(command(argv, tmp / "cg", instrument), stdout=subprocess.DEVNULL, stderr=err,
+        argv = list(argv) if native else command(argv, tmp / "cg", instrument)
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
                                 env=dict(env), cwd=str(cwd or tmp), text=True)
     finally:
         err.close()  # the child holds its own descriptor
@@ -76,10 +78,10 @@ def finish(proc: subprocess.Popen, tmp: Path, out: Path, timeout: float = TIMEOU
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        raise _error(f"callgrind run did not finish within {timeout:.0f} s") from None
+        raise _error(f"counting run did not finish within {timeout:.0f} s") from None
     if rc != 0 or not out.is_file():
         tail = (tmp / "stderr").read_text(encoding="utf-8", errors="replace").strip()[-600:]
-        raise _error(f"callgrind run failed (exit {rc}): {tail}")
+        raise _error(f"counting run failed (exit {rc}): {tail}")
     return json.loads(out.read_text(encoding="utf-8"))
 
 

@@ -43,6 +43,24 @@ MODES = ("routine", "full")
 UNIT = "instructions"
 SCHEMA_VERSION = 1
 SOURCE = "callgrind"
+#: ``ops`` (the default): counted natively (``selfcheck/op_count.py``), two gated tallies per
+#: case; ``callgrind``: CPU instructions under Valgrind (minutes per side to start torch).
+COUNTERS = ("ops", "callgrind")
+DEFAULT_COUNTER = "ops"
+#: The native counter's rows: (kind, tally) -> benchmark; kinds as the worker's records.
+OPS_BENCHES = {
+    ("routine", "bytecodes"): "bench_embed.EmbedRoutine.track_routine_bytecodes",
+    ("routine", "elements"): "bench_embed.EmbedRoutine.track_routine_aten_elements",
+    ("tower", "bytecodes"): "bench_embed.VisionTower.track_bytecodes",
+    ("tower", "elements"): "bench_embed.VisionTower.track_aten_elements",
+    ("full", "bytecodes"): "bench_embed.EmbedRoutine.track_bytecodes",
+    ("full", "elements"): "bench_embed.EmbedRoutine.track_aten_elements",
+}
+#: Every counted benchmark and its unit (what ``compare`` gates deterministically).
+UNITS = {BENCH: UNIT, ROUTINE_BENCH: UNIT, TOWER_BENCH: UNIT,
+         **{bench: tally for (_, tally), bench in OPS_BENCHES.items()}}
+COUNT_UNITS = frozenset(UNITS.values())
+OPS_SOURCE = "op_count"
 WORKER = Path(__file__).with_name("ir_worker.py")
 # Run the worker by path without putting its folder (src/vlmpath/ci: bisect.py, ...) on sys.path.
 _RUN_BY_PATH = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
@@ -103,11 +121,14 @@ def _probe(src: Path, env: Mapping[str, str]) -> str | None:
 def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str = "tiny", threads: int = 1,
                 env: Mapping[str, str] | None = None, timeout: float = callgrind.TIMEOUT_S,
                 log: Callable[[str], None] = print, mode: str = "routine",
-                profiles: Path | None = None) -> list[dict]:
+                profiles: Path | None = None, counter: str = DEFAULT_COUNTER) -> list[dict]:
     """Per side: ``{"side", "commit", "not_measured", "records", "seconds", ...}``; see module doc.
     ``mode``: "routine" (tower replayed, plus tower records) or "full" (``selfcheck/ir_worker.py``);
     ``profiles``: keep each counted pass's callgrind dump and call counts in ``profiles/<side>``."""
-    callgrind.valgrind("or leave out --instructions")  # one clear error before any work
+    if counter not in COUNTERS:
+        raise VlmpathError(f"counter {counter!r} is not one of {', '.join(COUNTERS)}")
+    if counter == "callgrind":
+        callgrind.valgrind("or count with --counter ops")  # one clear error before any work
     results: list[dict] = []
     running = []
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-") as root:
@@ -115,17 +136,20 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
             src = (side.src or _own_src()).resolve()
             side_env = _env(src, threads, env)
             res = {"side": side.label, "commit": side.commit, "source": str(src), "scale": scale,
-                   "threads": threads, "bench": bench, "mode": mode, "not_measured": _probe(src, side_env), "records": []}
+                   "threads": threads, "bench": bench, "mode": mode, "counter": counter,
+                   "not_measured": _probe(src, side_env), "records": []}
             results.append(res)
             if res["not_measured"]:
                 log(f"instructions: {side.label} not measured: {res['not_measured']}")
                 continue
             tmp = Path(root) / f"side{i}"
             tmp.mkdir()
-            spec = _spec(tmp, bench=bench, scale=scale, threads=threads, mode=mode,
+            spec = _spec(tmp, bench=bench, scale=scale, threads=threads, mode=mode, counter=counter,
                          profiles=str(profiles / side.label) if profiles is not None else None)
-            log(f"instructions: counting {side.label} ({src}) under callgrind, one process (minutes)")
-            running.append((res, tmp, time.monotonic(), callgrind.start(_argv(spec), tmp, side_env, instrument=False)))
+            how = "natively (bytecodes, aten elements)" if counter == "ops" else "under callgrind, one process (minutes)"
+            log(f"counts: counting {side.label} ({src}) {how}")
+            running.append((res, tmp, time.monotonic(), callgrind.start(_argv(spec), tmp, side_env, instrument=False,
+                                                                        native=counter == "ops")))
         try:
             for res, tmp, t0, proc in running:
                 try:
@@ -133,7 +157,7 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
                 except VlmpathError as exc:  # this side's run broke: said, and the other sides still count
                     out = {"not_measured": str(exc)}
                 res["not_measured"] = out.get("not_measured")
-                res["records"] = [_record(r, res["commit"], mode) for r in out.get("records", ())]
+                res["records"] = [x for r in out.get("records", ()) for x in _records(r, res["commit"], mode, counter)]
                 res["seconds"] = round(time.monotonic() - t0, 1)
                 res["phases"] = out.get("phases")  # CPU seconds: start-up, uncounted, counted
         finally:
@@ -154,6 +178,19 @@ def _record(raw: Mapping[str, Any], commit: str | None, mode: str = "full") -> d
     return {"case": f"embed:{params['pipeline']}/{params['preset']}",
             "benchmark": ROUTINE_BENCH if mode == "routine" else BENCH, "params": params,
             "instructions": raw.get("instructions"), "error": raw.get("error"), "commit": commit, **extra}
+
+
+def _records(raw: Mapping[str, Any], commit: str | None, mode: str, counter: str) -> list[dict]:
+    """The records of one worker record: one (callgrind's instructions), or one per tally of
+    the native counter (``OPS_BENCHES``; the count under ``instructions``, its unit by benchmark)."""
+    one = _record(raw, commit, mode)
+    if counter != "ops":
+        return [one]
+    kind = "tower" if raw.get("kind") == "tower" else mode
+    parts = raw.get("parts") if isinstance(raw.get("parts"), Mapping) else {}
+    error = one["error"] or (None if parts else "the native counter returned no tallies")
+    return [{**one, "benchmark": OPS_BENCHES[(kind, tally)], "instructions": None if error else parts.get(tally),
+             "error": error} for tally in ("bytecodes", "elements")]
 
 
 def to_json(sides: Sequence[Mapping[str, Any]]) -> str:
@@ -182,12 +219,12 @@ def _valid(r: Any) -> bool:
     n = r.get("instructions")
     ok_n = n is None or (isinstance(n, int) and not isinstance(n, bool) and n >= 0)
     bench, keys = r.get("benchmark", BENCH), _keys(r)
-    return (ok_n and bench in (BENCH, ROUTINE_BENCH, TOWER_BENCH) and set(r["params"]) == set(keys)
+    return (ok_n and bench in UNITS and set(r["params"]) == set(keys)
             and all(isinstance(r["params"][k], str) and len(r["params"][k]) <= 300 for k in keys))
 
 
 def _keys(r: Mapping[str, Any]) -> tuple[str, ...]:
-    return ("encoder", "shapes") if r.get("benchmark") == TOWER_BENCH else ("pipeline", "preset")
+    return ("encoder", "shapes") if ".VisionTower." in str(r.get("benchmark")) else ("pipeline", "preset")
 
 
 def metrics(side: Mapping[str, Any], machine: str, commit: str) -> list:
@@ -197,9 +234,11 @@ def metrics(side: Mapping[str, Any], machine: str, commit: str) -> list:
     out = []
     for r in side.get("records", ()):
         n = r.get("instructions")
-        error = str(r["error"])[:500] if r.get("error") else (None if n is not None else "no instruction count")
-        out.append(Metric(machine=machine, benchmark=r.get("benchmark", BENCH), unit=UNIT, commit=commit,
-                          source=SOURCE, params=tuple((k, r["params"][k]) for k in _keys(r)),
+        error = str(r["error"])[:500] if r.get("error") else (None if n is not None else "no count")
+        bench = r.get("benchmark", BENCH)
+        out.append(Metric(machine=machine, benchmark=bench, unit=UNITS[bench], commit=commit,
+                          source=SOURCE if UNITS[bench] == UNIT else OPS_SOURCE,
+                          params=tuple((k, r["params"][k]) for k in _keys(r)),
                           value=None if error else float(n), samples=() if error else (float(n),), error=error))
     return out
 
@@ -211,5 +250,5 @@ def run_results(side: Mapping[str, Any], machine: str, commit: str):
 
     rows = tuple(metrics(side, machine, commit))
     why = side.get("not_measured")
-    notes = (f"instruction counts: {side.get('side', 'side')} {commit[:8]} not measured: {str(why)[:300]}",) if why else ()
+    notes = (f"counts: {side.get('side', 'side')} {commit[:8]} not measured: {str(why)[:300]}",) if why else ()
     return RunResults(commit=commit, machines=(MachineRun(machine, commit, rows),), source=SOURCE, notes=notes)

@@ -88,7 +88,7 @@ class _Case:
         return self.recorder.replay() if self.recorder is not None else self.prep.encoder
 
 
-def _uncounted(case: _Case, mode: str, rp, profiles: Path | None, memos: dict) -> None:
+def _uncounted(case: _Case, mode: str, rp, profiles: Path | None, memos: dict, native: bool = False) -> None:
     """Warm-up (and, replaying, the recording), before instrumentation is switched on."""
     if mode == "full":
         case.one_pass(case.prep.encoder)()
@@ -99,7 +99,7 @@ def _uncounted(case: _Case, mode: str, rp, profiles: Path | None, memos: dict) -
     case.one_pass(warm)()  # the replayed path warmed up as it will be counted
     if warm.left:
         raise RuntimeError(f"the replayed pass left {warm.left} recorded tower call(s) unmade")
-    if profiles is not None:
+    if profiles is not None and not native:  # the native counter's breakdown already names calls
         one = case.one_pass(case.replay())
         with rp.CallCounts() as calls:
             one()
@@ -126,10 +126,18 @@ def _shape_label(items) -> str:
 def _keep(counter, profiles: Path | None, name: str, rec: dict) -> None:
     if profiles is not None and counter.last is not None:
         profiles.mkdir(parents=True, exist_ok=True)
-        counter.last.replace(profiles / f"{name}.callgrind")
-        rec["profile"] = f"{name}.callgrind"
+        kept = f"{name}.ops.json" if counter.last.name.endswith(".ops.json") else f"{name}.callgrind"
+        counter.last.replace(profiles / kept)
+        rec["profile"] = kept
         if "calls" in rec:
             (profiles / f"{name}.calls.json").write_text(json.dumps(rec.pop("calls"), sort_keys=True))
+
+
+def _counted(counter, rec: dict, fn) -> None:
+    """The count of ``fn`` into ``rec`` (the native counter's tallies too: ``parts``)."""
+    rec["instructions"] = counter.count(fn)
+    if getattr(counter, "parts", None):
+        rec["parts"] = dict(counter.parts)
 
 
 def count_all(api: dict, spec: dict, counter, session) -> list[dict]:
@@ -145,7 +153,7 @@ def count_all(api: dict, spec: dict, counter, session) -> list[dict]:
             continue
         try:
             case = _Case(api, session, pl, pr, spec["scale"])
-            _uncounted(case, mode, rp, profiles, memos)
+            _uncounted(case, mode, rp, profiles, memos, getattr(counter, "unit", "") == "ops")
             cases.append(case)
         except Exception as exc:  # a case that fails is a result (the benchmark's failure), not a crash
             records.append({"kind": "routine", "pipeline": pl, "preset": pr, "instructions": None, "error": _error(exc)})
@@ -160,7 +168,7 @@ def count_all(api: dict, spec: dict, counter, session) -> list[dict]:
         for case in cases:
             try:
                 enc = case.replay()  # fresh copies of the recorded rows, made outside the count
-                case.rec["instructions"] = counter.count(case.one_pass(enc))
+                _counted(counter, case.rec, case.one_pass(enc))
                 if getattr(enc, "left", 0):
                     raise RuntimeError(f"the counted pass left {enc.left} recorded tower call(s) unmade")
                 _keep(counter, profiles, f"{case.rec['pipeline']}.{case.rec['preset']}", case.rec)
@@ -172,7 +180,7 @@ def count_all(api: dict, spec: dict, counter, session) -> list[dict]:
             rec = {"kind": "tower", "encoder": model, "shapes": _shape_label(items), "instructions": None,
                    "error": None, "calls_counted": len(items)}
             try:
-                rec["instructions"] = counter.count(lambda: [enc.encode([it]) for it in items])
+                _counted(counter, rec, lambda: [enc.encode([it]) for it in items])
                 _keep(counter, profiles, f"tower.{model}", rec)
             except Exception as exc:
                 rec["error"] = _error(exc)
@@ -197,7 +205,10 @@ def main(spec_path: str) -> None:
             import torch
 
             torch.set_num_threads(int(spec["threads"]))
-            counter = _driver().Counter(spec["dumps"])
+            if spec.get("counter", "callgrind") == "ops":
+                counter = _driver("op_count").OpCounter(spec["dumps"], harness=(__file__,))
+            else:
+                counter = _driver().Counter(spec["dumps"])
             PHASES["startup_cpu_s"] = round(time.process_time() - t0, 1)
             result["records"] = count_all(api, spec, counter, api["Session"]("cpu"))
             result["phases"] = PHASES
