@@ -34,3 +34,18 @@ def test_the_report_says_what_each_plant_added():
     real = ir_trust.realized(_ir(2))
     assert real["routine instructions 2%"] == [0.021, 0.021]
     assert real["tower instructions 5%"] == [0.05, 0.05]
+
+
+def test_the_native_counter_really_counts_a_a_alike_and_catches_each_plant_at_its_band():
+    """The real worker, natively (``--counter ops``, the PR job's default): two rounds of
+    A/A and planted 2%/5% changes of each tally, judged at the PR bands."""
+    ir = ir_trust.count_trust("video", "tiny", 2, ir_trust.SIZES, 1, log=lambda m: None, counter="ops")
+    assert ir["complete"] and len(ir["rounds"]) == 2
+    assert all(r["base"] == r["aa"] and r["bc_base"] == r["bc_aa"] and r["tower_base"] == r["tower_aa"]
+               for r in ir["rounds"])  # exact: the same pass counts the same, every time
+    tallies: dict = {}
+    ir_trust.tally_counts(tallies, ir, Thresholds.default(), trust.tally, trust.thresholds_with_band)
+    got = {g: (t.rounds, t.false_regressions, dict(t.detected)) for (g, _), t in tallies.items()}
+    assert got == {g: (2, 0, {"2%": 2, "5%": 2}) for g in ir_trust.OPS_GATES}
+    landed = ir_trust.realized(ir)  # each plant landed near its size, in its own unit
+    assert all(0.012 < min(v) and max(v) < 0.03 for k, v in landed.items() if k.endswith(" 2%")), landed

@@ -230,7 +230,10 @@ def _add_trust(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=16, help="timed passes per side and round (default 16)")
     p.add_argument("--band", type=float, action="append", help="CPU band(s) to judge with (repeatable; default: the CPU band in thresholds.yaml)")
     p.add_argument("--threads", type=int, default=None, metavar="N")
-    p.add_argument("--instructions", type=int, default=0, metavar="ROUNDS", help="callgrind instruction-count rounds")
+    p.add_argument("--instructions", "--counts", dest="instructions", type=int, default=0, metavar="ROUNDS",
+                   help="rounds of the PR job's count gates (the routine with its tower replayed, the tower)")
+    p.add_argument("--counter", default="ops", choices=["ops", "callgrind"],
+                   help="with --instructions: ops (default; native bytecodes and aten elements) or callgrind")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
 
     def run(a: argparse.Namespace) -> int:

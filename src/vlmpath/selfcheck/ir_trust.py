@@ -29,22 +29,31 @@ from pathlib import Path
 #: Planted sizes of the instruction trust rounds (the routine band is 1%, the tower's 2%).
 SIZES = (0.02, 0.05)
 GATES = ("routine instructions", "tower instructions")
+#: The native counter's gates (``--counter ops``, the PR job's default): each tally of the
+#: routine with its own plant (an extra copy of the step's rows: elements; an extra Python
+#: pass over the step's entries: bytecodes), and the tower's elements (extra matmuls).
+OPS_GATES = ("routine aten elements", "routine bytecodes", "tower aten elements")
+_PREFIX = {"routine instructions": "", "tower instructions": "tower_",
+           "routine aten elements": "", "routine bytecodes": "bc_", "tower aten elements": "tower_"}
 
 
 def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], threads: int,
-                log: Callable[[str], None] = print) -> dict:
-    """Run the worker below under callgrind; its JSON (partial with the reason if it broke)."""
+                log: Callable[[str], None] = print, counter: str = "callgrind") -> dict:
+    """Run the worker below under callgrind (or natively, ``counter`` ops); its JSON (partial
+    with the reason if it broke)."""
     import tempfile
 
     from vlmpath.selfcheck import callgrind
 
     with tempfile.TemporaryDirectory(prefix="vlmpath-irt-") as tmp:
         spec = {"preset": preset, "scale": scale, "rounds": rounds, "sizes": list(sizes), "threads": threads,
-                "dumps": str(Path(tmp) / "cg"), "out": str(Path(tmp) / "ir.json")}
+                "dumps": str(Path(tmp) / "cg"), "out": str(Path(tmp) / "ir.json"), "counter": counter}
         (Path(tmp) / "spec.json").write_text(json.dumps(spec))
-        log(f"trust: counting the routine (tower replayed) and the tower under callgrind, {rounds} rounds")
+        how = "natively (ops)" if counter == "ops" else "under callgrind"
+        log(f"trust: counting the routine (tower replayed) and the tower {how}, {rounds} rounds")
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONHASHSEED="0")
         proc = callgrind.start([sys.executable, "-m", "vlmpath.selfcheck.ir_trust", str(Path(tmp) / "spec.json")],
-                               Path(tmp), dict(os.environ, OMP_NUM_THREADS=str(threads)), instrument=False)
+                               Path(tmp), env, instrument=False, native=counter == "ops")
         # A tower count is ~250M instructions: minutes each on a loaded box (6 rounds took 40 min).
         return callgrind.finish_rounds(proc, Path(tmp), Path(spec["out"]), timeout=3600 + 600 * rounds,
                                        rounds=rounds, log=log)
@@ -53,10 +62,13 @@ def count_trust(preset: str, scale: str, rounds: int, sizes: Sequence[float], th
 def tally_counts(tallies: dict, ir: dict, cfg, tally: Callable, thresholds_with_band: Callable) -> None:
     """Judge every counted round of both gates at the band ``cfg`` gives their PR benchmarks
     (``tally`` and ``thresholds_with_band``: ``selfcheck.trust``'s, passed in: it imports this module)."""
-    from vlmpath.selfcheck.ir_cases import ROUTINE_BENCH, TOWER_BENCH, UNIT
+    from vlmpath.selfcheck.ir_cases import OPS_BENCHES, ROUTINE_BENCH, TOWER_BENCH, UNITS
 
-    for gate, bench, prefix in ((GATES[0], ROUTINE_BENCH, ""), (GATES[1], TOWER_BENCH, "tower_")):
-        band = cfg.factor_for(bench, UNIT, "cpu")
+    benches = {GATES[0]: ROUTINE_BENCH, GATES[1]: TOWER_BENCH, OPS_GATES[0]: OPS_BENCHES[("routine", "elements")],
+               OPS_GATES[1]: OPS_BENCHES[("routine", "bytecodes")], OPS_GATES[2]: OPS_BENCHES[("tower", "elements")]}
+    for gate in (OPS_GATES if ir.get("counter") == "ops" else GATES):
+        bench, prefix = benches[gate], _PREFIX[gate]
+        band = cfg.factor_for(bench, UNITS[bench], "cpu")
         judged_with = thresholds_with_band(cfg, band, gate)
         for row in ir["rounds"]:
             tally(tallies, gate, band, judged_with, [row[f"{prefix}base"]], [row[f"{prefix}aa"]],
@@ -66,7 +78,8 @@ def tally_counts(tallies: dict, ir: dict, cfg, tally: Callable, thresholds_with_
 def realized(ir: dict) -> dict[str, list[float]]:
     """Per gate and size, the planted change as counted in each round (planted / base - 1)."""
     out: dict[str, list[float]] = {}
-    for gate, prefix in zip(GATES, ("", "tower_")):
+    for gate in (OPS_GATES if ir.get("counter") == "ops" else GATES):
+        prefix = _PREFIX[gate]
         for s in ir["sizes"]:
             out[f"{gate} {s:.0%}"] = [round(r[f"{prefix}{s}"] / r[f"{prefix}base"] - 1, 5) for r in ir["rounds"]]
     return out
@@ -76,6 +89,9 @@ def realized(ir: dict) -> dict[str, list[float]]:
 
 
 def _worker(spec_path: str) -> None:
+    if json.loads(Path(spec_path).read_text()).get("counter") == "ops":
+        _worker_ops(json.loads(Path(spec_path).read_text()))
+        return
     import torch
 
     from vlmpath.selfcheck.callgrind import Counter
@@ -149,6 +165,89 @@ def _worker(spec_path: str) -> None:
         row.update({f"{s}": counted_routine(copies[s]) for s in spec["sizes"]})
         row.update({"tower_base": counter.count(tower(0)), "tower_aa": counter.count(tower(0))})
         row.update({f"tower_{s}": counter.count(tower(units[s])) for s in spec["sizes"]})
+        rounds.append(row)
+        write()
+
+
+def _worker_ops(spec: dict) -> None:
+    """The native counter's rounds (``selfcheck/op_count.py``): the routine's elements and
+    bytecodes, each with its own plant, and the tower's elements, each calibrated in its unit."""
+    import torch
+
+    from vlmpath.engines.pipelines import DEFAULT_PIPELINE
+    from vlmpath.engines.reference import EmbedRoutine
+    from vlmpath.selfcheck.ir_replay import Recorder
+    from vlmpath.selfcheck.op_count import OpCounter
+    from vlmpath.selfcheck.plant import UNIT_N, Plant, python_pass
+    from vlmpath.suite.measure import Session, prepare
+
+    torch.set_num_threads(int(spec["threads"]))
+    prep = prepare(spec["preset"], DEFAULT_PIPELINE.hash, spec["scale"], Session("cpu"))
+    wl, enc = prep.workload, prep.encoder
+    a = torch.randn(UNIT_N, UNIT_N, generator=torch.Generator().manual_seed(0))
+    steps = max(1, len(wl.steps))
+    counter = OpCounter(harness=(__file__,))
+
+    def routine(encoder, rows: int = 0, passes: int = 0):
+        r = EmbedRoutine(wl, encoder, DEFAULT_PIPELINE, prep.table)  # built outside the count
+
+        def run():
+            for step in wl.steps:
+                out = r.run_step(step)
+                if rows:  # the elements plant: an extra copy of some of the step's rows
+                    out[:rows].clone()
+                python_pass(step, passes)  # the bytecodes plant (in plant.py: counted, not harness)
+        return run
+
+    def tally(fn) -> dict[str, int]:
+        counter.count(fn)
+        return dict(counter.parts)
+
+    rec = Recorder(enc)
+    routine(rec)()  # the real tower, recorded (and the warm-up)
+    items = list({(it.grid_thw, it.span): it for call in rec.items for it in call}.values())
+
+    def tower(per_call: int = 0):
+        def run():
+            for it in items:
+                enc.encode([it])
+                Plant(0, per_call).work(a)  # the plant: extra arithmetic in the tower call
+        return run
+
+    def counted_routine(rows: int = 0, passes: int = 0) -> dict[str, int]:
+        return tally(routine(rec.replay(), rows, passes))  # fresh replayed rows, made outside the count
+
+    plain, tower_plain = counted_routine(), tally(tower(0))["elements"]
+    # One row per step copied: a row's elements (and the slice's view, 1); the plant copies
+    # as many rows per step as make ``size`` of the pass's elements (a 1-step case too).
+    copy_el = max(1.0, (counted_routine(rows=1)["elements"] - plain["elements"]) / steps)
+    pass_bc = max(1.0, (counted_routine(passes=10)["bytecodes"] - plain["bytecodes"]) / (10 * steps))
+    unit_el = max(1.0, (tally(tower(10))["elements"] - tower_plain) / (10 * len(items)))
+    copies = {s: max(1, round(s * plain["elements"] / copy_el / steps)) for s in spec["sizes"]}  # rows per step
+    passes = {s: max(1, round(s * plain["bytecodes"] / pass_bc / steps)) for s in spec["sizes"]}
+    units = {s: max(1, round(s * tower_plain / unit_el / len(items))) for s in spec["sizes"]}
+    out = Path(spec["out"])
+    rounds: list = []
+
+    def write() -> None:
+        tmp = out.with_suffix(".tmp")  # atomic: a reader never sees half a file
+        tmp.write_text(json.dumps({"counter": "ops", "plain": plain, "tower_plain": tower_plain, "sizes": spec["sizes"],
+                                   "row_copy_elements": copy_el, "pass_bytecodes": pass_bc, "tower_unit_elements": unit_el,
+                                   "rows_copied_per_step": {f"{s}": c for s, c in copies.items()},
+                                   "passes_per_step": {f"{s}": c for s, c in passes.items()},
+                                   "tower_units_per_call": {f"{s}": u for s, u in units.items()},
+                                   "tower_shapes": len(items), "rounds": rounds,
+                                   "complete": len(rounds) == spec["rounds"]}))
+        os.replace(tmp, out)
+
+    write()
+    for _ in range(spec["rounds"]):
+        base, aa = counted_routine(), counted_routine()
+        row = {"base": base["elements"], "aa": aa["elements"], "bc_base": base["bytecodes"], "bc_aa": aa["bytecodes"]}
+        row.update({f"{s}": counted_routine(rows=copies[s])["elements"] for s in spec["sizes"]})
+        row.update({f"bc_{s}": counted_routine(passes=passes[s])["bytecodes"] for s in spec["sizes"]})
+        row.update({"tower_base": tally(tower(0))["elements"], "tower_aa": tally(tower(0))["elements"]})
+        row.update({f"tower_{s}": tally(tower(units[s]))["elements"] for s in spec["sizes"]})
         rounds.append(row)
         write()
 

@@ -29,6 +29,16 @@ class Plant:
             torch.mm(a, a)
 
 
+def python_pass(step, times: int) -> int:
+    """The bytecode plant of the native counter's trust rounds: ``times`` extra passes over a
+    step's entries (as a careless second loop over the requests of a step would add)."""
+    n = 0
+    for _ in range(times):
+        for e in step.entries:
+            n += e.extend
+    return n
+
+
 def timed_pass(run_step: Callable, steps: Sequence, plant: Plant | None, a: torch.Tensor) -> float:
     """Seconds of one pass of the schedule (CPU: wall clock; the routine syncs itself)."""
     t0 = time.perf_counter()

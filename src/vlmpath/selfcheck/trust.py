@@ -103,7 +103,8 @@ class GateTally:
 
 
 GATE_UNITS = {"time": "seconds", "tok/s": "tok/s", "instructions": "instructions",
-              "routine instructions": "instructions", "tower instructions": "instructions"}
+              "routine instructions": "instructions", "tower instructions": "instructions",
+              "routine aten elements": "elements", "routine bytecodes": "bytecodes", "tower aten elements": "elements"}
 
 
 def metric(gate: str, values: Sequence[float]) -> Metric:
@@ -161,7 +162,7 @@ def tally_paired(tallies: dict, gate: str, band: float, direction: str, base: Se
 
 def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, sizes: Sequence[float] = SIZES,
               bands: Sequence[float] | None = None, threads: int | None = None, scale: str = DEFAULT_SCALE,
-              instructions: int = 0, log: Callable[[str], None] = print) -> dict:
+              instructions: int = 0, counter: str = "ops", log: Callable[[str], None] = print) -> dict:
     """The whole trust measurement (see the module docstring); returns the JSON report."""
     from vlmpath.core.errors import VlmpathError
     from vlmpath.engines.pipelines import DEFAULT_PIPELINE
@@ -225,7 +226,7 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, siz
         if instructions:  # the PR job's count gates: the routine (tower replayed) and the tower
             from vlmpath.selfcheck import ir_trust
 
-            ir = ir_trust.count_trust(preset, scale, instructions, ir_trust.SIZES, in_effect, log=log)
+            ir = ir_trust.count_trust(preset, scale, instructions, ir_trust.SIZES, in_effect, log=log, counter=counter)
             ir_trust.tally_counts(tallies, ir, base_cfg, tally, thresholds_with_band)  # a partial count holds fewer rounds
     return {
         "schema_version": 1, "preset": preset, "scale": scale, "rounds": rounds, "samples": samples,
@@ -245,7 +246,9 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, siz
     }
 
 
-_IR_GATES = ("routine instructions", "tower instructions")  # selfcheck.ir_trust.GATES, without importing it
+# selfcheck.ir_trust.GATES and OPS_GATES, without importing it
+_IR_GATES = ("routine instructions", "tower instructions", "routine aten elements", "routine bytecodes",
+             "tower aten elements")
 
 
 def _ir_realized(ir: dict | None) -> dict | None:
@@ -297,7 +300,8 @@ def main_cli(a) -> int:
     from vlmpath.core import atomic
 
     rep = run_trust(preset=a.preset, rounds=a.rounds, samples=a.samples, bands=a.band,
-                    threads=a.threads, instructions=a.instructions, log=lambda m: print(m, file=sys.stderr))
+                    threads=a.threads, instructions=a.instructions, counter=a.counter,
+                    log=lambda m: print(m, file=sys.stderr))
     print(render(rep))
     if a.json:
         atomic.write_text(a.json, json.dumps(rep, indent=2, sort_keys=True) + "\n")
