@@ -11,7 +11,10 @@ released. Two commits on top of it:
   span per item, as #25910's cross-request split did. A MiniCPM-like item (one item, N
   regions, N spans of rows) is then split wrongly: the encoder gave N spans of rows, the
   split expects one;
-- ``same``: a whitespace-only change of the same file.
+- ``same``: a whitespace-only change of the same file;
+- ``copy``: the same path makes one careless extra copy of the flattened encoder output (a
+  silent cost: accuracy, syncs and calls unchanged, a timing on a CPU runner cannot see
+  it); the engine's routine count (``routine_aten_elements``, the tower replayed) must.
 
 ``vlmpath ci pr --engine-src`` between release and ``mistake`` must exit 1 and name the
 accuracy drop on ``multi_region``; between release and ``same`` it must exit 0. tok/s is
@@ -164,7 +167,15 @@ def sglang_repo(tmp_path_factory):
     git(repo, "commit", "-q", "-am", "whitespace only")
     same = git(repo, "rev-parse", "HEAD")
     assert git(repo, "diff", "-w", "--ignore-blank-lines", "--stat", release, same) == ""
-    return repo, {"release": release, "mistake": mistake, "same": same}
+
+    git(repo, "checkout", "-q", "-b", "copy", release)
+    m = ANCHOR.search(original)
+    ind = m.group("ind")[:-4]
+    path.write_text(original[:m.end()] + f"{ind}embedding = embedding.clone()  # vlmpath test: a careless copy\n"
+                    + original[m.end():], encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "chunked prefill: copy the flattened encoder output")
+    copy = git(repo, "rev-parse", "HEAD")
+    return repo, {"release": release, "mistake": mistake, "same": same, "copy": copy}
 
 
 def ci_pr(repo: Path, base: str, head: str, out: Path, tmp: Path) -> tuple[int, str, float]:
@@ -210,3 +221,19 @@ def test_a_whitespace_only_commit_exits_0(sglang_repo, tmp_path):
     print(f"FIGURE same: exit {code} in {took:.0f}s; headline: {comment.splitlines()[1] if comment else ''}")
     assert code == 0, comment
     assert comment.splitlines()[1].startswith("**No regressions**")
+
+
+@pytest.mark.timeout(1500)
+def test_a_careless_copy_is_caught_by_the_engines_routine_count_alone(sglang_repo, tmp_path):
+    repo, c = sglang_repo
+    code, comment, took = ci_pr(repo, c["release"], c["copy"], tmp_path / "out", tmp_path)
+    print(f"FIGURE copy: exit {code} in {took:.0f}s; headline: {comment.splitlines()[1] if comment else ''}")
+    assert code == 1, comment
+    report = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    rows = [r for m in report["machines"] for r in m["comparisons"]]
+    regressed = {(r["benchmark"].rsplit(".", 1)[1], dict(r["params"])["workload"]) for r in rows
+                 if r["verdict"] == "regression"}
+    assert regressed == {("track_routine_aten_elements", "multi_region")}, regressed  # nothing else moved
+    row = next(r for r in rows if r["benchmark"].endswith("track_routine_aten_elements")
+               and dict(r["params"])["workload"] == "multi_region")
+    print(f"FIGURE copy: routine_aten_elements {row['base']:.0f} -> {row['head']:.0f}")

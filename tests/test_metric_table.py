@@ -65,7 +65,8 @@ def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
 
     routine = {m.name: m.unit for m in METRICS if m.routine}
     assert routine == {"tok_per_s": "tok/s", "accuracy": "fraction", "syncs": "syncs", "encoder_syncs": "syncs",
-                       "encoder_calls": "calls", "peak_bytes": "bytes", "reserved_bytes": "bytes"}
+                       "encoder_calls": "calls", "peak_bytes": "bytes", "reserved_bytes": "bytes",
+                       "routine_bytecodes": "bytecodes", "routine_aten_elements": "elements"}
     # The pytest-benchmark reader: every routine key read with the table's unit, nothing else.
     extra = {**{name: 1.0 for name in routine}, "not_a_metric": 5.0}
     path = tmp_path / "bench.json"
@@ -122,7 +123,7 @@ def test_every_record_metric_is_a_record_field_and_the_engine_path_has_them_all(
     # The engine path reports what the routine paths report (peak memory was once missing).
     assert [leaf for _, leaf, _ in engine_rows()] == [
         "track_tok_per_s", "track_accuracy", "track_syncs", "track_encoder_syncs", "track_encoder_calls",
-        "track_peak_bytes", "track_reserved_bytes"]
+        "track_peak_bytes", "track_reserved_bytes", "track_routine_bytecodes", "track_routine_aten_elements"]
 
 
 def test_the_suite_generates_one_track_method_per_routine_metric(suite):

@@ -132,7 +132,7 @@ def _calls(path: Path) -> dict[str, dict[str, int]]:
 
 def grew_ops(case: str, base_dir: Path, head_dir: Path, base_file: str, head_file: str, unit: str,
              top: int = TOP) -> CaseGrowth:
-    """What grew between two native counts (``selfcheck/op_count.py``'s ``*.ops.json``): the
+    """What grew between two native counts (``measure/op_count.py``'s ``*.ops.json``): the
     Python functions by bytecodes and the aten operators by elements, each with its share of
     its own tally's net change; the totals are the moved count's tally (``unit``)."""
     notes: list[str] = []

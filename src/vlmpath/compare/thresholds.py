@@ -86,7 +86,7 @@ def table_disagreements(th: Thresholds) -> list[str]:
 
 def table_unit_rules() -> dict[str, UnitRule]:
     """unit -> rule for every unit of the metric table (its rows and asv's implied units)."""
-    return {unit: UnitRule(spec.direction, spec.exact) for unit, spec in metric_by_unit().items()}
+    return {unit: UnitRule(spec.direction, spec.exact, spec.deterministic) for unit, spec in metric_by_unit().items()}
 
 
 def _packaged_config() -> dict[str, Any]:

@@ -67,6 +67,10 @@ class MetricSpec:
     routine: tuple[str, ...] = ()
     report_failed: bool = False
     may_be_unmeasured: bool = False
+    #: A deterministic count judged by its band (a ``thresholds.yaml`` rule) rather than
+    #: exactly: one value per side is a full measurement, but a change inside the band (an
+    #: engine refactor's few bytecodes) is not a regression.
+    deterministic: bool = False
 
     def __post_init__(self) -> None:
         # Programmer errors in the table itself: fail at import, loudly.
@@ -111,6 +115,15 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("reserved_bytes", "bytes", "lower", False, "scaled", False,
                "peak bytes the allocator reserved during one pass",
                routine=("encode", "embed", "engine"), may_be_unmeasured=True),
+    # The deterministic gate on an engine's own code (``suite.routine_counts``): one pass with
+    # the tower replayed, counted natively. The reference routine's twins are counted by
+    # ``vlmpath instructions`` / ``ci pr --counts`` (``selfcheck.ir_cases``).
+    MetricSpec("routine_bytecodes", "bytecodes", "lower", False, "count", False,
+               "Python bytecodes one pass of the engine's routine executes (tower replayed)",
+               routine=("engine",), may_be_unmeasured=True, deterministic=True),
+    MetricSpec("routine_aten_elements", "elements", "lower", False, "count", False,
+               "elements aten operators write in one pass of the engine's routine (tower replayed)",
+               routine=("engine",), may_be_unmeasured=True, deterministic=True),
 )
 
 #: Units asv implies by a benchmark's prefix (no row of their own: ``time_``, ``peakmem_``).
@@ -129,7 +142,8 @@ def by_unit(rows: tuple[MetricSpec, ...]) -> Mapping[str, MetricSpec]:
         seen = out.get(m.unit)
         # A unit's meaning must be one: two rows with one unit must agree on what the
         # comparison and the formatter read from the unit.
-        if seen is not None and (seen.direction, seen.exact, seen.fmt) != (m.direction, m.exact, m.fmt):
+        meaning = lambda r: (r.direction, r.exact, r.fmt, r.deterministic)  # noqa: E731
+        if seen is not None and meaning(seen) != meaning(m):
             raise ValueError(f"metrics {seen.name} and {m.name} share unit {m.unit!r} but disagree")
         out.setdefault(m.unit, m)
     return MappingProxyType(out)

@@ -43,7 +43,7 @@ MODES = ("routine", "full")
 UNIT = "instructions"
 SCHEMA_VERSION = 1
 SOURCE = "callgrind"
-#: ``ops`` (the default): counted natively (``selfcheck/op_count.py``), two gated tallies per
+#: ``ops`` (the default): counted natively (``measure/op_count.py``), two gated tallies per
 #: case; ``callgrind``: CPU instructions under Valgrind (minutes per side to start torch).
 COUNTERS = ("ops", "callgrind")
 DEFAULT_COUNTER = "ops"

@@ -4,7 +4,7 @@
 (``selfcheck.callgrind``), the gates the PR job uses by default (``selfcheck/ir_worker.py``, mode
 ``routine``):
 
-- the *routine* count: one pass of the case with its tower replayed (``selfcheck/ir_replay.py``),
+- the *routine* count: one pass of the case with its tower replayed (``measure/tower_replay.py``),
   so a plant is a change of the routine's own work: after every step, ``copies`` extra
   copies of the step's embeddings (an extra copy, as a careless ``.clone()`` or
   ``.contiguous()`` would add), calibrated in instructions so that the extra work is
@@ -95,7 +95,7 @@ def _worker(spec_path: str) -> None:
     import torch
 
     from vlmpath.selfcheck.callgrind import Counter
-    from vlmpath.selfcheck.ir_replay import Recorder
+    from vlmpath.measure.tower_replay import Recorder
     from vlmpath.selfcheck.plant import UNIT_N, Plant
     from vlmpath.engines.pipelines import DEFAULT_PIPELINE
     from vlmpath.engines.reference import EmbedRoutine
@@ -170,14 +170,14 @@ def _worker(spec_path: str) -> None:
 
 
 def _worker_ops(spec: dict) -> None:
-    """The native counter's rounds (``selfcheck/op_count.py``): the routine's elements and
+    """The native counter's rounds (``measure/op_count.py``): the routine's elements and
     bytecodes, each with its own plant, and the tower's elements, each calibrated in its unit."""
     import torch
 
     from vlmpath.engines.pipelines import DEFAULT_PIPELINE
     from vlmpath.engines.reference import EmbedRoutine
-    from vlmpath.selfcheck.ir_replay import Recorder
-    from vlmpath.selfcheck.op_count import OpCounter
+    from vlmpath.measure.tower_replay import Recorder
+    from vlmpath.measure.op_count import OpCounter
     from vlmpath.selfcheck.plant import UNIT_N, Plant, python_pass
     from vlmpath.suite.measure import Session, prepare
 

@@ -4,13 +4,14 @@ The worker of ``selfcheck.ir_cases``: run by file path (``runpy``), under callgr
 ``PYTHONPATH`` set to one side's ``src``. So this file is the fixed harness (like head's
 ``benchmarks/`` under asv) and every ``vlmpath`` import below is the code under test: the
 case axes (``suite.cases``), ``suite.measure.prepare``, ``engines.reference.EmbedRoutine``.
-The callgrind driver (``selfcheck/callgrind.py``) is loaded by path from beside this file, never
-from the side, which may predate it.
+The counters (``selfcheck/callgrind.py``, ``measure/op_count.py``) and the tower replay
+(``measure/tower_replay.py``) are loaded by path from this file's own tree, never from the
+side, which may predate them.
 
 Per selected ``EmbedRoutine(pipeline, preset)`` case: build it as ``measure_case`` does
 (workload, arrival through the pipeline's hash path, tower, text table; none of it counted).
 Mode ``routine`` (the default): one uncounted pass through the real encoder records every
-tower call (``selfcheck/ir_replay.py``: it also warms the program up), one uncounted pass through
+tower call (``measure/tower_replay.py``: it also warms the program up), one uncounted pass through
 the replay warms the replayed path, and then one counted pass through a fresh routine
 (empty cache, as each timed pass) whose encoder replays the recorded rows: the count is
 the routine's own code. The tower is counted apart, once per encoder and scale over the
@@ -38,8 +39,14 @@ BENCH = "bench_embed.EmbedRoutine.track_instructions"
 PHASES: dict = {}
 
 
+#: The harness files, by path beside this one (``selfcheck/``) or in ``measure/``.
+_HARNESS = {"callgrind": Path(__file__).with_name("callgrind.py"),
+            "tower_replay": Path(__file__).parents[1] / "measure" / "tower_replay.py",
+            "op_count": Path(__file__).parents[1] / "measure" / "op_count.py"}
+
+
 def _driver(name: str = "callgrind"):
-    spec = importlib.util.spec_from_file_location(f"_vlmpath_{name}", Path(__file__).with_name(f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(f"_vlmpath_{name}", _HARNESS[name])
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses and pickling look modules up by name
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
@@ -141,7 +148,7 @@ def _counted(counter, rec: dict, fn) -> None:
 
 
 def count_all(api: dict, spec: dict, counter, session) -> list[dict]:
-    rp = _driver("ir_replay")
+    rp = _driver("tower_replay")
     mode = spec.get("mode") or "routine"
     profiles = Path(spec["profiles"]) if spec.get("profiles") else None
     cases: list[_Case] = []

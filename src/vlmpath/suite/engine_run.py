@@ -102,6 +102,8 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
     job = {"cases": [case_to_dict(c) for c in cases], "engine": spec.label, "repeat": repeat,
            "count": count, "device": device or "cpu", "weights": weights, "threads": threads}
     env = worker_env(spec)
+    # One hash seed: the counted pass's bytecodes may not depend on set and dict order of strings.
+    env.setdefault("PYTHONHASHSEED", "0")
     with tempfile.TemporaryDirectory(prefix="vlmpath-worker-") as tmp:
         out = Path(tmp) / "records.jsonl"
         job["out"] = str(out)

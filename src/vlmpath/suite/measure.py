@@ -210,6 +210,12 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
                               wl, session.device, timed=False)
             memory = mem.result
 
+    counts = None
+    if count and engine is not None:  # the engine's own work, exactly (suite.routine_counts)
+        from vlmpath.suite.routine_counts import count_routine
+
+        counts = count_routine(make, wl, encoder, case.pipeline, table, cache_bytes)
+
     # One plain pass: the counted pass runs under Python dispatch modes, which do not warm
     # up the same kernels and allocator paths as a normal call.
     with (nullcontext() if on_cpu else peak_memory(session.device)) as mem:
@@ -240,6 +246,8 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
         peak_bytes=memory.allocated, reserved_bytes=memory.reserved, memory=memory.to_dict(),
         **({} if engine is None else {"engine": engine.label, "engine_version": engine.version,
                                       "engine_seams": dict(engine.seams)}),
+        **({} if counts is None else {"routine_bytecodes": counts.bytecodes,
+                                      "routine_aten_elements": counts.elements, "counts_error": counts.error}),
     )
 
 

@@ -78,6 +78,11 @@ class CaseRecord:
     engine: str = "reference"
     engine_version: str | None = None
     engine_seams: dict = field(default_factory=dict)
+    # One pass of the routine with its tower replayed, counted exactly (engine cases:
+    # ``suite.routine_counts``); None = not counted, ``counts_error`` says why when it failed.
+    routine_bytecodes: int | None = None
+    routine_aten_elements: int | None = None
+    counts_error: str | None = None
 
 
 #: field -> what its JSON value must be (from the annotations: one table, no restatement).

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from vlmpath.selfcheck import ir_replay
+from vlmpath.measure import tower_replay as ir_replay
 from vlmpath.engines.pipelines import DEFAULT_PIPELINE
 from vlmpath.engines.reference import EmbedRoutine
 from vlmpath.suite.measure import Session, prepare
 
-WORKER = Path(ir_replay.__file__).with_name("ir_worker.py")
+WORKER = Path(ir_replay.__file__).parents[1] / "selfcheck" / "ir_worker.py"
 
 
 @pytest.fixture(scope="module")
