@@ -116,13 +116,15 @@ def _templates(a: argparse.Namespace) -> int:
     return 1 if bad and a.check else 0
 
 
-def engine_options(p: argparse.ArgumentParser) -> None:
+def engine_options(p: argparse.ArgumentParser, repeatable: bool = False) -> None:
+    """``repeatable``: ``--engine`` may be given several times (``measure``: side by side)."""
     from vlmpath.engines import registry  # the help names every registered engine
 
     names = registry.names()
-    p.add_argument("--engine", default=None, metavar="SPEC",
+    p.add_argument("--engine", default=None, metavar="SPEC", action="append" if repeatable else "store",
                    help=f"reference (default) or NAME==X for an engine of {', '.join(names)} (after "
-                   "`vlmpath engine install NAME==X`); with --engine-src, NAME says which engine the tree is")
+                   "`vlmpath engine install NAME==X`); with --engine-src, NAME says which engine the tree is"
+                   + ("; repeatable: every engine's cases in one table (and --chart)" if repeatable else ""))
     p.add_argument("--engine-src", default=None, metavar="DIR",
                    help="an engine source tree put first on the path (the directory holding the engine's "
                    "package, e.g. an sglang checkout's python/)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
 
@@ -29,28 +30,36 @@ def run_measure(a: argparse.Namespace) -> int:
     check_measure_inputs(json_path=a.json, repeat=a.repeat, seed=a.seed, pipelines=a.pipeline,
                          weights=a.weights, stages={"encode": a.encode, "inject": a.inject,
                                                     "count": a.count, "hash": a.hash})
-    spec = parse_engine(a.engine, src=a.engine_src)
+    labels = list(dict.fromkeys(a.engine or [None]))  # --engine A --engine B: side by side
+    if a.engine_src and len(labels) > 1:
+        raise VlmpathError("--engine-src measures one engine tree: give one --engine with it (which engine "
+                           "the tree is), or drop --engine-src to compare releases")
+    specs = [parse_engine(e, src=a.engine_src) for e in labels]
     chosen = [f"--{k}" for k in ("encode", "inject", "count", "hash", "pipeline") if getattr(a, k)]
-    if chosen and not spec.in_process:
-        raise VlmpathError(f"{', '.join(chosen)} choose the reference routine's strategies; with --engine "
-                           f"{spec.label} the engine's own code runs every stage: drop {', '.join(chosen)}")
+    for spec in specs:
+        if chosen and not spec.in_process:
+            raise VlmpathError(f"{', '.join(chosen)} choose the reference routine's strategies; with --engine "
+                               f"{spec.label} the engine's own code runs every stage: drop {', '.join(chosen)}")
+    if a.chart and Path(a.chart).suffix.lower() not in (".png", ".svg"):
+        raise VlmpathError(f"--chart {a.chart}: name a .png or .svg file")
     device = resolve_device(a.device)
     check_scale_device(a.scale, device, allow_cpu=a.allow_cpu)
     # Threads as ``vlmpath run`` sets them for its benchmark processes; recorded per case.
     threads = cpu_threads(a.threads, device)
-    # An engine has one path per stage (its seams are recorded): one case per workload.
-    cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count, hash=a.hash,
-                       pipelines=a.pipeline if spec.in_process else ["default"], scale=a.scale, seed=a.seed)
     kw = dict(repeat=a.repeat, count=not a.no_syncs, device=device, weights=a.weights,
               python=a.engine_python, home=a.engine_home, threads=threads)
-    if spec.in_process:  # one case at a time, with a progress bar
-        records = []
-        bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
-        for case in bar:
-            bar.set_postfix_str(case.label)
-            records += measure_cases([case], spec, **kw)
-    else:  # one engine process for every case (importing the engine takes seconds)
-        records = measure_cases(cases, spec, **kw)
+    records = []
+    for spec in specs:
+        # An engine has one path per stage (its seams are recorded): one case per workload.
+        cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count, hash=a.hash,
+                           pipelines=a.pipeline if spec.in_process else ["default"], scale=a.scale, seed=a.seed)
+        if spec.in_process:  # one case at a time, with a progress bar
+            bar = tqdm(cases, desc="measure", unit="case", disable=len(cases) < 2, file=sys.stderr)
+            for case in bar:
+                bar.set_postfix_str(case.label)
+                records += measure_cases([case], spec, **kw)
+        else:  # one engine process for every case (importing the engine takes seconds)
+            records += measure_cases(cases, spec, **kw)
     for r in records:
         warning = load_warning(r.load_avg)
         if warning:
@@ -60,6 +69,10 @@ def run_measure(a: argparse.Namespace) -> int:
         from vlmpath.suite.record import write_records
 
         write_records(a.json, records)
+    if a.chart and records:
+        from vlmpath.render.engines_chart import engines_chart
+
+        print(f"chart: {engines_chart(records, a.chart)}", file=sys.stderr)
     if records and all(r.error for r in records):
         print(f"vlmpath measure: every case failed ({len(records)}); see the errors above", file=sys.stderr)
         return 1
