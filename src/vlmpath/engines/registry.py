@@ -60,6 +60,8 @@ class EngineEntry:
     # order ("" is the root): sglang's is under ``python/``, vLLM's at the root.
     source_dirs: tuple[str, ...] = ("",)
     seams: tuple[str, ...] = ()      # the seam names its records carry in ``engine_seams``
+    # The seams shown in the tables' encode / inject / count / hash columns, in that order.
+    stage_seams: tuple[str, ...] = ()
     example_version: str = "X.Y.Z"   # for help texts and error messages
     # ``(ctx: vlmpath.engines.env_recipe.InstallContext) -> dict``: builds the environment
     # and returns manifest fields; None: ``env_recipe.pip_recipe`` (torch pair, the release
@@ -80,6 +82,8 @@ class EngineEntry:
             raise VlmpathError(f"{where}: a name is lowercase letters, digits and '_' (not {RESERVED})")
         if ":" not in self.adapter:
             raise VlmpathError(f"{where}: adapter {self.adapter!r} must be 'module:Class'")
+        if not set(self.stage_seams) <= set(self.seams) or len(self.stage_seams) not in (0, 4):
+            raise VlmpathError(f"{where}: stage_seams are 4 of its seams (encode, inject, count, hash)")
         if any(Path(d).is_absolute() or ".." in Path(d).parts for d in self.source_dirs):
             raise VlmpathError(f"{where}: source_dirs are relative paths inside a checkout")
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))

@@ -35,10 +35,19 @@ def measure_headers() -> list[str]:
 
 
 def _stages(r: CaseRecord) -> list:
-    """What ran per stage: the reference's strategies, or the engine's seams."""
+    """What ran per stage: the reference's strategies, or the engine's seams (the ones its
+    registry entry shows per stage)."""
     if r.engine == "reference" or not r.engine_seams:
         return [r.pipeline.get(k, "?") for k in ("encode", "inject", "count", "hash")]
-    return [r.engine_seams.get(k, "?") for k in ("chunk_encoding", "scatter", "count", "shm")]
+    from vlmpath.core.errors import VlmpathError
+    from vlmpath.engines import registry
+    from vlmpath.engines.base import parse_engine
+
+    try:
+        keys = registry.get(parse_engine(r.engine).name).stage_seams
+    except VlmpathError:  # an engine this install does not know: its record still prints
+        keys = ()
+    return [r.engine_seams.get(k, "?") for k in keys] if keys else ["?"] * 4
 
 
 def _metric_cell(value: float | None, unit: str) -> str | None:

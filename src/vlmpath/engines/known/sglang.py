@@ -20,6 +20,7 @@ ENGINE = EngineEntry(
     import_chain=resources.files("vlmpath.engines").joinpath("data/sglang_import_chain.txt"),
     source_dirs=("python", ""),  # an sglang checkout keeps its package under python/
     seams=("cache", "chunk_encoding", "count", "scatter", "pad", "shm"),
+    stage_seams=("chunk_encoding", "scatter", "count", "shm"),
     example_version="0.5.23",
     checkout_hint="an sglang checkout's python/ directory",
     ci_paths=(

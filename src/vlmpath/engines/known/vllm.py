@@ -64,6 +64,9 @@ ENGINE = EngineEntry(
     import_chain=resources.files("vlmpath.engines").joinpath("data/vllm_import_chain.txt"),
     source_dirs=("",),  # a vLLM checkout keeps its package at the root
     seams=("encoder", "schedule", "prepare", "gather", "mask", "merge", "batching", "platform"),
+    # encode: how calls are batched; inject: the merge; count: where the mask lives; hash:
+    # how cached items are prepared (their mm_hash decides).
+    stage_seams=("batching", "merge", "mask", "prepare"),
     example_version="0.33.0",
     installer=install,
     constraints=constraints,
