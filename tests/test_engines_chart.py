@@ -43,3 +43,12 @@ def test_the_cli_refuses_what_it_cannot_do_before_measuring(tmp_path, capsys):
     assert "--engine-src measures one engine tree" in capsys.readouterr().err
     with pytest.raises(ValueError, match="no records"):
         engines_chart([], tmp_path / "y.png")
+
+
+def test_the_references_strategies_are_series_of_their_own():
+    records = [rec("reference", "video", pipeline={"encode": "batched"}),
+               rec("reference", "video", pipeline={"encode": "per_request"}, tok_per_s=500.0),
+               rec("sglang==0.5.23", "video")]
+    marks = figure_marks(engines_figure(records))
+    assert "reference/batched video: tok/s 1000, accuracy 1.00" in marks
+    assert "reference/per_request video: tok/s 500, accuracy 1.00" in marks

@@ -36,17 +36,24 @@ from vlmpath.render.report_figure import (
 from vlmpath.suite.record import CaseRecord
 
 
-def _order(records: Sequence[CaseRecord]) -> tuple[list[str], list[str]]:
-    engines = list(dict.fromkeys(r.engine for r in records))
+def _label(r: CaseRecord, several: bool) -> str:
+    """The bar's series: the engine label; the reference's encode strategy too when it ran
+    several (``measure`` plans every default strategy for it)."""
+    return f"{r.engine}/{r.pipeline.get('encode', '?')}" if several and r.engine == "reference" else r.engine
+
+
+def _order(records: Sequence[CaseRecord]) -> tuple[list[str], list[str], dict]:
+    several = len({r.pipeline.get("encode") for r in records if r.engine == "reference"}) > 1
+    by = {(_label(r, several), r.workload): r for r in records}
+    engines = list(dict.fromkeys(e for e, _ in by))
     workloads = list(dict.fromkeys(r.workload for r in records))
-    return engines, workloads
+    return engines, workloads, by
 
 
 @styled
 def engines_figure(records: Sequence[CaseRecord], title: str | None = None):
     """The figure (not saved): see the module docstring."""
-    engines, workloads = _order(records)
-    by = {(r.engine, r.workload): r for r in records}
+    engines, workloads, by = _order(records)
     fig = new_figure(max(6.0, 1.2 + 0.55 * len(engines) * len(workloads)), 6.2)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     width = 0.8 / max(1, len(engines))
