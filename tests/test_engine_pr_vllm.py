@@ -15,7 +15,15 @@ layout of vLLM's own repository, committed as released. Two commits on top of it
   mismatch since #34246) accepts it, and the rows are real rows of the right item, finite
   and of the right shape; only an item split across chunks (``chunked_long``) gets its first
   rows twice, while items inside one chunk (``cache_reuse``) are untouched;
-- ``same``: a whitespace-only change of the same file.
+- ``same``: a whitespace-only change of the same file;
+- ``tower``: vLLM's own vision tower (``Qwen2_5_VisionTransformer.forward`` in
+  ``vllm/model_executor/models/qwen2_5_vl.py``) undoes its window permutation off by one
+  row (``reverse_indices.roll(1)``): each call's last row lands first. An item encoded
+  alone keeps all its own rows, only rotated, and a batched call hands one item's row to
+  the next: a cross-item leak that only batching shows. With ``--tower engine`` the golden
+  rows come through the same tower one item at a time, so ``many_small_images`` (several
+  items per call) drops in accuracy; with our tower (``--tower ours``) the change is never
+  run and the flow stays green: why ``--tower engine`` exists.
 
 ``vlmpath ci pr --engine-src`` between release and ``mistake`` must exit 1 and name the
 accuracy drop on ``chunked_long``; between release and ``same`` it must exit 0. tok/s is
@@ -42,6 +50,8 @@ RUNNER = "vllm/v1/worker/gpu/mm/encoder_runner.py"
 # chunked_long: 5 of its 6 images are split across chunks; cache_reuse: none of its 12 is
 # (many_small_images has 2 of 16 split: it drops too).
 WORKLOADS = ("chunked_long", "cache_reuse")
+TOWER = "vllm/model_executor/models/qwen2_5_vl.py"
+REVERSE = "hidden_states = hidden_states[reverse_indices, :]"
 CORRECT = "mm_embeds_item = encoder_output[start_idx:end_idx]"
 MISTAKE = "mm_embeds_item = encoder_output[: end_idx - start_idx]  # rows from the item's start"
 # Not needed by any module the adapter imports, and most of the package's bytes.
@@ -103,16 +113,26 @@ def vllm_repo(tmp_path_factory):
     git(repo, "commit", "-q", "-am", "whitespace only")
     same = git(repo, "rev-parse", "HEAD")
     assert git(repo, "diff", "-w", "--ignore-blank-lines", "--stat", release, same) == ""
-    return repo, str(env.python), {"release": release, "mistake": mistake, "same": same}
+
+    git(repo, "checkout", "-q", "-b", "tower", release)
+    tower_py = repo / TOWER
+    text = tower_py.read_text(encoding="utf-8")
+    assert text.count(REVERSE) == 1, "Qwen2_5_VisionTransformer.forward changed: update the plant"
+    tower_py.write_text(text.replace(REVERSE, REVERSE.replace("reverse_indices,", "reverse_indices.roll(1),")),
+                        encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "qwen2.5-vl tower: undo the window permutation")
+    tower = git(repo, "rev-parse", "HEAD")
+    return repo, str(env.python), {"release": release, "mistake": mistake, "same": same, "tower": tower}
 
 
-def ci_pr(repo: Path, python: str, base: str, head: str, out: Path, tmp: Path) -> tuple[int, str, float]:
+def ci_pr(repo: Path, python: str, base: str, head: str, out: Path, tmp: Path,
+          workloads: tuple[str, ...] = WORKLOADS, tower: str = "ours") -> tuple[int, str, float]:
     cfg = tmp / "thresholds.yaml"
     cfg.write_text("rules:\n  - pattern: 'track_tok_per_s'\n    factor: {gpu: 1000, cpu: 1000}\n")
     cmd = [sys.executable, "-m", "vlmpath.cli", "ci", "pr", "--engine-src", str(repo), "--base", base,
            "--head", head, "--out", str(out), "--machine", "cpu-engine-test", "--repeat", "1",
-           "--engine-python", python, "--config", str(cfg), "--no-charts"]
-    for w in WORKLOADS:
+           "--engine-python", python, "--config", str(cfg), "--no-charts", "--tower", tower]
+    for w in workloads:
         cmd += ["--workload", w]
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -149,3 +169,19 @@ def test_a_whitespace_only_commit_exits_0(vllm_repo, tmp_path):
     print(f"FIGURE same: exit {code} in {took:.0f}s; headline: {comment.splitlines()[1] if comment else ''}")
     assert code == 0, comment
     assert comment.splitlines()[1].startswith("**No regressions**")
+
+
+@pytest.mark.timeout(1500)
+def test_a_change_to_vllms_own_tower_is_caught_with_tower_engine_and_invisible_without(vllm_repo, tmp_path):
+    repo, python, c = vllm_repo
+    code, comment, took = ci_pr(repo, python, c["release"], c["tower"], tmp_path / "engine", tmp_path,
+                                workloads=("many_small_images",), tower="engine")
+    headline = comment.splitlines()[1].replace("\\", "") if comment else ""
+    print(f"FIGURE tower (--tower engine): exit {code} in {took:.0f}s; headline: {headline}")
+    assert code == 1, comment
+    assert "accuracy many_small_images fraction 1.00 ->" in headline
+    records = [json.loads(x) for x in (tmp_path / "engine" / "records" / "head.jsonl").read_text().splitlines()]
+    assert all(r["engine_seams"]["tower"].endswith("Qwen2_5_VisionTransformer") for r in records)
+    code, comment, _ = ci_pr(repo, python, c["release"], c["tower"], tmp_path / "ours", tmp_path,
+                             workloads=("many_small_images",), tower="ours")
+    assert code == 0, comment  # our tower never runs vLLM's: blind to the change, as expected

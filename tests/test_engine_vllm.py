@@ -136,3 +136,24 @@ def test_a_device_mask_costs_one_sync_per_merge(engine_env, monkeypatch):
         pytest.skip(f"this release merges with {rec['engine_seams']['merge']} (sync-free on any mask)")
     assert rec.error is None and rec.accuracy == 1.0
     assert rec.syncs >= 1 and all("index_put" in k for k in rec.sync_events), rec.sync_events
+
+
+def test_vllms_own_tower_runs_in_place_of_ours_and_places_every_row(engine_env):
+    """``--tower engine``: vLLM's ``Qwen2_5_VisionTransformer`` with our tower's weights
+    (its own ``load_weights``), in the release's path; recorded as the ``tower`` seam."""
+    cases = plan_cases(workloads=["multi_region", "many_small_images"], pipelines=["default"])
+    ours = {r.workload: r for r in measure_cases(cases, engine_env.spec, repeat=1)}
+    theirs = {r.workload: r for r in measure_cases(cases, engine_env.spec, repeat=1, tower="engine")}
+    for w, r in theirs.items():
+        assert r.error is None and r.accuracy == 1.0 and r.placed == r.items > 0, (w, r.error)
+        assert r.engine_seams["tower"] == "vllm.model_executor.models.qwen2_5_vl.Qwen2_5_VisionTransformer"
+        assert "tower" not in ours[w].engine_seams
+        assert r.encoder_calls == ours[w].encoder_calls  # the same path around another tower
+        assert r.routine_aten_elements == ours[w].routine_aten_elements  # the routine count excludes the tower
+
+
+def test_the_reference_has_no_engine_tower():
+    from vlmpath.core.errors import VlmpathError
+
+    with pytest.raises(VlmpathError, match="--tower engine runs an engine's own vision tower"):
+        measure_cases(plan_cases(workloads=["video"], pipelines=["default"]), None, tower="engine")

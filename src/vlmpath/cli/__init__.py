@@ -194,6 +194,9 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
     p.add_argument("--chart", metavar="FILE", help="draw every engine's cases side by side (.png or .svg)")
+    p.add_argument("--tower", default="ours", choices=["ours", "engine"],
+                   help="with --engine: the vision tower: ours (seeded transformers, default) or the engine's "
+                   "own (vLLM's Qwen2.5-VL)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="torch CPU threads (default: OMP_NUM_THREADS, else 1 on CPU, as `vlmpath run`)")
     engine_options(p, repeatable=True)

@@ -46,8 +46,11 @@ def run_measure(a: argparse.Namespace) -> int:
     check_scale_device(a.scale, device, allow_cpu=a.allow_cpu)
     # Threads as ``vlmpath run`` sets them for its benchmark processes; recorded per case.
     threads = cpu_threads(a.threads, device)
+    if a.tower == "engine" and any(s.in_process for s in specs):
+        raise VlmpathError("--tower engine runs an engine's own vision tower: every --engine must name an engine "
+                           "(NAME==X), not the reference")
     kw = dict(repeat=a.repeat, count=not a.no_syncs, device=device, weights=a.weights,
-              python=a.engine_python, home=a.engine_home, threads=threads)
+              python=a.engine_python, home=a.engine_home, threads=threads, tower=a.tower)
     records = []
     for spec in specs:
         # An engine has one path per stage (its seams are recorded): one case per workload.

@@ -213,6 +213,9 @@ def _engine_src_arguments(pr) -> None:
     pr.add_argument("--workload", action="append", metavar="NAME",
                     help=f"--engine-src: workload preset (repeatable; default {', '.join(DEFAULT_WORKLOADS)})")
     pr.add_argument("--repeat", type=int, default=3, help="--engine-src: timed passes per case (default 3)")
+    pr.add_argument("--tower", default="ours", choices=["ours", "engine"],
+                    help="--engine-src: the vision tower: ours (seeded transformers, default) or the engine's own "
+                    "(vLLM's Qwen2.5-VL: a PR to it is measured too)")
 
 
 def _engine_pr_from_args(a):
@@ -222,4 +225,5 @@ def _engine_pr_from_args(a):
     return run_engine_pr(a.engine_src, a.base, a.head, out_dir=a.out, subdir=a.engine_subdir,
                          workloads=a.workload, scale=a.scale or DEFAULT_SCALE, repeat=a.repeat,
                          engine_python=a.engine_python, machine=a.machine, thresholds=a.config,
-                         fail_on_regression=not a.no_fail, charts=not a.no_charts, engine=a.engine)
+                         fail_on_regression=not a.no_fail, charts=not a.no_charts, engine=a.engine,
+                         tower=a.tower)

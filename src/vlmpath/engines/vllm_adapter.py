@@ -247,6 +247,17 @@ class VllmEngine:
         self.label = label
         self.version = self.api.version
         self.seams = dict(self.api.seams)
+        self._towers: dict[int, object] = {}  # our encoder's id -> its copy on vLLM's tower
+
+    def engine_tower(self, encoder):
+        """``encoder`` with vLLM's own vision tower (``--tower engine``: ``vllm_tower``),
+        built once per encoder; the records say so (seam ``tower``)."""
+        from vlmpath.engines.vllm_tower import TOWER_SEAM, engine_tower
+
+        if id(encoder) not in self._towers:
+            self._towers[id(encoder)] = (encoder, engine_tower(encoder))  # the key's object kept alive
+        self.seams["tower"] = TOWER_SEAM
+        return self._towers[id(encoder)][1]
 
     def routine(self, workload: Workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
                 encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> VllmRoutine:

@@ -63,6 +63,7 @@ class EngineSide:
     repeat: int
     engine_python: str | None  # None: VLMPATH_ENGINE_PYTHON, else the newest engine environment
     engine: str | None = None  # the registry's engine name (None: the one whose package the source holds)
+    tower: str = "ours"  # ours, or the engine's own vision tower (``suite.engine_run.TOWERS``)
 
 
 Measure = Callable[[EngineSide], None]
@@ -85,7 +86,7 @@ def measure_engine(side: EngineSide) -> None:
     # The GPU when there is one (CUDA or ROCm: both are torch.cuda), as `vlmpath measure` does.
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     measure_cases(cases, parse_engine(side.engine, src=str(side.source)), repeat=side.repeat,
-                  json_path=side.json_path, python=side.engine_python, device=device)
+                  json_path=side.json_path, python=side.engine_python, device=device, tower=side.tower)
 
 
 def engine_subdir(root: Path, subdir: str | None, engine: str | None = None) -> str:
@@ -143,8 +144,10 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
                   workloads: Sequence[str] | None = None, scale: str = DEFAULT_SCALE, repeat: int = 3,
                   engine_python: str | None = None, machine: str | None = None,
                   thresholds: str | os.PathLike[str] | None = None, fail_on_regression: bool = True,
-                  charts: bool = True, measure: Measure | None = None, engine: str | None = None) -> FlowResult:
-    """Measure merge-base(base, head) and head of the engine repository and compare them."""
+                  charts: bool = True, measure: Measure | None = None, engine: str | None = None,
+                  tower: str = "ours") -> FlowResult:
+    """Measure merge-base(base, head) and head of the engine repository and compare them;
+    ``tower`` ``engine``: with the engine's own vision tower (a PR to it is measured too)."""
     from vlmpath.compare import verdict as compare
     from vlmpath.compare.from_records import engines_of, run_from_records
     from vlmpath.compare.thresholds import load_thresholds
@@ -177,7 +180,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
             raise VlmpathError(f"engine commit {sha[:8]} has no {sub!r} directory: pass --engine-subdir "
                                "(the directory that holds the engine's Python package)")
         path = rec_dir / f"{name}.jsonl"
-        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python, engine))
+        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python, engine, tower))
         return read_records(path, sha)
 
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-engine-pr-"))

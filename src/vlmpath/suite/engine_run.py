@@ -37,6 +37,10 @@ from vlmpath.suite.bench_env import BenchEnv
 from vlmpath.suite.record import CaseRecord, read_records, write_records
 from vlmpath.suite.worker import case_to_dict, error_text, failed_record
 
+#: Which vision tower an engine case runs: ours (the seeded transformers tower, the default)
+#: or the engine's own (its adapter's ``engine_tower``: vLLM's Qwen2.5-VL).
+TOWERS = ("ours", "engine")
+
 
 _alone: list[Path] = []  # this process's directory holding vlmpath alone (made once)
 
@@ -98,9 +102,9 @@ def _run_reference(cases, repeat: int, count: bool, device: str | None, weights:
 
 
 def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, device: str | None,
-                weights: str | None, threads: int | None = None) -> list[CaseRecord]:
+                weights: str | None, threads: int | None = None, tower: str = "ours") -> list[CaseRecord]:
     job = {"cases": [case_to_dict(c) for c in cases], "engine": spec.label, "repeat": repeat,
-           "count": count, "device": device or "cpu", "weights": weights, "threads": threads}
+           "count": count, "device": device or "cpu", "weights": weights, "threads": threads, "tower": tower}
     env = worker_env(spec)
     # One hash seed: the counted pass's bytecodes may not depend on set and dict order of strings.
     env.setdefault("PYTHONHASHSEED", "0")
@@ -128,17 +132,21 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
 def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, *, repeat: int = 3,
                   json_path: str | os.PathLike | None = None, count: bool = True, device: str | None = None,
                   weights: str | None = None, python: str | None = None, home: str | None = None,
-                  threads: int | None = None) -> list[CaseRecord]:
+                  threads: int | None = None, tower: str = "ours") -> list[CaseRecord]:
     """Measure ``cases`` with the engine; returns one record per case, in order.
     ``threads``: torch's CPU threads while measuring (``vlmpath.measure.pinning``), recorded."""
     spec = engine_spec if isinstance(engine_spec, EngineSpec) else parse_engine(engine_spec)
     if repeat < 1:
         raise VlmpathError(f"repeat must be at least 1, got {repeat}")
+    if tower not in TOWERS:
+        raise VlmpathError(f"tower {tower!r}: use one of {', '.join(TOWERS)}")
     if spec.in_process:
+        if tower != "ours":
+            raise VlmpathError("--tower engine runs an engine's own vision tower: name an engine (--engine NAME==X)")
         records = _run_reference(cases, repeat, count, device, weights, threads)
     else:
         records = _run_worker(cases, spec, engine_python(spec, python, home), repeat, count, device, weights,
-                              threads)
+                              threads, tower)
     if json_path is not None:
         write_records(json_path, records)
     return records

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from vlmpath.core.errors import EngineError
 from vlmpath.core.scales import DEFAULT_SCALE
 from vlmpath.engines.base import EngineAdapter, Routine
 from vlmpath.engines.pipelines import Pipeline
@@ -85,7 +86,9 @@ class Session:
         return self._encoders[key]
 
     def golden(self, wl: Workload, encoder) -> dict[int, torch.Tensor]:
-        known = self._golden.setdefault((wl.model, wl.scale), GoldenRows())
+        # Per tower too: with ``--tower engine`` the golden rows come from the engine's tower.
+        tower = type(getattr(encoder, "tower", None)).__name__
+        known = self._golden.setdefault((wl.model, wl.scale, tower), GoldenRows())
         return golden_rows(wl, encoder, known)
 
 
@@ -164,22 +167,30 @@ def prepare(workload: str, hash_name: str, scale: str, session: Session, seed: i
 
 def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool = True,
                  cache_bytes: int = DEFAULT_CACHE_BYTES, engine: EngineAdapter | None = None,
-                 threads: int | None = None) -> CaseRecord:
+                 threads: int | None = None, tower: str = "ours") -> CaseRecord:
     """``engine``: an engine adapter (``vlmpath.engines.base.EngineAdapter``, built from
     its registry entry); None runs the reference routine.
-    ``threads``: torch's intra-op threads for this case (None: as set); recorded."""
+    ``threads``: torch's intra-op threads for this case (None: as set); recorded.
+    ``tower``: ``ours`` (the seeded transformers tower) or ``engine`` (the engine's own, where
+    its adapter offers ``engine_tower``: vLLM's)."""
     with pinned(threads) as in_effect:
         load0 = load_average()
-        rec = _measure(case, session, repeat, count, cache_bytes, engine)
+        rec = _measure(case, session, repeat, count, cache_bytes, engine, tower)
         loads = [x for x in (load0, load_average()) if x is not None]
     return replace(rec, threads=in_effect, load_avg=max(loads) if loads else None)
 
 
 def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes: int,
-             engine: EngineAdapter | None = None) -> CaseRecord:
+             engine: EngineAdapter | None = None, tower: str = "ours") -> CaseRecord:
     case.pipeline.validate()
     prep = prepare(case.workload, case.pipeline.hash, case.scale, session, case.seed, engine)
     wl, encoder, table, hash_s, hstats = prep.workload, prep.encoder, prep.table, prep.hash_s, prep.hash_stats
+    if tower == "engine":  # the engine's own tower; the golden rows come through it too
+        swap = getattr(engine, "engine_tower", None)
+        if swap is None:
+            raise EngineError(f"--tower engine: {engine.label if engine else 'the reference'} has no tower of "
+                              "its own that vlmpath drives (vLLM's Qwen2.5-VL has); use --tower ours")
+        encoder = swap(encoder)
     golden = session.golden(wl, encoder)
     make: Callable[..., Routine] = EmbedRoutine if engine is None else engine.routine
 

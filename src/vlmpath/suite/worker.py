@@ -89,7 +89,7 @@ def run_job(job: dict, out) -> int:
         try:
             rec = measure_case(case, session, repeat=int(job.get("repeat", 3)),
                                count=bool(job.get("count", True)), engine=engine,
-                               threads=job.get("threads"))
+                               threads=job.get("threads"), tower=job.get("tower") or "ours")
         except Exception as exc:  # one case's failure is a result; the run goes on
             rec = failed_record(case, error_text(exc), label, engine.version, engine.seams, device)
         failures += rec.error is not None
