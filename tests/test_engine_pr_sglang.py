@@ -237,3 +237,8 @@ def test_a_careless_copy_is_caught_by_the_engines_routine_count_alone(sglang_rep
     row = next(r for r in rows if r["benchmark"].endswith("track_routine_aten_elements")
                and dict(r["params"])["workload"] == "multi_region")
     print(f"FIGURE copy: routine_aten_elements {row['base']:.0f} -> {row['head']:.0f}")
+    # What grew names the copy: the operator and its share of the change.
+    section = comment[comment.index("### What grew"):].replace("\\", "")  # the names are Markdown-escaped
+    assert "routine_aten_elements(multi_region)" in section and "| `aten::clone` |" in section, section
+    grew = json.loads((tmp_path / "out" / "ir-grew.json").read_text())
+    assert grew[0]["aten"][0]["name"] == "aten::clone" and grew[0]["unit"] == "elements"

@@ -93,3 +93,16 @@ def test_the_merge_reads_what_grew_back_and_refuses_a_malformed_file(tmp_path):
     for bad in ("{}", "[{\"case\": 1, \"functions\": [{\"name\": \"x\"}]}]", "not json"):
         with pytest.raises(ValueError, match="malformed what-grew"):
             growths_from_json(bad)
+
+
+def test_grew_tops_names_what_grew_between_two_records_and_drops_what_is_not_a_count():
+    from vlmpath.compare.ir_grew import grew_tops
+
+    base = {"python": {"a.py:f": 10, "a.py:g": 5}, "aten": {"aten::mm": 100}}
+    head = {"python": {"a.py:f": 10, "a.py:g": 9, "a.py:h": 6, "x": True, "y": -3, "z": "1"},
+            "aten": {"aten::mm": 100, "aten::clone": 50}}
+    g = grew_tops("routine_bytecodes(video)", base, head, "bytecodes")
+    assert [(r.name, r.delta) for r in g.python] == [("a.py:h", 6), ("a.py:g", 4)]
+    assert g.python[0].share == 0.6 and [r.name for r in g.aten] == ["aten::clone"] and g.unit == "bytecodes"
+    empty = grew_tops("c", {}, "not a mapping", "elements")
+    assert empty.python == () and empty.aten == () and "kept no per-function counts" in empty.notes[0]

@@ -152,6 +152,24 @@ def grew_ops(case: str, base_dir: Path, head_dir: Path, base_file: str, head_fil
                       tuple(notes), unit)
 
 
+def grew_tops(case: str, base: Mapping, head: Mapping, unit: str, top: int = TOP) -> CaseGrowth:
+    """What grew between two records' kept tallies (an engine case's ``counts_top``: the
+    largest functions by bytecodes and operators by elements of each side; the record may
+    come from an artifact, so every value is checked)."""
+    def clean(side: Mapping, kind: str) -> dict[str, int]:
+        got = side.get(kind) if isinstance(side, Mapping) else None
+        return {str(k)[:NAME_MAX]: v for k, v in (got or {}).items()
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 0} if isinstance(got, Mapping) else {}
+
+    b = {k: clean(base, k) for k in ("python", "aten")}
+    h = {k: clean(head, k) for k in ("python", "aten")}
+    notes = () if (b["python"] or b["aten"]) and (h["python"] or h["aten"]) else (
+        "a side kept no per-function counts (an older vlmpath measured it)",)
+    net = {k: (sum(h[k].values()) - sum(b[k].values())) or None for k in b}
+    return CaseGrowth(case, None, None, (), _top(b["python"], h["python"], top, net["python"]),
+                      _top(b["aten"], h["aten"], top, net["aten"]), notes, unit)
+
+
 def grew(case: str, base_dir: Path, head_dir: Path, base_file: str, head_file: str, top: int = TOP,
          unit: str = "instructions") -> CaseGrowth:
     """What grew in ``case`` between the base's and the head's kept profiles."""

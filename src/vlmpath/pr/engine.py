@@ -208,6 +208,10 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
               f"measured by: base {', '.join(engines_of(base_recs)) or '?'}; head {', '.join(engines_of(head_recs)) or '?'}",
               *(f"note: {n}" for n in notes)]
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
+    from vlmpath.pr.instructions import GREW_FILE, what_grew_records
+
+    (out / GREW_FILE).unlink(missing_ok=True)  # a stale file would explain another run
+    notes.extend(what_grew_records(out, report, base_recs, head_recs))  # an engine count that moved, by function
     chart_notes = _draw_pr_chart(out, report, cfg) if charts else []
     for n in chart_notes:
         _log(n)

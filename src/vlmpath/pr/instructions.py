@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from vlmpath.selfcheck.ir_cases import (COUNT_UNITS, DEFAULT_COUNTER, Side, count_sides, load_sides, run_results,
@@ -110,6 +111,34 @@ def what_grew(out: Path, report) -> list[str]:
     write_text_atomic(out / GREW_FILE, json.dumps([g.to_dict() for g in growths], indent=1) + "\n")
     append_to_comment(out / "comment.md", growths)
     return [f"what grew in {len(growths)} moved instruction count(s): comment section, {GREW_FILE}"]
+
+
+def what_grew_records(out: Path, report, base_recs, head_recs) -> list[str]:
+    """``what_grew`` for an engine flow (``ci pr --engine-src``): each engine routine count
+    that grew by ``MOVED`` or more, explained from the two sides' records (``counts_top``);
+    ``OUT/ir-grew.json`` (which ``ci merge`` reads) and a section of ``comment.md``."""
+    import json
+
+    from vlmpath.compare.ir_grew import grew_tops
+    from vlmpath.core.atomic import write_text as write_text_atomic
+    from vlmpath.render.ir_grew import append_to_comment
+
+    base = {r.workload: r for r in base_recs}
+    head = {r.workload: r for r in head_recs}
+    moved = sorted((c for c in report.all() if c.unit in COUNT_UNITS and c.ratio and c.ratio - 1 >= MOVED),
+                   key=lambda c: -c.ratio)[:MAX_CASES]
+    growths = []
+    for c in moved:
+        wl = dict(c.params).get("workload") or dict(c.params).get("preset")
+        if wl in base and wl in head:
+            g = grew_tops(f"{c.benchmark.rsplit('.', 1)[-1].removeprefix('track_')}({wl})",
+                          base[wl].counts_top, head[wl].counts_top, c.unit)
+            growths.append(replace(g, base_total=int(c.base), head_total=int(c.head)))
+    if not growths:
+        return []
+    write_text_atomic(out / GREW_FILE, json.dumps([g.to_dict() for g in growths], indent=1) + "\n")
+    append_to_comment(out / "comment.md", growths)
+    return [f"what grew in {len(growths)} moved engine count(s): comment section, {GREW_FILE}"]
 
 
 def load_artifact(art: Path, machine: str, base_sha: str, head_sha: str):

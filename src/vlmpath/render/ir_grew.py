@@ -72,7 +72,8 @@ def render_grew(growths: Sequence[CaseGrowth]) -> str:
             out.append("nothing grew by function (the change is a shrink, or the profiles are missing)")
         out.append("")
     out.append("Raw profiles of both sides: the artifact's `ir-profiles/` (`*.ops.json`: bytecodes per Python "
-               "function and elements per aten operator; `*.callgrind`: `callgrind_annotate FILE`).")
+               "function and elements per aten operator; `*.callgrind`: `callgrind_annotate FILE`); for an "
+               "engine's counts, `counts_top` in `records/{base,head}.jsonl`.")
     return "\n".join(out)
 
 

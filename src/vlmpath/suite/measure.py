@@ -258,7 +258,8 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
         **({} if engine is None else {"engine": engine.label, "engine_version": engine.version,
                                       "engine_seams": dict(engine.seams)}),
         **({} if counts is None else {"routine_bytecodes": counts.bytecodes,
-                                      "routine_aten_elements": counts.elements, "counts_error": counts.error}),
+                                      "routine_aten_elements": counts.elements, "counts_error": counts.error,
+                                      "counts_top": counts.top}),
     )
 
 

@@ -83,6 +83,9 @@ class CaseRecord:
     routine_bytecodes: int | None = None
     routine_aten_elements: int | None = None
     counts_error: str | None = None
+    # The largest per-function bytecodes and per-operator elements of that pass
+    # (``suite.routine_counts.TOP`` each): what grew, when a count moves.
+    counts_top: dict = field(default_factory=dict)
 
 
 #: field -> what its JSON value must be (from the annotations: one table, no restatement).

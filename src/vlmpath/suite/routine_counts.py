@@ -19,10 +19,15 @@ differently from the recording, leaves both ``None`` with the reason: never a ze
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vlmpath.measure.op_count import OpCounter
 from vlmpath.measure.tower_replay import Recorder
+
+
+#: Per tally, the functions / operators kept in the record (what grew names them).
+TOP = 40
+NAME_MAX = 160
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,14 @@ class RoutineCounts:
     bytecodes: int | None
     elements: int | None
     error: str | None = None
+    #: ``{"python": {function: bytecodes}, "aten": {operator: elements}}``, the ``TOP`` largest
+    #: of each: what ``pr.instructions.what_grew_records`` compares between base and head.
+    top: dict = field(default_factory=dict)
+
+
+def _top(counts: dict) -> dict:
+    best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
+    return {str(k)[:NAME_MAX]: int(v) for k, v in best}
 
 
 def count_routine(make: Callable, wl, encoder, pipeline, table, cache_bytes: int) -> RoutineCounts:
@@ -51,4 +64,5 @@ def count_routine(make: Callable, wl, encoder, pipeline, table, cache_bytes: int
             raise RuntimeError(f"the counted pass left {replay.left} recorded tower call(s) unmade")
     except Exception as exc:  # a case that cannot be counted says why; its other metrics stand
         return RoutineCounts(None, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300])
-    return RoutineCounts(counter.parts["bytecodes"], counter.parts["elements"])
+    return RoutineCounts(counter.parts["bytecodes"], counter.parts["elements"],
+                         top={k: _top(v) for k, v in counter.breakdown.items()})
