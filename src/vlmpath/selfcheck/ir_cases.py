@@ -1,21 +1,29 @@
-"""How many instructions does one pass of each routine case execute, per checkout (side)?
+"""How much work does one pass of each routine case do, counted exactly, per checkout (side)?
 
 ``count_sides`` counts every selected ``EmbedRoutine(pipeline, preset)`` case of one or more
-checkouts: per side ONE callgrind process (start-up with torch costs minutes; the cases
-share it), all sides at once (valgrind runs a process on one core), threads pinned
-(``measure.pinning``), tiny scale by default. The worker (``selfcheck/ir_worker.py``) runs by path
-with ``PYTHONPATH`` = the side's ``src``: the harness is fixed, the code under test varies
-(as asv runs head's benchmarks on each side's package). A quick plain-Python probe first
-proves the side imports its own ``vlmpath`` and has what the worker needs; if not, the
-side is *not measured* with that reason, never a crash.
+checkouts: per side ONE worker process (the cases share its start-up), all sides at once,
+threads pinned (``measure.pinning``), tiny scale by default. Two counters (``counter``):
 
-``records`` are what ``vlmpath instructions --out FILE`` writes (one JSON:
-case, benchmark, params, instructions, commit; ``profile``: the kept callgrind dump's name);
-``run_results`` turns a side into compare ``Metric`` rows (unit ``instructions``:
-deterministic, judged by its band; ``thresholds.yaml``). Mode ``routine`` (the default)
-gives ``EmbedRoutine.track_routine_instructions(pipeline, preset)`` rows (the tower
-replayed) and ``VisionTower.track_instructions(encoder, shapes)`` rows; mode ``full``
-gives ``EmbedRoutine.track_instructions`` rows (the tower counted inside the pass).
+- ``ops`` (the default): the worker runs natively and counts with ``measure/op_count.py``:
+  Python bytecodes and aten elements, two tallies gated apart (seconds per side);
+- ``callgrind``: the worker runs under Valgrind and counts CPU instructions (start-up with
+  torch under Valgrind costs minutes; one core per process).
+
+The worker (``selfcheck/ir_worker.py``) runs by path with ``PYTHONPATH`` = the side's
+``src``: the harness is fixed, the code under test varies (as asv runs head's benchmarks on
+each side's package). A quick plain-Python probe first proves the side imports its own
+``vlmpath`` and has what the worker needs; if not, the side is *not measured* with that
+reason, never a crash.
+
+``records`` are what ``vlmpath instructions --out FILE`` writes (one JSON: case, benchmark,
+params, the count (under ``instructions``, whatever its unit: the benchmark names it),
+commit; ``profile``: the kept callgrind dump's or ops breakdown's name); ``run_results``
+turns a side into compare ``Metric`` rows (deterministic, judged by their band;
+``thresholds.yaml``). Mode ``routine`` (the default) gives per case the routine with its
+tower replayed (``EmbedRoutine.track_routine_instructions``, or ``track_routine_bytecodes``
+and ``track_routine_aten_elements``) and per encoder the tower on its own
+(``VisionTower.track_instructions``, or ``track_bytecodes`` and ``track_aten_elements``);
+mode ``full`` counts the pass with its tower (``EmbedRoutine.track_instructions``, ...).
 """
 
 from __future__ import annotations

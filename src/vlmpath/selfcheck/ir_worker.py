@@ -1,6 +1,7 @@
-"""How many instructions does one pass of each routine case of a checkout execute?
+"""How much work does one pass of each routine case of a checkout do, counted exactly?
 
-The worker of ``selfcheck.ir_cases``: run by file path (``runpy``), under callgrind, with
+The worker of ``selfcheck.ir_cases``: run by file path (``runpy``), natively (counter ``ops``:
+bytecodes and aten elements) or under callgrind (counter ``callgrind``: instructions), with
 ``PYTHONPATH`` set to one side's ``src``. So this file is the fixed harness (like head's
 ``benchmarks/`` under asv) and every ``vlmpath`` import below is the code under test: the
 case axes (``suite.cases``), ``suite.measure.prepare``, ``engines.reference.EmbedRoutine``.
@@ -20,7 +21,8 @@ Mode ``full``: the counted pass runs the real tower (the count is mostly its ari
 Every uncounted pass runs before instrumentation is switched on, once, for all counted
 passes (every switch discards Valgrind's translations: minutes each with torch). With
 ``profiles``: each counted pass's callgrind dump is kept there, with the Python calls and
-aten operators of one more uncounted replay pass (``CallCounts``), to say what grew.
+aten operators of one more uncounted replay pass (``CallCounts``), to say what grew; the
+native counter keeps its own per-function breakdown of the counted pass (``*.ops.json``).
 A side whose checkout lacks what this file imports is reported as ``not_measured`` with the
 reason; a case that raises is a record with its error, as a failing benchmark.
 """
