@@ -85,86 +85,106 @@ def realized(ir: dict) -> dict[str, list[float]]:
     return out
 
 
-# --- the worker (runs under callgrind) ----------------------------------------------------------
+# --- the workers (under callgrind, or native) --------------------------------------------------
 
 
-def _worker(spec_path: str) -> None:
-    if json.loads(Path(spec_path).read_text()).get("counter") == "ops":
-        _worker_ops(json.loads(Path(spec_path).read_text()))
-        return
-    import torch
+class _Bench:
+    """What both workers count: the case's routine with its tower replayed (and the plants:
+    ``copies`` whole extra copies or ``rows`` rows copied of each step's output, ``passes``
+    extra Python passes over its entries) and the tower over the recording's distinct item
+    shapes (``per_call`` extra matrix products per call). Everything here is built, recorded
+    and warmed up outside any count."""
 
-    from vlmpath.selfcheck.callgrind import Counter
-    from vlmpath.measure.tower_replay import Recorder
-    from vlmpath.selfcheck.plant import UNIT_N, Plant
-    from vlmpath.engines.pipelines import DEFAULT_PIPELINE
-    from vlmpath.engines.reference import EmbedRoutine
-    from vlmpath.suite.measure import Session, prepare
+    def __init__(self, spec: dict):
+        import torch
 
-    spec = json.loads(Path(spec_path).read_text())
-    torch.set_num_threads(int(spec["threads"]))
-    prep = prepare(spec["preset"], DEFAULT_PIPELINE.hash, spec["scale"], Session("cpu"))
-    wl, enc = prep.workload, prep.encoder
-    a = torch.randn(UNIT_N, UNIT_N, generator=torch.Generator().manual_seed(0))
-    steps = max(1, len(wl.steps))
+        from vlmpath.engines.pipelines import DEFAULT_PIPELINE
+        from vlmpath.measure.tower_replay import Recorder
+        from vlmpath.selfcheck.plant import UNIT_N
+        from vlmpath.suite.measure import Session, prepare
 
-    def routine(encoder, copies: int = 0):
-        r = EmbedRoutine(wl, encoder, DEFAULT_PIPELINE, prep.table)  # built outside the count
+        torch.set_num_threads(int(spec["threads"]))
+        self.pipeline = DEFAULT_PIPELINE
+        self.prep = prepare(spec["preset"], DEFAULT_PIPELINE.hash, spec["scale"], Session("cpu"))
+        self.wl, self.enc = self.prep.workload, self.prep.encoder
+        self.a = torch.randn(UNIT_N, UNIT_N, generator=torch.Generator().manual_seed(0))
+        self.steps = max(1, len(self.wl.steps))
+        self.rec = Recorder(self.enc)
+        self.routine(self.rec)()  # the real tower, recorded (and the warm-up)
+        self.items = list({(it.grid_thw, it.span): it for call in self.rec.items for it in call}.values())
+
+    def routine(self, encoder, copies: int = 0, rows: int = 0, passes: int = 0):
+        from vlmpath.engines.reference import EmbedRoutine
+        from vlmpath.selfcheck.plant import python_pass
+
+        r = EmbedRoutine(self.wl, encoder, self.pipeline, self.prep.table)  # built outside the count
+        steps = self.wl.steps
 
         def run():
-            for step in wl.steps:
+            for step in steps:
                 out = r.run_step(step)
-                for _ in range(copies):  # the plant: an extra copy of the step's rows
+                for _ in range(copies):  # an extra copy of the step's rows
                     out.clone()
+                if rows:  # an extra copy of some of them
+                    out[:rows].clone()
+                python_pass(step, passes)  # extra Python passes (in plant.py: counted, not harness)
         return run
 
-    rec = Recorder(enc)
-    routine(rec)()  # the real tower, recorded (and the warm-up)
-    routine(rec.replay(), 1)()  # the replayed path, and the planted copy, warmed up
-    shapes: dict = {}
-    for call in rec.items:
-        for it in call:
-            shapes.setdefault((it.grid_thw, it.span), it)
-    items = list(shapes.values())
+    def replayed(self, **plants):
+        return self.routine(self.rec.replay(), **plants)  # fresh replayed rows, made outside the count
 
-    def tower(per_call: int = 0):
+    def tower(self, per_call: int = 0):
+        from vlmpath.selfcheck.plant import Plant
+
+        items, enc, a = self.items, self.enc, self.a
+
         def run():
             for it in items:
                 enc.encode([it])
                 Plant(0, per_call).work(a)  # the plant: extra arithmetic in the tower call
         return run
 
-    tower(1)()  # warm-up
+
+def _write(out: Path, data: dict) -> None:
+    tmp = out.with_suffix(".tmp")  # atomic: a reader never sees half a file
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, out)
+
+
+def _worker(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    if spec.get("counter") == "ops":
+        _worker_ops(spec)
+        return
+    from vlmpath.selfcheck.callgrind import Counter
+
+    b = _Bench(spec)
+    b.replayed(copies=1)()  # the replayed path, and the planted copy, warmed up
+    b.tower(1)()  # warm-up
     counter = Counter(spec["dumps"])
     counter.instrument(True)  # once, for every counted pass (selfcheck.instructions says why)
-
-    def counted_routine(copies: int) -> int:
-        return counter.count(routine(rec.replay(), copies))  # fresh replayed rows, made outside the count
-
-    plain, tower_plain = counted_routine(0), counter.count(tower(0))
-    copy_ir = max(1.0, (counted_routine(10) - plain) / (10 * steps))
-    unit_ir = max(1.0, (counter.count(tower(10)) - tower_plain) / (10 * len(items)))
+    steps, n_items = b.steps, len(b.items)
+    plain, tower_plain = counter.count(b.replayed()), counter.count(b.tower(0))
+    copy_ir = max(1.0, (counter.count(b.replayed(copies=10)) - plain) / (10 * steps))
+    unit_ir = max(1.0, (counter.count(b.tower(10)) - tower_plain) / (10 * n_items))
     copies = {s: max(1, round(s * plain / copy_ir / steps)) for s in spec["sizes"]}
-    units = {s: max(1, round(s * tower_plain / unit_ir / len(items))) for s in spec["sizes"]}
-    out = Path(spec["out"])
+    units = {s: max(1, round(s * tower_plain / unit_ir / n_items)) for s in spec["sizes"]}
     rounds: list = []
 
     def write() -> None:
-        tmp = out.with_suffix(".tmp")  # atomic: a reader never sees half a file
-        tmp.write_text(json.dumps({"plain": plain, "tower_plain": tower_plain, "sizes": spec["sizes"],
+        _write(Path(spec["out"]), {"plain": plain, "tower_plain": tower_plain, "sizes": spec["sizes"],
                                    "copy_instructions": copy_ir, "tower_unit_instructions": unit_ir,
                                    "copies_per_step": {f"{s}": c for s, c in copies.items()},
                                    "tower_units_per_call": {f"{s}": u for s, u in units.items()},
-                                   "tower_shapes": len(items), "rounds": rounds,
-                                   "complete": len(rounds) == spec["rounds"]}))
-        os.replace(tmp, out)
+                                   "tower_shapes": n_items, "rounds": rounds,
+                                   "complete": len(rounds) == spec["rounds"]})
 
     write()
     for _ in range(spec["rounds"]):
-        row = {"base": counted_routine(0), "aa": counted_routine(0)}
-        row.update({f"{s}": counted_routine(copies[s]) for s in spec["sizes"]})
-        row.update({"tower_base": counter.count(tower(0)), "tower_aa": counter.count(tower(0))})
-        row.update({f"tower_{s}": counter.count(tower(units[s])) for s in spec["sizes"]})
+        row = {"base": counter.count(b.replayed()), "aa": counter.count(b.replayed())}
+        row.update({f"{s}": counter.count(b.replayed(copies=copies[s])) for s in spec["sizes"]})
+        row.update({"tower_base": counter.count(b.tower(0)), "tower_aa": counter.count(b.tower(0))})
+        row.update({f"tower_{s}": counter.count(b.tower(units[s])) for s in spec["sizes"]})
         rounds.append(row)
         write()
 
@@ -172,82 +192,45 @@ def _worker(spec_path: str) -> None:
 def _worker_ops(spec: dict) -> None:
     """The native counter's rounds (``measure/op_count.py``): the routine's elements and
     bytecodes, each with its own plant, and the tower's elements, each calibrated in its unit."""
-    import torch
-
-    from vlmpath.engines.pipelines import DEFAULT_PIPELINE
-    from vlmpath.engines.reference import EmbedRoutine
-    from vlmpath.measure.tower_replay import Recorder
     from vlmpath.measure.op_count import OpCounter
-    from vlmpath.selfcheck.plant import UNIT_N, Plant, python_pass
-    from vlmpath.suite.measure import Session, prepare
 
-    torch.set_num_threads(int(spec["threads"]))
-    prep = prepare(spec["preset"], DEFAULT_PIPELINE.hash, spec["scale"], Session("cpu"))
-    wl, enc = prep.workload, prep.encoder
-    a = torch.randn(UNIT_N, UNIT_N, generator=torch.Generator().manual_seed(0))
-    steps = max(1, len(wl.steps))
+    b = _Bench(spec)
     counter = OpCounter(harness=(__file__,))
-
-    def routine(encoder, rows: int = 0, passes: int = 0):
-        r = EmbedRoutine(wl, encoder, DEFAULT_PIPELINE, prep.table)  # built outside the count
-
-        def run():
-            for step in wl.steps:
-                out = r.run_step(step)
-                if rows:  # the elements plant: an extra copy of some of the step's rows
-                    out[:rows].clone()
-                python_pass(step, passes)  # the bytecodes plant (in plant.py: counted, not harness)
-        return run
+    steps, n_items = b.steps, len(b.items)
 
     def tally(fn) -> dict[str, int]:
         counter.count(fn)
         return dict(counter.parts)
 
-    rec = Recorder(enc)
-    routine(rec)()  # the real tower, recorded (and the warm-up)
-    items = list({(it.grid_thw, it.span): it for call in rec.items for it in call}.values())
-
-    def tower(per_call: int = 0):
-        def run():
-            for it in items:
-                enc.encode([it])
-                Plant(0, per_call).work(a)  # the plant: extra arithmetic in the tower call
-        return run
-
-    def counted_routine(rows: int = 0, passes: int = 0) -> dict[str, int]:
-        return tally(routine(rec.replay(), rows, passes))  # fresh replayed rows, made outside the count
-
-    plain, tower_plain = counted_routine(), tally(tower(0))["elements"]
+    plain, tower_plain = tally(b.replayed()), tally(b.tower(0))["elements"]
     # One row per step copied: a row's elements (and the slice's view, 1); the plant copies
     # as many rows per step as make ``size`` of the pass's elements (a 1-step case too).
-    copy_el = max(1.0, (counted_routine(rows=1)["elements"] - plain["elements"]) / steps)
-    pass_bc = max(1.0, (counted_routine(passes=10)["bytecodes"] - plain["bytecodes"]) / (10 * steps))
-    unit_el = max(1.0, (tally(tower(10))["elements"] - tower_plain) / (10 * len(items)))
-    copies = {s: max(1, round(s * plain["elements"] / copy_el / steps)) for s in spec["sizes"]}  # rows per step
+    copy_el = max(1.0, (tally(b.replayed(rows=1))["elements"] - plain["elements"]) / steps)
+    pass_bc = max(1.0, (tally(b.replayed(passes=10))["bytecodes"] - plain["bytecodes"]) / (10 * steps))
+    unit_el = max(1.0, (tally(b.tower(10))["elements"] - tower_plain) / (10 * n_items))
+    rows = {s: max(1, round(s * plain["elements"] / copy_el / steps)) for s in spec["sizes"]}
     passes = {s: max(1, round(s * plain["bytecodes"] / pass_bc / steps)) for s in spec["sizes"]}
-    units = {s: max(1, round(s * tower_plain / unit_el / len(items))) for s in spec["sizes"]}
-    out = Path(spec["out"])
+    units = {s: max(1, round(s * tower_plain / unit_el / n_items)) for s in spec["sizes"]}
     rounds: list = []
 
     def write() -> None:
-        tmp = out.with_suffix(".tmp")  # atomic: a reader never sees half a file
-        tmp.write_text(json.dumps({"counter": "ops", "plain": plain, "tower_plain": tower_plain, "sizes": spec["sizes"],
-                                   "row_copy_elements": copy_el, "pass_bytecodes": pass_bc, "tower_unit_elements": unit_el,
-                                   "rows_copied_per_step": {f"{s}": c for s, c in copies.items()},
+        _write(Path(spec["out"]), {"counter": "ops", "plain": plain, "tower_plain": tower_plain,
+                                   "sizes": spec["sizes"], "row_copy_elements": copy_el,
+                                   "pass_bytecodes": pass_bc, "tower_unit_elements": unit_el,
+                                   "rows_copied_per_step": {f"{s}": c for s, c in rows.items()},
                                    "passes_per_step": {f"{s}": c for s, c in passes.items()},
                                    "tower_units_per_call": {f"{s}": u for s, u in units.items()},
-                                   "tower_shapes": len(items), "rounds": rounds,
-                                   "complete": len(rounds) == spec["rounds"]}))
-        os.replace(tmp, out)
+                                   "tower_shapes": n_items, "rounds": rounds,
+                                   "complete": len(rounds) == spec["rounds"]})
 
     write()
     for _ in range(spec["rounds"]):
-        base, aa = counted_routine(), counted_routine()
+        base, aa = tally(b.replayed()), tally(b.replayed())
         row = {"base": base["elements"], "aa": aa["elements"], "bc_base": base["bytecodes"], "bc_aa": aa["bytecodes"]}
-        row.update({f"{s}": counted_routine(rows=copies[s])["elements"] for s in spec["sizes"]})
-        row.update({f"bc_{s}": counted_routine(passes=passes[s])["bytecodes"] for s in spec["sizes"]})
-        row.update({"tower_base": tally(tower(0))["elements"], "tower_aa": tally(tower(0))["elements"]})
-        row.update({f"tower_{s}": tally(tower(units[s]))["elements"] for s in spec["sizes"]})
+        row.update({f"{s}": tally(b.replayed(rows=rows[s]))["elements"] for s in spec["sizes"]})
+        row.update({f"bc_{s}": tally(b.replayed(passes=passes[s]))["bytecodes"] for s in spec["sizes"]})
+        row.update({"tower_base": tally(b.tower(0))["elements"], "tower_aa": tally(b.tower(0))["elements"]})
+        row.update({f"tower_{s}": tally(b.tower(units[s]))["elements"] for s in spec["sizes"]})
         rounds.append(row)
         write()
 
