@@ -20,6 +20,7 @@ the tests then check:
 from __future__ import annotations
 
 import pytest
+from engine_adapter_env import EVS, driven, engine_fixtures
 
 from vlmpath.engines import registry
 from vlmpath.suite.engine_run import measure_cases
@@ -27,51 +28,12 @@ from vlmpath.suite.measure import plan_cases
 
 pytestmark = pytest.mark.engine
 
-EVS = "evs_video"
-
-
-def _chosen():
-    """(the environment these tests run, why none): VLMPATH_ENGINE_INSTALL's release when it
-    names an sglang one (it must be complete), else the newest complete sglang env."""
-    from vlmpath.core.errors import EngineError
-    from vlmpath.engines import envs
-
-    try:
-        env = envs.env_for_tests("sglang")
-    except EngineError as exc:  # the release CI installed is not usable: a failure, not a skip
-        return None, f"FAIL {exc}"
-    if env is None:
-        return None, (f"no complete sglang engine environment under {envs.engine_home()}: run `vlmpath engine "
-                      "install sglang==0.5.23` (or set VLMPATH_ENGINE_HOME) to run the adapter tests")
-    return env, None
-
-
-_ENV, _WHY = _chosen()
-
-
-# The release is in every test's id (``test_x[sglang==0.5.23]``): a result names what it ran.
-@pytest.fixture(scope="module", params=[_ENV.spec.label if _ENV else "no-engine-env"])
-def engine_env():
-    if _WHY and _WHY.startswith("FAIL "):
-        pytest.fail(_WHY[5:])
-    if _ENV is None:
-        pytest.skip(_WHY)
-    return _ENV
-
-
-@pytest.fixture(scope="module")
-def records(engine_env):
-    recs = measure_cases(plan_cases(pipelines=["default"]), engine_env.spec, repeat=1)
-    return {r.workload: r for r in recs}
-
-
-def _driven(records):
-    return {w: r for w, r in records.items() if w != EVS}
+engine_env, records = engine_fixtures("sglang", "0.5.23")
 
 
 def test_every_drivable_preset_places_every_row(records, engine_env):
-    assert len(_driven(records)) >= 7
-    for w, r in _driven(records).items():
+    assert len(driven(records)) >= 7
+    for w, r in driven(records).items():
         assert r.error is None, (w, r.error)
         assert r.accuracy == 1.0 and r.placed == r.items > 0, w
         assert r.engine == engine_env.spec.label and r.engine_version == engine_env.spec.version
@@ -85,9 +47,9 @@ def test_evs_is_one_clear_failed_case(records):
 
 
 def test_seams_are_recorded_and_syncs_follow_them(records):
-    driven = _driven(records)
-    assert len(driven) >= 7  # every preset is checked below, none passes by falling through
-    for w, r in driven.items():
+    drivable = driven(records)
+    assert len(drivable) >= 7  # every preset is checked below, none passes by falling through
+    for w, r in drivable.items():
         seams = r.engine_seams
         assert set(registry.get("sglang").seams) <= set(seams), w  # what its registry entry says it probes
         seam = (seams["count"], seams["scatter"])
@@ -101,11 +63,11 @@ def test_seams_are_recorded_and_syncs_follow_them(records):
 
 
 def test_encoder_calls_match_the_reference_strategy_of_the_same_shape(records):
-    seams = next(iter(_driven(records).values())).engine_seams
+    seams = next(iter(driven(records).values())).engine_seams
     strategy = "batched" if seams["chunk_encoding"] == "batched_cross_request" else "per_request"
-    ref = {r.workload: r for r in measure_cases(plan_cases(workloads=list(_driven(records)), encode=[strategy]),
+    ref = {r.workload: r for r in measure_cases(plan_cases(workloads=list(driven(records)), encode=[strategy]),
                                                    "reference", repeat=1, count=False)}
-    calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in _driven(records).items()}
+    calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in driven(records).items()}
     assert all(e == f for e, f in calls.values()), calls
 
 

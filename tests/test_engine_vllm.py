@@ -21,6 +21,7 @@ fixture); the tests then check:
 from __future__ import annotations
 
 import pytest
+from engine_adapter_env import EVS, driven, engine_fixtures
 
 from vlmpath.engines import registry
 from vlmpath.suite.engine_run import measure_cases
@@ -28,51 +29,12 @@ from vlmpath.suite.measure import plan_cases
 
 pytestmark = pytest.mark.engine
 
-EVS = "evs_video"
-
-
-def _chosen():
-    """(the environment these tests run, why none): VLMPATH_ENGINE_INSTALL's vLLM release
-    when it names one (it must be complete), else the newest complete vLLM env."""
-    from vlmpath.core.errors import EngineError
-    from vlmpath.engines import envs
-
-    try:
-        env = envs.env_for_tests("vllm")
-    except EngineError as exc:  # the release CI installed is not usable: a failure, not a skip
-        return None, f"FAIL {exc}"
-    if env is None:
-        return None, (f"no complete vLLM engine environment under {envs.engine_home()}: run `vlmpath engine "
-                      "install vllm==0.33.0` (or set VLMPATH_ENGINE_HOME) to run the vLLM adapter tests")
-    return env, None
-
-
-_ENV, _WHY = _chosen()
-
-
-# The release is in every test's id (``test_x[vllm==0.33.0]``): a result names what it ran.
-@pytest.fixture(scope="module", params=[_ENV.spec.label if _ENV else "no-vllm-env"])
-def engine_env():
-    if _WHY and _WHY.startswith("FAIL "):
-        pytest.fail(_WHY[5:])
-    if _ENV is None:
-        pytest.skip(_WHY)
-    return _ENV
-
-
-@pytest.fixture(scope="module")
-def records(engine_env):
-    recs = measure_cases(plan_cases(pipelines=["default"]), engine_env.spec, repeat=1)
-    return {r.workload: r for r in recs}
-
-
-def _driven(records):
-    return {w: r for w, r in records.items() if w != EVS}
+engine_env, records = engine_fixtures("vllm", "0.33.0")
 
 
 def test_every_drivable_preset_places_every_row(records, engine_env):
-    assert len(_driven(records)) >= 7
-    for w, r in _driven(records).items():
+    assert len(driven(records)) >= 7
+    for w, r in driven(records).items():
         assert r.error is None, (w, r.error)
         assert r.accuracy == 1.0 and r.placed == r.items > 0, w
         assert r.engine == engine_env.spec.label and r.engine_version == engine_env.spec.version
@@ -86,7 +48,7 @@ def test_evs_is_one_clear_failed_case(records):
 
 
 def test_seams_are_recorded_and_the_merge_does_not_sync(records):
-    for w, r in _driven(records).items():
+    for w, r in driven(records).items():
         seams = r.engine_seams
         assert set(registry.get("vllm").seams) <= set(seams), w  # what its registry entry says it probes
         assert seams["encoder"] in ("v2_encoder_runner", "v1_gpu_model_runner")
@@ -104,9 +66,9 @@ MULTI_SPAN = {"multi_region"}
 
 
 def test_encoder_calls_match_cross_request_batching(records):
-    ref = {r.workload: r for r in measure_cases(plan_cases(workloads=list(_driven(records)), encode=["batched"]),
+    ref = {r.workload: r for r in measure_cases(plan_cases(workloads=list(driven(records)), encode=["batched"]),
                                                    "reference", repeat=1, count=False)}
-    calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in _driven(records).items()}
+    calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in driven(records).items()}
     assert all(e == f for w, (e, f) in calls.items() if w not in MULTI_SPAN), calls
     assert all(e < f for w, (e, f) in calls.items() if w in MULTI_SPAN), calls
 
