@@ -30,20 +30,21 @@ misplacement that the accuracy must see.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
 from vlmpath.core.errors import EngineError
+from vlmpath.engines import adapter_common
+from vlmpath.engines.adapter_common import EngineRoutineBase
 from vlmpath.engines.sglang_api import SglangApi, load_api
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.items import Step
 from vlmpath.measure.workload import Workload, with_item_hashes
 from vlmpath.paths.encode import EncodeStats
 
-FAULT_ENV = "VLMPATH_ENGINE_FAULT"
+FAULT_ENV = adapter_common.FAULT_ENV
 _MASK64 = 2**64 - 1
 
 
@@ -80,18 +81,14 @@ class _HitCounter:
             cache.get_single = counted_single
 
 
-class SglangRoutine:
+class SglangRoutine(EngineRoutineBase):
     """One workload through the engine's embedding path (see the module docstring)."""
+
+    engine = "sglang"
 
     def __init__(self, api: SglangApi, workload: Workload, encoder, table: torch.Tensor, *,
                  cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext):
-        self.api, self.workload, self.encoder = api, workload, encoder
-        self.encoder_region = encoder_region
-        self.device = table.device
-        self.stats = EncodeStats()
-        if any(it.frame_tokens for it in workload.items):
-            raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in sglang "
-                              "(not in the shared embedding path); the adapter cannot drive it")
+        super().__init__(api, workload, encoder, table, encoder_region=encoder_region)
         self.embedding = torch.nn.Embedding.from_pretrained(table, freeze=True)
         self._hits = _HitCounter(api.new_cache(cache_bytes), self.stats)
         self._ours: dict[int, object] = {}  # engine hash -> our Item (same content, same hash)
@@ -113,11 +110,8 @@ class SglangRoutine:
                 self._inputs[r.rid] = api.schedule_batch.MultimodalInputs(mm_items=items)
         self._funcs = {api.modality(m): self._embed for m in {it.modality for it in workload.items}}
         self._embed_mm_inputs = api.mm_utils.embed_mm_inputs
-        target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
-        kind, _, message = fault.partition(":")
-        self._flip = target == workload.name and kind == "flip"
-        if target == workload.name and kind == "raise":
-            self._embed_mm_inputs = _raising(message or "planted engine fault")
+        if self.fault.raises:
+            self._embed_mm_inputs = _raising(self.fault.raises)
 
     def _embed(self, items) -> torch.Tensor:
         """The engine's data_embedding_func: our encoder over the engine's items."""
@@ -129,7 +123,7 @@ class SglangRoutine:
         self.stats.encoded_items += len(ours)
         with self.encoder_region():
             rows = self.encoder.encode(ours).embeddings
-        return rows.flip(0) if self._flip else rows
+        return rows.flip(0) if self.fault.flip else rows
 
     def run_step(self, step: Step) -> torch.Tensor:
         self._hits.stored.clear()

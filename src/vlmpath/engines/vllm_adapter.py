@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from types import SimpleNamespace
@@ -46,6 +45,8 @@ from types import SimpleNamespace
 import torch
 
 from vlmpath.core.errors import EngineError
+from vlmpath.engines import adapter_common
+from vlmpath.engines.adapter_common import EngineRoutineBase
 from vlmpath.engines.vllm_api import VllmApi, load_api
 from vlmpath.engines.vllm_runners import V1Driver, V2Driver
 from vlmpath.measure.content_hash import HashStats
@@ -54,7 +55,7 @@ from vlmpath.measure.syncs import host
 from vlmpath.measure.workload import Workload, with_item_hashes
 from vlmpath.paths.encode import EncodeStats
 
-FAULT_ENV = "VLMPATH_ENGINE_FAULT"
+FAULT_ENV = adapter_common.FAULT_ENV
 # Our fields of each item, and which vLLM keeps on the host (MultiModalFieldConfig.keep_on_cpu).
 FIELDS = {"pixel_values": False, "image_grid_thw": True, "vlmpath_item": True}
 
@@ -111,18 +112,15 @@ class _HitCounter:
         manager.check_and_update_cache, manager.allocate = counted_check, counted_allocate
 
 
-class VllmRoutine:
+class VllmRoutine(EngineRoutineBase):
     """One workload through vLLM's embedding path (see the module docstring)."""
+
+    engine = "vLLM"
+    evs_where = "the model's mm_pruner, not the shared embedding path"
 
     def __init__(self, api: VllmApi, workload: Workload, encoder, table: torch.Tensor, *,
                  cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext):
-        self.api, self.workload, self.encoder = api, workload, encoder
-        self.encoder_region = encoder_region
-        self.device = table.device
-        self.stats = EncodeStats()
-        if any(it.frame_tokens for it in workload.items):
-            raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in vLLM "
-                              "(the model's mm_pruner, not the shared embedding path); the adapter cannot drive it")
+        super().__init__(api, workload, encoder, table, encoder_region=encoder_region)
         self._items = list(workload.items)
         index = {id(it): k for k, it in enumerate(self._items)}
         placeholder = table.shape[0] - 1  # any in-vocabulary id: the mask says where rows go
@@ -166,14 +164,10 @@ class VllmRoutine:
         sched.ec_connector = None
         sched.encoder_cache_mismatch_reqs = set()
         self.scheduler = sched
-        target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
-        kind, _, message = fault.partition(":")
-        self._flip = target == workload.name and kind == "flip"
-        self._raise = (message or "planted engine fault") if target == workload.name and kind == "raise" else None
         model = _model_class(api)(table, self._embed)
         driver = V2Driver if api.EncoderRunner is not None else V1Driver
         self.driver = driver(api, model, max_tokens, hidden, table.dtype, self.device,
-                             device_mask=target == workload.name and kind == "device_mask")
+                             device_mask=self.fault.kind == "device_mask")
         for req in self._reqs.values():
             self.driver.add_request(req)
 
@@ -205,12 +199,12 @@ class VllmRoutine:
         self.stats.encoded_items += len(ours)
         with self.encoder_region():
             out = self.encoder.encode(ours)
-        rows = out.embeddings.flip(0) if self._flip else out.embeddings
+        rows = out.embeddings.flip(0) if self.fault.flip else out.embeddings
         return list(rows.split(list(out.item_rows)))
 
     def run_step(self, step: Step) -> torch.Tensor:
-        if self._raise:
-            raise RuntimeError(self._raise)
+        if self.fault.raises:
+            raise RuntimeError(self.fault.raises)
         self._hits.allocated.clear()
         budget = self._budget
         scheduled: dict[str, list[int]] = {}

@@ -1,0 +1,70 @@
+"""What does every engine's routine start with, whatever the engine?
+
+``EngineRoutineBase`` is the common prologue of an adapter's routine (``sglang_adapter``,
+``vllm_adapter``): the api, workload, encoder, encoder region, the table's device and the
+``EncodeStats``; EVS workloads refused with the engine's reason (EVS frame re-layout is
+model code in both engines, not the shared path); and the planted fault of the tests.
+
+``VLMPATH_ENGINE_FAULT=WORKLOAD:KIND[:MESSAGE]`` (tests only) plants a fault in routines of
+that workload (``Fault``): ``raise`` makes the engine's step raise ``RuntimeError(MESSAGE)``,
+``flip`` hands the engine each encoder call's rows in reverse order (a misplacement the
+accuracy must see), and an engine may know more kinds (vLLM: ``device_mask``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+
+import torch
+
+from vlmpath.core.errors import EngineError
+from vlmpath.paths.encode import EncodeStats
+
+FAULT_ENV = "VLMPATH_ENGINE_FAULT"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """The planted fault of one workload's routines (``kind`` None: none)."""
+
+    kind: str | None = None
+    message: str = "planted engine fault"
+
+    @classmethod
+    def for_workload(cls, name: str) -> Fault:
+        target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
+        kind, _, message = fault.partition(":")
+        if target != name or not kind:
+            return cls()
+        return cls(kind, message or cls.message)
+
+    @property
+    def flip(self) -> bool:
+        return self.kind == "flip"
+
+    @property
+    def raises(self) -> str | None:
+        """The message to raise with, when the fault is ``raise``."""
+        return self.message if self.kind == "raise" else None
+
+
+class EngineRoutineBase:
+    """The common prologue (see the module docstring); ``engine`` and ``evs_where`` name the
+    engine and where its EVS lives in the refusal."""
+
+    engine = "the engine"
+    evs_where = "not in the shared embedding path"
+
+    def __init__(self, api, workload, encoder, table: torch.Tensor, *,
+                 encoder_region: Callable[[], AbstractContextManager] = nullcontext):
+        self.api, self.workload, self.encoder = api, workload, encoder
+        self.encoder_region = encoder_region
+        self.device = table.device
+        self.stats = EncodeStats()
+        if any(it.frame_tokens for it in workload.items):
+            raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in {self.engine} "
+                              f"({self.evs_where}); the adapter cannot drive it")
+        self.fault = Fault.for_workload(workload.name)
