@@ -32,12 +32,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
+from engine_pr_repo import ci_pr as run_ci_pr
+from engine_pr_repo import git
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
@@ -124,12 +124,6 @@ def _skip_reason() -> str | None:
     return None
 
 
-def git(repo: Path, *args: str) -> str:
-    r = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com",
-                        "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, check=True)
-    return r.stdout.strip()
-
-
 def plant_mistake(text: str) -> str:
     """``mm_schedule.py`` with the span-count split planted; fails loudly if the anchor moved."""
     m = ANCHOR.search(text)
@@ -179,19 +173,7 @@ def sglang_repo(tmp_path_factory):
 
 
 def ci_pr(repo: Path, base: str, head: str, out: Path, tmp: Path) -> tuple[int, str, float]:
-    cfg = tmp / "thresholds.yaml"
-    cfg.write_text("rules:\n  - pattern: 'track_tok_per_s'\n    factor: {gpu: 1000, cpu: 1000}\n")
-    cmd = [sys.executable, "-m", "vlmpath.cli", "ci", "pr", "--engine-src", str(repo), "--base", base,
-           "--head", head, "--out", str(out), "--machine", "cpu-engine-test", "--repeat", "1",
-           "--engine-python", _engine_python(), "--config", str(cfg), "--no-charts"]
-    for w in WORKLOADS:
-        cmd += ["--workload", w]
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    took = time.perf_counter() - t0
-    print(r.stdout[-4000:], r.stderr[-4000:], sep="\n")
-    comment = (out / "comment.md").read_text(encoding="utf-8") if (out / "comment.md").exists() else ""
-    return r.returncode, comment, took
+    return run_ci_pr(repo, _engine_python(), base, head, out, tmp, WORKLOADS)
 
 
 # Two engine processes per comparison, each importing sglang and building the tower: minutes

@@ -38,11 +38,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from engine_pr_repo import ci_pr as run_ci_pr
+from engine_pr_repo import git
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
@@ -69,12 +69,6 @@ def _installed_package(python: Path) -> Path | None:
     code = "import importlib.util as u; print(list(u.find_spec('vllm').submodule_search_locations)[0])"
     r = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
     return Path(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip() else None
-
-
-def git(repo: Path, *args: str) -> str:
-    r = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com",
-                        "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, check=True)
-    return r.stdout.strip()
 
 
 def plant_mistake(text: str) -> str:
@@ -127,19 +121,7 @@ def vllm_repo(tmp_path_factory):
 
 def ci_pr(repo: Path, python: str, base: str, head: str, out: Path, tmp: Path,
           workloads: tuple[str, ...] = WORKLOADS, tower: str = "ours") -> tuple[int, str, float]:
-    cfg = tmp / "thresholds.yaml"
-    cfg.write_text("rules:\n  - pattern: 'track_tok_per_s'\n    factor: {gpu: 1000, cpu: 1000}\n")
-    cmd = [sys.executable, "-m", "vlmpath.cli", "ci", "pr", "--engine-src", str(repo), "--base", base,
-           "--head", head, "--out", str(out), "--machine", "cpu-engine-test", "--repeat", "1",
-           "--engine-python", python, "--config", str(cfg), "--no-charts", "--tower", tower]
-    for w in workloads:
-        cmd += ["--workload", w]
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    took = time.perf_counter() - t0
-    print(r.stdout[-4000:], r.stderr[-4000:], sep="\n")
-    comment = (out / "comment.md").read_text(encoding="utf-8") if (out / "comment.md").exists() else ""
-    return r.returncode, comment, took
+    return run_ci_pr(repo, python, base, head, out, tmp, workloads, "--tower", tower)
 
 
 # Two engine processes per comparison, each importing vLLM and building the tower.
