@@ -80,6 +80,12 @@ def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: st
     return tuple(run_results(s, machine, sha) for s, sha in zip(sides, (base_sha, head_sha)))
 
 
+def _moved(report) -> list:
+    """The count rows that grew by ``MOVED`` or more, largest first, at most ``MAX_CASES``."""
+    return sorted((c for c in report.all() if c.unit in COUNT_UNITS and c.ratio and c.ratio - 1 >= MOVED),
+                  key=lambda c: -c.ratio)[:MAX_CASES]
+
+
 def what_grew(out: Path, report) -> list[str]:
     """Explain every instruction count that grew by ``MOVED`` or more (regressions first):
     ``OUT/ir-grew.json`` and a section of ``comment.md``; returns notes."""
@@ -95,8 +101,7 @@ def what_grew(out: Path, report) -> list[str]:
     sides = {s.get("side"): s for s in load_sides(path.read_text(encoding="utf-8"), str(path))}
     files = {side: {(r.get("benchmark"), tuple(sorted(r["params"].items()))): r.get("profile")
                     for r in s.get("records", ())} for side, s in sides.items()}
-    moved = sorted((c for c in report.all() if c.unit in COUNT_UNITS and c.ratio and c.ratio - 1 >= MOVED),
-                   key=lambda c: -c.ratio)[:MAX_CASES]
+    moved = _moved(report)
     growths = []
     for c in moved:
         key = (c.benchmark, tuple(sorted(c.params)))
@@ -125,8 +130,7 @@ def what_grew_records(out: Path, report, base_recs, head_recs) -> list[str]:
 
     base = {r.workload: r for r in base_recs}
     head = {r.workload: r for r in head_recs}
-    moved = sorted((c for c in report.all() if c.unit in COUNT_UNITS and c.ratio and c.ratio - 1 >= MOVED),
-                   key=lambda c: -c.ratio)[:MAX_CASES]
+    moved = _moved(report)
     growths = []
     for c in moved:
         wl = dict(c.params).get("workload") or dict(c.params).get("preset")
