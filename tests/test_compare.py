@@ -61,10 +61,14 @@ def test_direction_comes_from_the_unit(unit, base, head, expected):
     assert c.method == ("exact" if unit in ("fraction", "syncs", "calls") else "threshold")
 
 
-def test_unknown_unit_is_lower_is_better_and_marked():
-    c = _verdict(_m(1.0, "widgets"), _m(2.0, "widgets"))
-    assert c.verdict is Verdict.REGRESSION and c.direction == "unknown"
-    assert _verdict(_m(2.0, "widgets"), _m(1.0, "widgets")).verdict is Verdict.IMPROVEMENT
+def test_a_unit_with_no_trusted_rule_is_not_judged_never_lower_by_default():
+    # It used to be compared as lower-is-better: a drop read as an improvement.
+    for b, h in ((1.0, 2.0), (2.0, 1.0)):
+        c = _verdict(_m(b, "widgets"), _m(h, "widgets"))
+        assert c.verdict is Verdict.NOT_COMPARABLE and c.untrusted and "'widgets'" in c.reason
+    rep = compare(_run(BASE, ("cpu-a", [_m(2.0, "widgets"), _m(1.0, bench="b.B.time_y")])),
+                  _run(HEAD, ("cpu-a", [_m(1.0, "widgets"), _m(1.0, bench="b.B.time_y")])))
+    assert not rep.improvements and rep.exit_code() == 3  # never green
 
 
 def test_each_backend_is_judged_by_its_own_band():
@@ -146,22 +150,23 @@ def test_significant_and_beyond_factor_is_a_regression_but_significant_alone_is_
 
 
 def test_new_removed_newly_failing_fixed_skipped_and_unit_change():
+    # One class per benchmark: each is its own case (core.metrics.case_of).
     base = _run(BASE, ("cpu-a", [
-        _m(1.0, bench="b.B.time_removed"),
-        _m(1.0, bench="b.B.time_breaks"),
-        _m(None, bench="b.B.time_fixed", error="failed"),
-        _m(None, bench="b.B.time_skip", skipped=True),
-        _m(1.0, "ms", bench="b.B.track_unit"),
-        _m(None, bench="b.B.time_broken_both", error="failed"),
+        _m(1.0, bench="b.removed.time_removed"),
+        _m(1.0, bench="b.breaks.time_breaks"),
+        _m(None, bench="b.fixed.time_fixed", error="failed"),
+        _m(None, bench="b.skip.time_skip", skipped=True),
+        _m(1.0, "ms", bench="b.unit.track_unit"),
+        _m(None, bench="b.broken_both.time_broken_both", error="failed"),
     ]))
     head = _run(HEAD, ("cpu-a", [
-        _m(1.0, bench="b.B.time_new"),
-        _m(None, bench="b.B.time_breaks", error="failed"),
-        _m(1.0, bench="b.B.time_fixed"),
-        _m(1.0, bench="b.B.time_skip"),
-        _m(1.0, "seconds", bench="b.B.track_unit"),
-        _m(None, bench="b.B.time_broken_both", error="failed"),
-        _m(None, bench="b.B.time_new_broken", error="failed"),
+        _m(1.0, bench="b.new.time_new"),
+        _m(None, bench="b.breaks.time_breaks", error="failed"),
+        _m(1.0, bench="b.fixed.time_fixed"),
+        _m(1.0, bench="b.skip.time_skip"),
+        _m(1.0, "seconds", bench="b.unit.track_unit"),
+        _m(None, bench="b.broken_both.time_broken_both", error="failed"),
+        _m(None, bench="b.new_broken.time_new_broken", error="failed"),
     ]))
     rep = compare(base, head, CFG)
     got = {c.benchmark.rsplit(".", 1)[-1]: c for c in rep.all()}
@@ -174,20 +179,20 @@ def test_new_removed_newly_failing_fixed_skipped_and_unit_change():
     assert got["track_unit"].verdict is Verdict.NOT_COMPARABLE and "unit changed" in got["track_unit"].reason
     assert got["time_broken_both"].verdict is Verdict.NOT_COMPARABLE
     # Newly failing fails CI like a regression does.
-    assert {c.benchmark for c in rep.regressions} == {"b.B.time_breaks", "b.B.time_new_broken"}
+    assert {c.benchmark for c in rep.regressions} == {"b.breaks.time_breaks", "b.new_broken.time_new_broken"}
     assert rep.exit_code() == 1 and rep.exit_code(fail_on_regression=False) == 0
 
 
 def test_failure_messages_travel_with_the_failing_side():
     split = "RuntimeError: split_with_sizes expects split_sizes to sum exactly to 256"
     base = _run(BASE, ("cpu-a", [
-        _m(1.0, bench="b.B.time_breaks"), _m(None, bench="b.B.time_fixed", error="ValueError: old bug"),
-        _m(1.0, bench="b.B.time_generic"), _m(None, bench="b.B.time_both", error="E: base"),
+        _m(1.0, bench="b.breaks.time_breaks"), _m(None, bench="b.fixed.time_fixed", error="ValueError: old bug"),
+        _m(1.0, bench="b.generic.time_generic"), _m(None, bench="b.both.time_both", error="E: base"),
     ]))
     head = _run(HEAD, ("cpu-a", [
-        _m(None, bench="b.B.time_breaks", error=split), _m(1.0, bench="b.B.time_fixed"),
-        _m(None, bench="b.B.time_generic", error=NO_RESULT_ERROR), _m(None, bench="b.B.time_both", error="E: head"),
-        _m(None, bench="b.B.time_new_broken", error="KeyError: 'x'"),
+        _m(None, bench="b.breaks.time_breaks", error=split), _m(1.0, bench="b.fixed.time_fixed"),
+        _m(None, bench="b.generic.time_generic", error=NO_RESULT_ERROR), _m(None, bench="b.both.time_both", error="E: head"),
+        _m(None, bench="b.new_broken.time_new_broken", error="KeyError: 'x'"),
     ]))
     rep = compare(base, head, CFG)
     got = {c.benchmark.rsplit(".", 1)[-1]: c for c in rep.all()}
@@ -197,7 +202,7 @@ def test_failure_messages_travel_with_the_failing_side():
     assert got["time_both"].error == "E: head" and got["time_new_broken"].error == "KeyError: 'x'"
     data = json.loads(json.dumps(rep.to_dict()))
     rows = {c["benchmark"]: c for m in data["machines"] for c in m["comparisons"]}
-    assert rows["b.B.time_breaks"]["error"] == split
+    assert rows["b.breaks.time_breaks"]["error"] == split
     assert ComparisonReport.from_dict(data) == rep
 
 
@@ -231,9 +236,9 @@ def test_missing_machine_is_a_marked_partial_comparison_not_no_change():
 
 
 def test_partial_head_run_marks_missing_benchmarks(tmp_path):
-    suite = {"b.B.track_acc": ("fraction", [], [], [1.0], None), "b.B.time_x": ("seconds", [], [], [1.0], None)}
+    suite = {"b.B.track_accuracy": ("fraction", [], [], [1.0], None), "b.B.time_x": ("seconds", [], [], [1.0], None)}
     write_asv_run(tmp_path, "cpu-a", BASE, suite)
-    write_asv_run(tmp_path, "cpu-a", HEAD, {"b.B.track_acc": suite["b.B.track_acc"]}, update_benchmarks_json=False)
+    write_asv_run(tmp_path, "cpu-a", HEAD, {"b.B.track_accuracy": suite["b.B.track_accuracy"]}, update_benchmarks_json=False)
     rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
     removed = [c for c in rep.all() if c.verdict is Verdict.REMOVED]
     assert [c.reason for c in removed] == ["missing from head run"]
@@ -241,9 +246,9 @@ def test_partial_head_run_marks_missing_benchmarks(tmp_path):
 
 
 def test_toolchain_change_is_flagged_but_still_compared(tmp_path):
-    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok": ("tok/s", [], [], [100.0], None)},
+    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok_per_s": ("tok/s", [], [], [100.0], None)},
                   fingerprint("cuda", torch="2.6.0"))
-    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok": ("tok/s", [], [], [50.0], None)},
+    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok_per_s": ("tok/s", [], [], [50.0], None)},
                   fingerprint("cuda", torch="2.7.1", driver="575.1"))
     rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
     (m,) = rep.machines
@@ -253,8 +258,8 @@ def test_toolchain_change_is_flagged_but_still_compared(tmp_path):
 
 
 def test_same_fingerprint_no_flag_and_one_sided_fingerprint_noted(tmp_path):
-    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
-    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
+    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok_per_s": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
+    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok_per_s": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
     rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
     assert rep.machines[0].toolchain_changes == () and not rep.partial
     (tmp_path / "cuda-h200" / f"vlmpath-fingerprint-{BASE[:8]}.json").unlink()

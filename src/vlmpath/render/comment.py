@@ -60,7 +60,7 @@ def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) ->
             note = (note + "; " if note else "") + "direction unknown"
         # Every cell from the artifact goes through log_line: this text is printed in the
         # privileged comment job's log (no newline, control character or "::" gets through).
-        rows.append(tuple(log_line(x) for x in (c.machine, clip(case_text(c.benchmark, c.params), NAME_CHARS),
+        rows.append(tuple(log_line(x) for x in (c.machine, clip(case_text(c.case or c.benchmark, c.params), NAME_CHARS),
                                                 c.unit, b, h, fmt_change(c), verdict_text(c, c.verdict.value)
                                                 + (f" (accepted: {clip(c.accepted, 120)})" if c.accepted else ""),
                                                 note)))
@@ -131,7 +131,7 @@ def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
         verdict += f": {md_escape(clip(c.error))}"
     if c.accepted is not None:  # benchmarks/accepted.yaml: reviewed, shown, not failing
         verdict = f"✅ accepted: {md_escape(clip(c.accepted, 120))} (was {verdict})"
-    cells += [md_escape(clip(case_text(c.benchmark, c.params), NAME_CHARS)), unit, b, h, fmt_change(c), verdict]
+    cells += [md_escape(clip(case_text(c.case or c.benchmark, c.params), NAME_CHARS)), unit, b, h, fmt_change(c), verdict]
     if not with_machine:
         cells.append(md_escape(clip(note_text(c), 200)))
     return cells
