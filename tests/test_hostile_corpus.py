@@ -310,12 +310,14 @@ def test_profile_links_are_built_from_a_plain_artifact_name_and_encoded(tmp_path
 
 def test_the_corpus_through_ci_alert_titles_bodies_and_log(tmp_path, capsys, github_fake, monkeypatch):
     res = tmp_path / "history"
-    name = f"bench_embed.Embed.track_{EVIL}"
+    # The hostile text rides in a parameter: a method name the metric table lacks is never
+    # judged (compare.definitions), so it could not reach an alert's title at all.
+    name = "bench_embed.Embed.track_tok_per_s"
     for i in range(4):
-        write_asv_run(res, "cpu-a", sha(f"m{i}"), {name: ("tok/s", [], [], [1000.0], [[1000.0 * f for f in
+        write_asv_run(res, "cpu-a", sha(f"m{i}"), {name: ("tok/s", ["preset"], [[EVIL]], [1000.0], [[1000.0 * f for f in
                       (0.99, 1.0, 1.01, 0.995, 1.005)]])}, fingerprint("cpu"), date=1_700_000_000_000 + i * 3_600_000)
     slow = sha("m4")
-    write_asv_run(res, "cpu-a", slow, {name: ("tok/s", [], [], [300.0], [[300.0 * f for f in
+    write_asv_run(res, "cpu-a", slow, {name: ("tok/s", ["preset"], [[EVIL]], [300.0], [[300.0 * f for f in
                   (0.99, 1.0, 1.01, 0.995, 1.005)]])}, fingerprint("cpu"), date=1_700_000_000_000 + 4 * 3_600_000)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     monkeypatch.setenv("GITHUB_API_URL", github_fake.url)

@@ -174,7 +174,7 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
     quick = quick or bool(b.quick) or bool(h.quick)  # either side quick: one rule for every row
     base_by = {m.case: m for m in b.metrics}
     head_by = {m.case: m for m in h.metrics}
-    failed = {case_key(m) for run in (b, h) for m in run.metrics if m.error is not None}
+    failed = {case_key(m) for run in (b, h) for m in run.metrics if _failed(m)}
     rows: list[Comparison] = [_failed_case(key, b, h) for key in sorted(failed)]
     for case in sorted(set(base_by) | set(head_by)):
         if (case_of(case[0]), case[1]) in failed:
@@ -194,13 +194,14 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
 
     notes: list[str] = []
     for side, run in (("base", b), ("head", h)):
-        n_failed = len({case_key(m) for m in run.metrics if m.error is not None})
+        n_failed = len({case_key(m) for m in run.metrics if _failed(m)})
         if run.missing:
             shown = ", ".join(run.missing[:5]) + (" ..." if len(run.missing) > 5 else "")
             notes.append(f"{run.machine}: partial {side} run, {len(run.missing)} benchmark(s) missing: {shown}")
         if n_failed:
             notes.append(f"{run.machine}: {n_failed} case(s) failed in the {side} run")
         notes.extend(f"{run.machine} ({side}): {n}" for n in run.notes)
+    rows.sort(key=lambda c: (c.benchmark, c.params))
     notes.extend(_one_sided_notes(h.machine, rows, base_by, head_by))
     changes: tuple[tuple[str, str | None, str | None], ...] = ()
     if b.fingerprint is not None and h.fingerprint is not None:
@@ -209,6 +210,11 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
         side = "base" if b.fingerprint is None else "head"
         notes.append(f"{h.machine}: no platform fingerprint for {side}; cannot confirm base and head used the same toolchain")
     return MachineComparison(h.machine, "both", tuple(rows), changes, tuple(notes))
+
+
+def _failed(m: Metric) -> bool:
+    """The benchmark failed (an error, or no value that is neither skipped nor invalid)."""
+    return m.error is not None or (m.value is None and not m.skipped and m.invalid is None)
 
 
 def case_key(m: Metric) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -232,7 +238,7 @@ def _failed_case(key, b: MachineRun, h: MachineRun) -> Comparison:
     case's other rows on that side are not compared (their count is ``left_out``)."""
     b_rows = [m for m in b.metrics if case_key(m) == key]
     h_rows = [m for m in h.metrics if case_key(m) == key]
-    b_fail, h_fail = [m for m in b_rows if m.error is not None], [m for m in h_rows if m.error is not None]
+    b_fail, h_fail = [m for m in b_rows if _failed(m)], [m for m in h_rows if _failed(m)]
     rep = _representative(h_fail or b_fail)
     twin = next((m for m in (b_rows if h_fail else h_rows) if m.benchmark == rep.benchmark), None)
     n_rows = len({m.benchmark for m in b_rows} | {m.benchmark for m in h_rows})

@@ -26,3 +26,8 @@ def strip_kind(leaf: str) -> str:
     p = next((p for p in BENCHMARK_PREFIXES if leaf.startswith(p)), None)
     return leaf[len(p):] if p else leaf
 
+
+
+#: What each prefix implies: ``time`` (seconds) and ``peakmem`` (bytes) are the metric
+#: table's ``IMPLIED_UNITS`` rows; ``track_`` methods are defined by a row of their own.
+IMPLIED_KIND = {"timeraw_": "time", "time_": "time", "peakmem_": "peakmem", "mem_": "peakmem"}

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from vlmpath.core.asv_names import kind_prefix
+from vlmpath.core.asv_names import IMPLIED_KIND, kind_prefix
 
 #: How a value is shown: ``scaled`` (seconds -> ms/µs/ns, bytes -> KiB/MiB/GiB), ``count``
 #: (a whole number when it is one), ``fraction`` (fixed decimals), ``plain`` (significant
@@ -215,11 +215,8 @@ def routine_metrics(path: str) -> tuple[MetricSpec, ...]:
 
 
 def _implied(prefix: str | None) -> MetricSpec | None:
-    if prefix in ("time_", "timeraw_"):
-        return IMPLIED_UNITS[0]
-    if prefix in ("peakmem_", "mem_"):
-        return IMPLIED_UNITS[1]
-    return None
+    kind = IMPLIED_KIND.get(prefix or "")
+    return next((m for m in IMPLIED_UNITS if m.name == kind), None)
 
 
 def metric_for_method(benchmark: str) -> MetricSpec | None:
