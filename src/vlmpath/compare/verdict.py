@@ -177,9 +177,9 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
     failed = {case_key(m) for run in (b, h) for m in run.metrics if _failed(m)}
     rows: list[Comparison] = [_failed_case(key, b, h) for key in sorted(failed)]
     for case in sorted(set(base_by) | set(head_by)):
-        if (case_of(case[0]), case[1]) in failed:
-            continue  # the case's one row stands for it (above)
         bm, hm = base_by.get(case), head_by.get(case)
+        if any(m is not None and case_key(m) in failed for m in (bm, hm)):
+            continue  # the case's one row stands for it (above)
         if bm is None:
             assert hm is not None
             if hm.ok:
@@ -217,9 +217,11 @@ def _failed(m: Metric) -> bool:
     return m.error is not None or (m.value is None and not m.skipped and m.invalid is None)
 
 
-def case_key(m: Metric) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """The case a row belongs to: its benchmark class (``core.metrics.case_of``) and parameters."""
-    return (case_of(m.benchmark), m.params)
+def case_key(m: Metric) -> tuple[str, tuple[tuple[str, str], ...], str]:
+    """The case a row belongs to: its benchmark class (``core.metrics.case_of``) and
+    parameters, as one instrument measured it (``source``: the instruction counts of a case
+    are their own process, not leftovers of its asv run)."""
+    return (case_of(m.benchmark), m.params, m.source)
 
 
 def _representative(rows: Sequence[Metric]) -> Metric:
