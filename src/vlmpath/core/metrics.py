@@ -59,9 +59,10 @@ class MetricSpec:
     that report it (a generated method each): the routine paths' ``*Metrics``/``*Routine``
     classes and ``engine`` (``bench_engine.Engine`` and the engine comparison). Every row
     that names a path is a field of the measured record (``suite.record.CaseRecord``).
-    ``report_failed``: reported even when the case failed (the lower accuracy IS the
-    finding); otherwise a failed case raises (a failed strategy made fewer encoder calls,
-    which must not read as an improvement). ``may_be_unmeasured``: None means "this device
+    ``report_failed``: recorded even when the case failed (the lower accuracy is in the
+    results); otherwise a failed case raises (a failed strategy made fewer encoder calls,
+    which must not read as an improvement). The comparison shows a failed case as one
+    failure either way (``compare.verdict``; ``case_of`` groups its rows). ``may_be_unmeasured``: None means "this device
     (or an older package) has no counter for it": asv skips it, never a 0
     (``suite.cases.require_measured``).
     """
