@@ -535,4 +535,8 @@ def test_a_full_run_gates_the_same_move_and_quick_still_gates_exact_rows(tmp_pat
     assert [c.benchmark for c in rep.regressions] == [ACC] and rep.exit_code() == 1
     from vlmpath.render.headline import headline
 
-    assert headline(rep).startswith("**1 regression on cpu\\-a**") and "indicative move" in headline(rep)
+    assert headline(rep).startswith("**1 regression on cpu\\-a**") and "(3 indicative moves, not gating)" in headline(rep)
+    from vlmpath.render.comment import render_markdown
+
+    summary = next(x for x in render_markdown(rep).splitlines() if x.startswith("<summary>"))
+    assert "1 regression," in summary and "3 indicative" in summary and "improvement" not in summary

@@ -138,8 +138,12 @@ def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
 
 
 def _machine_summary(m: MachineComparison) -> str:
-    counts = Counter(c.verdict for c in m.comparisons)
+    # Indicative moves are counted apart, as the headline counts them (never as regressions).
+    counts = Counter(c.verdict for c in m.comparisons
+                     if not (c.indicative and c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)))
     bits = [f"{n} {v.value}" for v, n in sorted(counts.items(), key=lambda kv: VERDICT_ORDER[kv[0]])]
+    moves = sum(1 for c in m.comparisons if c.indicative and c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT))
+    bits += [f"{moves} indicative"] if moves else []
     status = "" if m.status == "both" else f" ({m.status})"
     return f"<b>{html_escape(m.machine)}</b>{status}: {html_escape(', '.join(bits) or 'no cases')}"
 

@@ -103,10 +103,11 @@ def _headline_items(shown: Sequence[Comparison]) -> str:
     return "; ".join(out)
 
 
-def _indicative_text(report: ComparisonReport) -> str | None:
+def _indicative_text(report: ComparisonReport, inside_parens: bool = False) -> str | None:
     """How many moves rest on too few samples (quick runs, plain tracks): counted apart."""
     n = len(report.indicative_moves)
-    return f"{n} indicative move{'' if n == 1 else 's'} (too few samples, not gating)" if n else None
+    what = f"{n} indicative move{'' if n == 1 else 's'}"
+    return None if not n else f"{what}, not gating" if inside_parens else f"{what} (too few samples, not gating)"
 
 
 def headline(report: ComparisonReport, max_items: int = 3) -> str:
@@ -124,6 +125,7 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
         what = ", ".join(([_plural(n_reg, "regression")] if n_reg else [])
                          + ([f"{n_fail} newly failing"] if n_fail else []))
         line = f"**{what} on {where}**: {items}{more}"
+        indicative = _indicative_text(report, inside_parens=True)
         extra = ([f"{len(report.accepted)} accepted"] if report.accepted else []) + ([indicative] if indicative else [])
         if extra:
             line += f" ({'; '.join(extra)})"
