@@ -29,7 +29,7 @@ class Verdict(enum.Enum):
     REMOVED = "removed"
     NEWLY_FAILING = "newly failing"
     FIXED = "fixed"
-    NOT_COMPARABLE = "not comparable"  # unit changed, skipped, failing on both, machine missing
+    NOT_COMPARABLE = "not comparable"  # untrusted definition, unit changed, skipped, failing on both, machine missing
 
 
 # Verdicts that fail CI: a benchmark that stops running is as bad as one that slows down.
