@@ -203,3 +203,32 @@ def test_costs_come_from_the_last_trusted_run_only(tmp_path):
     pick = pick_shard(select([b], None), parse_shard("1/2"), store, MACHINE)
     assert "balanced by the costs of trusted run" in pick.line and len(pick.chosen) == 4
     assert pick.info["k"] == 1 and pick.info["costs_from"] == c
+
+
+def test_history_append_merges_the_shards_of_each_commit(tmp_path):
+    """``ci/history.sh append`` (the main workflow's history step), run by bash: 3 shards of
+    two commits arrive as six artifacts and leave one asv file per commit in the store."""
+    import os
+    import subprocess
+    import sys
+
+    new = tmp_path / "new"
+    for c in (sha("h1"), sha("h2")):
+        for i, d in enumerate(_write_sharded(tmp_path / c[:8], c, 3), start=1):
+            new.mkdir(exist_ok=True)
+            d.rename(new / f"main-cpu-{c[:4]}-{i}")
+    root = Path(__file__).resolve().parents[1]
+    vlmpath = tmp_path / "vlmpath"
+    vlmpath.write_text(f"#!/bin/sh\nexec {sys.executable} -m vlmpath.cli \"$@\"\n")
+    vlmpath.chmod(0o755)
+    env = {**os.environ, "REPO": "o/n", "VLMPATH": str(vlmpath),
+           "PYTHONPATH": str(root / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    store = tmp_path / "history" / "results"
+    store.mkdir(parents=True)
+    r = subprocess.run(["bash", str(root / "ci" / "history.sh"), "append", str(new), str(store)], cwd=root,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("(shards 1, 2, 3 of 3)") == 2
+    for c in (sha("h1"), sha("h2")):
+        assert len(list((store / MACHINE).glob(f"{c[:8]}-*.json"))) == 1
+        assert len(load_asv(store, c).machines[0].metrics) == 3 * 8
