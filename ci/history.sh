@@ -40,8 +40,24 @@ case "$cmd" in
         # API, not a file copy that would let the second shard overwrite the first).
         new=$1 results=$2
         shopt -s nullglob
-        arts=("$new"/*/)
-        if [[ ${#arts[@]} -eq 0 ]]; then echo "history: no artifacts under $new"; exit 0; fi
+        arts=()
+        for art in "$new"/*/; do
+            name=$(basename "$art")
+            if [[ "$name" =~ ^image-([a-z]{1,20})$ ]]; then
+                # Main's image digest for the PR GPU jobs (ci/image.sh pull-or-build).
+                vendor=${BASH_REMATCH[1]}
+                ref=$(head -c 400 "$art/image-ref.txt" 2>/dev/null | head -n1 || true)
+                if [[ "$ref" =~ ^[a-z0-9][a-z0-9._/-]{0,200}@sha256:[0-9a-f]{64}$ ]]; then
+                    mkdir -p "$results/../images"
+                    printf '%s\n' "$ref" > "$results/../images/$vendor.txt"
+                else
+                    echo "::warning::history: $name holds no image digest"
+                fi
+            else
+                arts+=("$art")
+            fi
+        done
+        if [[ ${#arts[@]} -eq 0 ]]; then echo "history: no results under $new"; exit 0; fi
         rc=0
         "${VLMPATH:-.venv/bin/vlmpath}" shards merge "${arts[@]}" --into "$results" || rc=$?
         # 3: a shard is missing; what arrived is kept (and marked so in its run-info).

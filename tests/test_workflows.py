@@ -161,7 +161,7 @@ def test_gpu_matrix_covers_nvidia_amd_and_the_pr_workflow_a_hosted_cpu_job(pr_wf
         assert flag in amd
     assert "--gpus" not in amd
     # PR code reaches the self-hosted GPU boxes only through the approval environment.
-    assert gpu["environment"] == "gpu-bench" and gpu["needs"] == "verify"
+    assert gpu["environment"] == "gpu-bench" and gpu["needs"] == ["verify", "plan"]
     assert set(pr_wf["jobs"]) == {"shards", "cpu"}
     cpu = pr_wf["jobs"]["cpu"]
     assert cpu["runs-on"] == "ubuntu-latest" and cpu["env"]["VLMPATH_SCALE"] == "tiny"
@@ -250,7 +250,9 @@ def test_the_shard_split_refuses_a_bad_count(pr_wf, tmp_path, bad):
 def test_pr_gpu_job_runs_the_flow_inside_an_image_built_from_main(gpu_wf):
     job = gpu_wf["jobs"]["gpu"]
     runs = "\n".join(str(s.get("run", "")) for s in job["steps"])
-    assert 'docker build -f "tool/$DOCKERFILE"' in runs and runs.count("docker build") == 1
+    # main's image by digest, else built from main's Dockerfile (tests/test_image_digest.py runs it)
+    assert 'tool/ci/image.sh pull-or-build "trusted/images/$VENDOR.txt" "tool/$DOCKERFILE" tool "$IMAGE"' in runs
+    assert "docker build" not in runs
     assert re.search(r'docker run --rm "\$\{gpu_flags\[@\]\}"', runs)
     assert '"$IMAGE" ci pr --base "$BASE_SHA" --head "$HEAD_SHA" --machine "$MACHINE"' in runs
     assert '--scale "$SCALE"' in runs and job["env"]["SCALE"].endswith("'full' }}")
