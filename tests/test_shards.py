@@ -218,10 +218,10 @@ def test_history_append_merges_the_shards_of_each_commit(tmp_path):
             new.mkdir(exist_ok=True)
             d.rename(new / f"main-cpu-{c[:4]}-{i}")
     root = Path(__file__).resolve().parents[1]
-    vlmpath = tmp_path / "vlmpath"
-    vlmpath.write_text(f"#!/bin/sh\nexec {sys.executable} -m vlmpath.cli \"$@\"\n")
-    vlmpath.chmod(0o755)
-    env = {**os.environ, "REPO": "o/n", "VLMPATH": str(vlmpath),
+    launcher = tmp_path / "vlmpath"
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} -m vlmpath.cli \"$@\"\n")
+    launcher.chmod(0o755)
+    env = {**os.environ, "REPO": "o/n", "VLMPATH": str(launcher),
            "PYTHONPATH": str(root / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     store = tmp_path / "history" / "results"
     store.mkdir(parents=True)
