@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from vlmpath.compare.accepted import AWAITING
 from vlmpath.compare.comparison import Comparison, ComparisonReport, Verdict
 from vlmpath.compare.records import GPU_KEY_PREFIX
 from vlmpath.core.asv_names import strip_kind
@@ -116,6 +117,8 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
         line = f"**{what} on {where}**: {items}{more}"
         if report.accepted:
             line += f" ({len(report.accepted)} accepted)"
+        if report.awaiting_review:  # the PR's own entries: failing, and why
+            line += f" ({len(report.awaiting_review)} {AWAITING})"
     else:
         where = _machines_text(m.machine for m in report.machines)
         bits = [_plural(counts[Verdict.IMPROVEMENT], "improvement"), f"{counts[Verdict.UNCHANGED]} unchanged"]
