@@ -265,3 +265,68 @@ def test_the_yaml_is_parsed_in_one_place(monkeypatch, tmp_path):
     with pytest.raises(VlmpathError, match="larger than"):
         accepted.loads(b"#" * (accepted.MAX_BYTES + 1), "big.yaml")
     assert os.path.basename(seen[0]) == "a.yaml"
+
+
+# --- red team: what a PR (or a tampered file) tries ---------------------------------------------------
+def test_hostile_acceptance_inputs_hold(api, tmp_path, capsys):
+    """Each try a PR can make at granting itself, and what holds (counted: all of them)."""
+    from test_hostile_corpus import EVIL, comment_is_inert, no_workflow_command
+
+    arts = _artifacts(tmp_path)
+    base = tmp_path / "base-acc.yaml"
+    base.write_text(f"accepted:\n  - case: '{ACC}'\n    machine: 'gpu-*'\n    pr: 7\n    reason: gpu only\n")
+
+    def merge(head_text: str, *extra: str) -> tuple[int, str, str]:
+        (tmp_path / "head-acc.yaml").write_text(head_text)
+        out = tmp_path / "m"
+        rc = main(["ci", "merge", str(arts), "--out", str(out), "--fail", "--accepted", str(tmp_path / "head-acc.yaml"),
+                   "--base-accepted", str(base), *extra])
+        cap = capsys.readouterr()
+        md = (out / "comment.md").read_text() if rc != 2 else ""
+        return rc, md, cap.out + cap.err
+
+    held = 0
+    # 1. Its own entry with a reason that is a payload: awaiting, red, inert in the comment and the log.
+    evil = json.dumps(EVIL[:290])
+    rc, md, log = merge(f"accepted:\n  - case: '{ACC}'\n    pr: 7\n    reason: {evil}\n")
+    assert rc == 1 and "awaiting review" in md
+    comment_is_inert(md)
+    no_workflow_command(log, (tmp_path / "m" / "summary.txt").read_text())
+    held += 1
+    # 2. The base's entry widened (machine gpu-* -> *): a different entry, the PR's own.
+    rc, md, _ = merge(base.read_text().replace("'gpu-*'", "'*'"))
+    assert rc == 1 and "awaiting review" in md
+    held += 1
+    # 3. Every case at once: refused, one line, naming the file and the entry.
+    rc, _, log = merge(f"accepted:\n  - case: '{ACC}'\n    pr: 7\n    reason: r\n  - case: '*'\n    pr: 7\n    reason: r\n")
+    assert rc == 2 and "head-acc.yaml: entry 1: case '*' matches every case" in log
+    held += 1
+    # 4. Another PR's number scoped entry, copied from the base: covers only that PR.
+    base.write_text(f"accepted:\n  - case: '{ACC}'\n    pr: 8\n    reason: for 8\n")
+    rc, md, _ = merge(base.read_text())
+    assert rc == 1 and "accepted" not in md.splitlines()[1]
+    held += 1
+    # 5. A grant file written by hand, naming a "maintainer" that is a link: refused.
+    grant = tmp_path / "g.json"
+    grant.write_text(json.dumps({"schema_version": 1, "repo": REPO, "pr": 7, "head_sha": HEAD,
+                                 "label": "vlmpath-accept-regression", "granted_by": "x](https://evil.example)",
+                                 "permission": "admin", "why": "trust me"}))
+    rc, _, log = merge(f"accepted:\n  - case: '{ACC}'\n    pr: 7\n    reason: r\n", "--grant", str(grant))
+    assert rc == 2 and "--grant" in log
+    held += 1
+    # 6. The head's list as a symlink (to a file the job can read): refused, never followed.
+    (tmp_path / "secret.yaml").write_text(f"accepted:\n  - case: '{ACC}'\n    pr: 7\n    reason: r\n")
+    (tmp_path / "head-acc.yaml").unlink()
+    (tmp_path / "head-acc.yaml").symlink_to(tmp_path / "secret.yaml")
+    rc = main(["ci", "merge", str(arts), "--out", str(tmp_path / "m6"), "--fail",
+               "--accepted", str(tmp_path / "head-acc.yaml"), "--base-accepted", str(tmp_path / "secret.yaml")])
+    assert rc == 2 and "is a symlink" in capsys.readouterr().err
+    held += 1
+    # 7. The label applied by the author's second account without permission, then by a bot.
+    api.label(7, "vlmpath-accept-regression", "contributor-alt")
+    api.unlabel(7, "vlmpath-accept-regression", "contributor-alt")
+    api.label(7, "vlmpath-accept-regression", "github-actions", kind="Bot")
+    assert main(["ci", "label-grant", "--pr", "7", "--repo", REPO, "--head-sha", HEAD, "--out", str(grant)]) == 0
+    assert json.loads(grant.read_text())["granted_by"] is None
+    held += 1
+    assert held == 7
