@@ -76,16 +76,37 @@ def test_the_same_entry_already_on_the_base_branch_accepts(repo, tmp_path):
     assert "✅ accepted: exact rows cost accuracy here" in comment and "awaiting review" not in comment
 
 
-def test_an_edited_base_entry_is_the_prs_own_and_the_checkout_file_is_not_read(repo, tmp_path):
+def test_an_entry_landed_on_base_after_the_pr_branched_accepts(repo, tmp_path):
+    commit_value(repo, 1.0, "good")
+    git(repo, "checkout", "-q", "-b", "feature")
+    bad = commit_value(repo, 0.6, "bad")  # the PR's branch has no accepted.yaml at all
+    git(repo, "checkout", "-q", "main")
     _accept_file(repo, ENTRY)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "accept #7's accuracy cost")
+    res = run(repo, tmp_path, "main", bad, FakeSuite(), pr=7)
+    assert res.exit_code == 0 and res.base_sha != bad and len(res.report.accepted) == 1
+    # Unchanged pair: the same flow for PR 8 is red.
+    assert run(repo, tmp_path, "main", bad, FakeSuite(), pr=8).exit_code == 1
+
+
+def test_a_widened_base_entry_is_the_prs_own_and_the_checkouts_file_is_not_the_base(repo, tmp_path):
+    gpu_only = ENTRY.replace("    pr: 7\n", "    machine: 'gpu-*'\n    pr: 7\n")
+    _accept_file(repo, gpu_only)
     commit_value(repo, 1.0, "good")
     git(repo, "branch", "-f", "base")
-    _accept_file(repo, ENTRY.replace("exact rows cost accuracy here", "widened by the PR"))
+    _accept_file(repo, ENTRY.replace("exact rows cost accuracy here", "widened by the PR"))  # every machine
     bad = commit_value(repo, 0.6, "bad")
-    # An uncommitted copy in the checkout claims the base's entry: the flow reads commits, not it.
-    _accept_file(repo, ENTRY)
+    # The checkout (head) holds the widened entry: the base's list is read from the base commit.
     res = run(repo, tmp_path, "base", bad, FakeSuite(), pr=7)
     assert res.exit_code == 1 and res.report.regressions[0].awaiting_review == "widened by the PR"
+    # Unchanged pair: base's own entry, on a machine it names, accepts.
+    git(repo, "checkout", "-q", "base")
+    _accept_file(repo, gpu_only.replace("gpu-*", "cpu-*"))
+    git(repo, "commit", "-qam", "base entry for cpu")
+    git(repo, "checkout", "-q", "main")
+    res = run(repo, tmp_path, "base", bad, FakeSuite(), pr=7)
+    assert res.exit_code == 0 and res.base_sha != bad and len(res.report.accepted) == 1
 
 
 def test_a_pr_entry_covers_no_other_pr_and_no_flow_that_knows_no_pr(repo, tmp_path):
@@ -212,6 +233,15 @@ def test_a_label_accepts_only_the_prs_own_entries_not_unlisted_regressions(api, 
                "--accepted", str(tmp_path / "head-acc.yaml")])
     capsys.readouterr()
     assert rc == 1
+
+
+def test_the_base_files_entry_accepts_in_the_merge_without_the_prs_copy(tmp_path, capsys):
+    arts = _artifacts(tmp_path)
+    (tmp_path / "base-acc.yaml").write_text((tmp_path / "head-acc.yaml").read_text())
+    rc = main(["ci", "merge", str(arts), "--out", str(tmp_path / "m"), "--fail",
+               "--base-accepted", str(tmp_path / "base-acc.yaml")])
+    capsys.readouterr()
+    assert rc == 0 and "✅ accepted: known cost" in (tmp_path / "m" / "comment.md").read_text()
 
 
 def test_merge_without_the_base_file_trusts_none_of_the_prs_entries(tmp_path, capsys):

@@ -61,7 +61,8 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     p.add_argument("--fail", action="store_true", help="exit 1 when the commit regressed a case")
     p.add_argument("--accepted", default="benchmarks/accepted.yaml", metavar="FILE",
-                   help="accepted regressions: no issue for the changes it lists (default benchmarks/accepted.yaml)")
+                   help="accepted regressions: no issue for the commits it lists (default benchmarks/accepted.yaml; "
+                   "pr entries never match on main)")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.compare import accepted

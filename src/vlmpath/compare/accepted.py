@@ -170,15 +170,17 @@ def apply(report: ComparisonReport, entries: Sequence[Accepted], *, pr: int | No
     """``report`` with every failing row an entry matches marked ``accepted`` (its reason).
 
     ``base``: the base branch's entries, given where ``entries`` are a pull request's own
-    file. An entry of ``entries`` absent from ``base`` is the PR's own grant: its rows are
-    marked ``awaiting_review`` and keep failing, unless ``grant`` (who accepted them: a
-    maintainer's label, read in the privileged job) is given. ``base=None``: every entry
-    counts (the file of a reviewed checkout)."""
+    file. Those accept, whether or not the PR's branch has them (one landed on base after
+    the PR branched counts). An entry of ``entries`` absent from ``base`` is the PR's own
+    grant: its rows are marked ``awaiting_review`` and keep failing, unless ``grant`` (who
+    accepted them: a maintainer's label, read in the privileged job) is given.
+    ``base=None``: every entry counts (the file of a reviewed checkout)."""
+    trusted = set(base) if base is not None else None
+    entries = [*entries, *(e for e in base or () if e not in entries)]
     if not entries:
         return report
     from vlmpath.core.backends import backend_from_machine
 
-    trusted = set(base) if base is not None else None
     awaiting: list[Comparison] = []
 
     def mark(c: Comparison) -> Comparison:
