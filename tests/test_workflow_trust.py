@@ -103,8 +103,10 @@ def history_writes(text: str, wf: dict[str, Any]) -> list[str]:
 
 _TOKEN = re.compile(r"\$\{\{\s*(?:github\.token|secrets\.GITHUB_TOKEN)\s*\}\}")
 # What a step with a token may run: post a comment, file issues, fetch/push history, ask the API
-# (`gh api`, or `vlmpath ci label-grant`: who applied the acceptance label, nothing written).
-_POSTS = re.compile(r"post-comment\.sh|vlmpath ci alert|ci/history\.sh|\bgh api\b|vlmpath ci label-grant")
+# (`gh api`, or `vlmpath ci label-grant`: who applied the acceptance label, nothing written),
+# log in to the container registry (bench-main's image job, which then pushes main's image).
+_POSTS = re.compile(r"post-comment\.sh|vlmpath ci alert|ci/history\.sh|\bgh api\b|docker login ghcr\.io"
+                    r"|vlmpath ci label-grant")
 
 
 def token_outside_posting_steps(wf: dict[str, Any]) -> list[str]:
@@ -179,7 +181,7 @@ def test_cpu_history_does_not_wait_for_gpu_runners():
     assert "concurrency" not in main  # a run waiting for GPU runners blocks no later run
     assert all(isinstance(j.get("timeout-minutes"), int) for j in jobs.values())
     assert jobs["history-cpu"]["env"]["ARTIFACTS"] == "main-cpu"
-    assert jobs["history-gpu"]["env"]["ARTIFACTS"] == "main-{nvidia,amd}"
+    assert jobs["history-gpu"]["env"]["ARTIFACTS"] == "{main,image}-{nvidia,amd}*"  # shards and digests
     assert jobs["history-gpu"]["steps"] == jobs["history-cpu"]["steps"]
 
 

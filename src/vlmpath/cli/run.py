@@ -57,20 +57,26 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
     pr.add_argument("--pr", type=int, default=None, metavar="N",
                     help="the pull request's number: accepted.yaml entries scoped to pr N apply (no other PR's)")
+    pr.add_argument("--shard", default=None, metavar="K/N",
+                    help="measure only shard K of N of the cases, on both sides (ci merge joins the shards)")
     from vlmpath.pr import flow as ci_flow
     from vlmpath.pr import outputs as pr_outputs
     _engine_src_arguments(pr)  # --engine-src REPO: two commits of an engine instead
 
     def run_pr(a: argparse.Namespace) -> int:
+        from vlmpath.runner.shards import parse_shard
+
         try:
-            if a.engine_src and a.instructions:
-                raise VlmpathError("--instructions counts vlmpath's own routine cases: leave it out with --engine-src")
+            shard = parse_shard(a.shard) if a.shard else None
+            if a.engine_src and (a.instructions or shard):
+                raise VlmpathError("--instructions and --shard take vlmpath's own routine cases: leave them out "
+                                   "with --engine-src")
             res = _engine_pr_from_args(a) if a.engine_src else ci_flow.run_pr(
                 a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
                 trusted_results=a.trusted_results, instructions=a.instructions,
-                instructions_bench=a.instructions_bench, counter=a.counter, pr=a.pr)
+                instructions_bench=a.instructions_bench, counter=a.counter, shard=shard, pr=a.pr)
         except VlmpathError as exc:
             pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -141,11 +147,14 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
     p.add_argument("--trusted", action="store_true", help="mark the results a trusted baseline (main workflow only)")
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="run only shard K of N of the selection (balanced by the last trusted run's costs)")
     engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.runner.options import RunInterrupted, RunOptions  # noqa: I001
         from vlmpath.runner.run import run as run_suite
+        from vlmpath.runner.shards import parse_shard
 
         extra = {}
         for kv in a.env:
@@ -163,7 +172,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                           html_dir=a.html_dir, reports_dir=a.reports_dir,
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
-                          publish=not a.no_publish, extra_env=extra, trusted=a.trusted)
+                          publish=not a.no_publish, extra_env=extra, trusted=a.trusted,
+                          shard=parse_shard(a.shard) if a.shard else None)
         try:
             outcome = run_suite(opts)
         except RunInterrupted as exc:

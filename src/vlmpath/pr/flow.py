@@ -116,9 +116,11 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            trusted_results: str | os.PathLike[str] | None = None,
            profile: bool | None = None, profiler=None, interleave: int = 0,
            instructions: bool = False, instructions_bench: str | None = None, counter: str = "ops",
-           accepted: str | os.PathLike[str] | None = None, pr: int | None = None) -> FlowResult:
+           accepted: str | os.PathLike[str] | None = None, shard=None, pr: int | None = None) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them.
 
+    ``shard`` (a ``runner.shards.Shard``): only that shard's cases, the same on both sides
+    (``pr.shard``); its artifact joins the other shards' in ``ci merge``.
     ``trusted_results``: the trusted store a base may be reused from (default: the results
     directory). ``profile``: re-run each regressed routine case on both sides under
     torch.profiler (``vlmpath.pr.profile``); default: with the real suite runner only (a
@@ -169,9 +171,14 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     _log(f"base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {head} -> {head_sha[:8]}; "
          f"machine {machine}; results {rdir}")
 
+    side_bench, shard_entry = bench, None
+    if shard is not None and shard.k != 1 and instructions:
+        instructions = False  # counted once, in shard 1 (pr.shard)
+        notes.append(f"shard {shard}: instruction counts are in shard 1/{shard.n}")
+
     def request(sha: str, source: Path, bench_root: Path) -> SuiteRequest:
         return SuiteRequest(commit=sha, source=source, bench_root=bench_root, results_dir=rdir,
-                            machine=machine, bench=bench, quick=quick, env=side_env(source, env),
+                            machine=machine, bench=side_bench, quick=quick, env=side_env(source, env),
                             scale=scale, reports_dir=out / "runs" / sha[:8])
 
     reused = False
@@ -179,6 +186,12 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
     try:
         with worktree(root, head_sha, tmp / "head") as head_wt:
+            if shard is not None:  # chosen once, before either side runs (pr.shard)
+                from vlmpath.pr.shard import pick as pick_shard
+
+                picked = pick_shard(head_wt, head_wt, bench, shard, store, machine, env or os.environ)
+                side_bench, shard_entry = picked.regex, picked.info
+                notes.append(picked.line)
             if interleave:  # ABAB...: never reuses base (see pr.interleave)
                 with worktree(root, base_sha, tmp / "base") as base_wt:
                     pr_interleave.run_rounds(
@@ -194,7 +207,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
                 notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
             else:
                 why = "--rerun-base" if rerun_base else base_reuse_problem(
-                    store, rdir, machine, base_sha, head_sha, bench=bench, quick=quick, scale=scale)
+                    store, rdir, machine, base_sha, head_sha, bench=side_bench, quick=quick, scale=scale)
                 reused = why is None
                 if not reused:
                     notes.append(f"base {base_sha[:8]} measured: {why}")
@@ -218,7 +231,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     report = compare.compare(*sides, cfg, quick=quick)
     if interleave:
         report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
-    report = drop_unselected(report, {machine: bench})
+    report = drop_unselected(report, {machine: side_bench})
     # The PR's benchmarks/accepted.yaml is its proposal: an entry accepts only when the base
     # branch (its tip, committed) already holds it; the PR's own entries await review, failing.
     proposed = accepted_mod.load(accepted) if accepted else accepted_mod.load_at(root, head_sha)
@@ -239,7 +252,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         "base_sha": base_sha, "base_tip": base_tip, "head_sha": head_sha, "machine": machine,
         "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
         "interleave": interleave, "instructions": instructions, "counter": counter if instructions else None,
-        "instructions_bench": instructions_bench,
+        "instructions_bench": instructions_bench, "shard": shard_entry,
         "chart_notes": chart_notes,
         "regressions": len(report.regressions), "not_judged": len(report.not_judged),
         "incomplete": report.incomplete, "exit_code": code,

@@ -252,6 +252,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     owner: dict[str, str] = {}
     engine_runs: list[tuple[records.RunResults, records.RunResults]] = []
     counts: list[tuple[records.RunResults, records.RunResults]] = []
+    shard_arts: dict[str, list] = {}  # machine -> its shard artifacts (pr.shard), merged below
     for art in _artifact_dirs(root):
         name = art.name
         if (art / PR_NUMBER_FILE).exists():
@@ -270,11 +271,20 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
             owner[data["machine"]] = name
             engine_runs.append(load_engine_artifact(art, data))
         else:
-            _merge_results(art / RESULTS_SUBDIR, dest, owner, name)
+            if data.get("shard") is not None:
+                shard_arts.setdefault(data["machine"], []).append((name, art, data))
+            else:
+                _merge_results(art / RESULTS_SUBDIR, dest, owner, name)
             counted = load_artifact(art, data["machine"], data["base_sha"], data["head_sha"])
             if counted is not None:  # instruction counts (``ci pr --instructions``) join the asv rows
                 counts.append(counted)
         runs.append((name, data))
+    for machine in shard_arts:
+        if machine in owner:
+            raise VlmpathError(f"machine {machine} appears as a shard and as a whole run (artifact {owner[machine]})")
+    from vlmpath.pr.shard import merge_shard_artifacts, missing_rows
+
+    gaps = merge_shard_artifacts(staging, dest, shard_arts, _merge_results)
     if len(prs) > 1:
         raise VlmpathError(f"artifacts disagree on the pull request number: {dict(sorted(prs.items()))}")
     pr = next(iter(prs), None)
@@ -304,6 +314,10 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
     report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
     report, grant_notes = _apply_accepted(report, *accepted, pr=pr, head=head)
+    if any(missing for _, missing in gaps.values()):  # a shard that never arrived: named, never green
+        report = replace(report, machines=tuple(
+            replace(m, comparisons=m.comparisons + tuple(missing_rows(m.machine, *gaps[m.machine])))
+            if m.machine in gaps else m for m in report.machines))
     notes = list(errors) + grant_notes
     for name, d in runs:
         notes.extend(f"{d['machine']}: {n}" for n in d.get("notes", ()) if isinstance(n, str))
@@ -315,7 +329,9 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     if pr is not None:
         write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
     profiles = _read_profiles(root, [name for name, _ in runs])  # inside the comment's size fit
-    code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles)
+    absent = [f"{m}: shard {k}/{n}" for m, (n, ks) in sorted(gaps.items()) for k in ks]
+    code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles,
+                         incomplete_because=f"missing {', '.join(absent)}" if absent else None)
     _append_ir_grew(root, out, [name for name, _ in runs])
     machines = tuple(d["machine"] for _, d in runs)
     return FlowResult(base_sha, head, machines, out, report, code, notes=tuple(notes))

@@ -148,6 +148,13 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
 
     benchmark_dir = abs_path(repo, conf.get("benchmark_dir", "benchmarks"))
     chosen = select(discover(benchmark_dir, python, env), opts.bench)
+    bench, shard_entry = opts.bench, None
+    if opts.shard is not None:  # this runner's part of the selection (vlmpath.runner.shards)
+        from vlmpath.runner.shard_costs import pick_shard
+
+        picked = pick_shard(chosen, opts.shard, results_dir, machine)
+        chosen, bench, shard_entry = picked.chosen, picked.regex, picked.info
+        out.write(f"vlmpath run: {picked.line}\n")
     out.write(f"vlmpath run: benchmarks import vlmpath from {package_location(python, env)}\n")
     out.write(f"vlmpath run: {len(chosen)} benchmark cases on {machine} ({plat.backend}), commit {commit[:8]}, "
               f"scale {opts.scale}{', quick' if opts.quick else ''}, launch {method}\n")
@@ -162,7 +169,7 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
             asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
             failure_lines = Path(tmp) / "failures.jsonl"
             try:
-                rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, opts.bench),
+                rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, bench),
                              {**env, FAILURES_ENV: str(failure_lines)}, repo, out)
             except KeyboardInterrupt:
                 status, rc = "interrupted", 130
@@ -171,7 +178,7 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
                 write_failures(results_dir, machine, commit, failure_lines, chosen, out)
                 # How these results were measured: base reuse checks it (vlmpath.pr.base_reuse).
                 write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
-                               bench=opts.bench, trusted=opts.trusted)
+                               bench=opts.bench, trusted=opts.trusted, shard=shard_entry)
                 if opts.publish:
                     asv(["publish", "--config", str(cfg)], env, repo, "publish")
                     # asv's pages load their scripts from CDNs; GPU boxes are often offline.
