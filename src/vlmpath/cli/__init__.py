@@ -116,7 +116,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chart-url", default=None, help="link to a chart artifact in the comment")
     p.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
     p.add_argument("--accepted", default=None, metavar="FILE",
-                   help="accepted regressions (default: REPO/benchmarks/accepted.yaml when it exists)")
+                   help="accepted regressions (default: REPO/benchmarks/accepted.yaml when it exists; "
+                   "its commit entries only: a compare knows no PR, so pr entries never match)")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.compare import accepted

@@ -55,6 +55,8 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--trusted-results", default=None, help="trusted results store (read-only) to reuse a base from")
     pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+    pr.add_argument("--pr", type=int, default=None, metavar="N",
+                    help="the pull request's number: accepted.yaml entries scoped to pr N apply (no other PR's)")
     pr.add_argument("--shard", default=None, metavar="K/N",
                     help="measure only shard K of N of the cases, on both sides (ci merge joins the shards)")
     from vlmpath.pr import flow as ci_flow
@@ -74,7 +76,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
                 trusted_results=a.trusted_results, instructions=a.instructions,
-                instructions_bench=a.instructions_bench, counter=a.counter, shard=shard)
+                instructions_bench=a.instructions_bench, counter=a.counter, shard=shard, pr=a.pr)
         except VlmpathError as exc:
             pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -95,13 +97,19 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     merge.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     merge.add_argument("--fail", action="store_true", help="exit 1 on a regression (default: report only)")
     merge.add_argument("--accepted", default=None, metavar="FILE",
-                       help="the PR head's benchmarks/accepted.yaml: regressions it lists do not fail")
+                       help="the PR head's benchmarks/accepted.yaml (its proposal: see --base-accepted)")
+    merge.add_argument("--base-accepted", default=None, metavar="FILE",
+                       help="the base branch's benchmarks/accepted.yaml: only --accepted entries also here "
+                       "accept; the PR's own await review and fail (without it: none of --accepted is trusted)")
+    merge.add_argument("--grant", default=None, metavar="FILE",
+                       help="`vlmpath ci label-grant`'s answer: a maintainer's label accepts the PR's own entries")
 
     def run_merge(a: argparse.Namespace) -> int:
         from vlmpath.pr import merge as ci_merge
 
         res = ci_merge.merge_artifacts(a.artifacts, a.out, head_sha=a.head_sha,
-                                       fail_on_regression=a.fail, thresholds=a.config, accepted=a.accepted)
+                                       fail_on_regression=a.fail, thresholds=a.config, accepted=a.accepted,
+                                       base_accepted=a.base_accepted, grant=a.grant)
         print((res.out_dir / pr_outputs.SUMMARY_FILE).read_text(encoding="utf-8"), end="")
         return res.exit_code
 

@@ -68,6 +68,9 @@ class Comparison:
     #: The reason from ``benchmarks/accepted.yaml`` when a maintainer accepted this
     #: regression (``vlmpath.compare.accepted``): shown, never failing the check.
     accepted: str | None = None
+    #: The reason of an entry only the pull request's own accepted.yaml holds (absent from
+    #: the base branch, no maintainer's label): shown as awaiting review, still failing.
+    awaiting_review: str | None = None
     #: Its meaning is not the metric table's (a method with no row, a unit the results
     #: claim against the table: ``compare.definitions``): not judged, and never green.
     untrusted: bool = False
@@ -166,6 +169,11 @@ class ComparisonReport:
     def accepted(self) -> list[Comparison]:
         """Regressions listed in the accepted-regressions file: shown with the reason, not gating."""
         return [c for c in self.by_verdict(*FAILING_VERDICTS) if c.accepted is not None]
+
+    @property
+    def awaiting_review(self) -> list[Comparison]:
+        """Failing rows only the PR's own accepted.yaml lists: still failing, said so."""
+        return [c for c in self.regressions if c.awaiting_review is not None]
 
     @property
     def indicative(self) -> list[Comparison]:

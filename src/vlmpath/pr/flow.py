@@ -116,7 +116,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            trusted_results: str | os.PathLike[str] | None = None,
            profile: bool | None = None, profiler=None, interleave: int = 0,
            instructions: bool = False, instructions_bench: str | None = None, counter: str = "ops",
-           accepted: str | os.PathLike[str] | None = None, shard=None) -> FlowResult:
+           accepted: str | os.PathLike[str] | None = None, shard=None, pr: int | None = None) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them.
 
     ``shard`` (a ``runner.shards.Shard``): only that shard's cases, the same on both sides
@@ -129,7 +129,10 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     ``instructions``: also count each routine case's instructions on both sides (CPU only;
     ``pr.instructions``), merged into the same comparison; ``instructions_bench``: only the
     routine cases it matches (default: ``bench``'s); ``counter``: ``ops`` (native bytecodes and
-    aten elements, seconds) or ``callgrind`` (instructions, minutes; ``selfcheck.ir_cases``)."""
+    aten elements, seconds) or ``callgrind`` (instructions, minutes; ``selfcheck.ir_cases``).
+    ``accepted``: the PR's accepted-regressions file (default: head's committed one); only
+    its entries also in the base tip's committed file accept, and ``pr``-scoped ones only
+    for ``pr`` (``compare.accepted``: the PR's own entries show as awaiting review and fail)."""
     from vlmpath.pr import interleave as pr_interleave
     from vlmpath.compare import asv_results, records, verdict as compare
     from vlmpath.compare.thresholds import load_thresholds
@@ -229,8 +232,10 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     if interleave:
         report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
     report = drop_unselected(report, {machine: side_bench})
-    # Regressions the head's reviewed benchmarks/accepted.yaml lists: shown, not failing.
-    report = accepted_mod.apply(report, accepted_mod.load(accepted or Path(repo) / accepted_mod.ACCEPTED_FILE))
+    # The PR's benchmarks/accepted.yaml is its proposal: an entry accepts only when the base
+    # branch (its tip, committed) already holds it; the PR's own entries await review, failing.
+    proposed = accepted_mod.load(accepted) if accepted else accepted_mod.load_at(root, head_sha)
+    report = accepted_mod.apply(report, proposed, pr=pr, base=accepted_mod.load_at(root, base_tip))
     header = [f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
               *(f"note: {n}" for n in notes)]

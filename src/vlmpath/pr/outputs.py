@@ -110,6 +110,9 @@ def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
         verdict = f"incomplete ({incomplete_because}): exit {code}"
     if report.accepted:  # benchmarks/accepted.yaml: counted, not failing
         verdict += f" ({len(report.accepted)} accepted regression(s) not failing)"
+    if report.awaiting_review:  # entries only this PR's own accepted.yaml holds: failing
+        verdict += (f" ({len(report.awaiting_review)} regression(s) accepted by this PR's own change, "
+                    "awaiting review: still failing)")
     text = "\n".join([*header, f"verdict: {verdict}", "", render.render_terminal(report)])
     write_text_atomic(out / SUMMARY_FILE, log_text(text))  # printed in the job log: no workflow commands
     return code

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from vlmpath.compare.accepted import AWAITING
 from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict, dumps_report
 from vlmpath.render.escape import clip, html_escape, log_line, md_escape
 from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_ratio
@@ -62,7 +63,9 @@ def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) ->
         # privileged comment job's log (no newline, control character or "::" gets through).
         rows.append(tuple(log_line(x) for x in (c.machine, clip(case_text(c.case or c.benchmark, c.params), NAME_CHARS),
                                                 c.unit, b, h, fmt_change(c), verdict_text(c, c.verdict.value)
-                                                + (f" (accepted: {clip(c.accepted, 120)})" if c.accepted else ""),
+                                                + (f" (accepted: {clip(c.accepted, 120)})" if c.accepted else "")
+                                                + (f" ({AWAITING}: {clip(c.awaiting_review, 120)})"
+                                                   if c.awaiting_review else ""),
                                                 note)))
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
     lines = [f"vlmpath compare {report.base_commit[:8]}..{report.head_commit[:8]}"
@@ -131,6 +134,8 @@ def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
         verdict += f": {md_escape(clip(c.error))}"
     if c.accepted is not None:  # benchmarks/accepted.yaml: reviewed, shown, not failing
         verdict = f"✅ accepted: {md_escape(clip(c.accepted, 120))} (was {verdict})"
+    elif c.awaiting_review is not None:  # the PR's own entry: still failing, said why
+        verdict += f" ⏳ {AWAITING}: {md_escape(clip(c.awaiting_review, 120))}"
     cells += [md_escape(clip(case_text(c.case or c.benchmark, c.params), NAME_CHARS)), unit, b, h, fmt_change(c), verdict]
     if not with_machine:
         cells.append(md_escape(clip(note_text(c), 200)))

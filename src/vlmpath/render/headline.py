@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from vlmpath.compare.accepted import AWAITING
 from vlmpath.compare.comparison import Comparison, ComparisonReport, Verdict
 from vlmpath.compare.records import GPU_KEY_PREFIX
 from vlmpath.core.asv_names import strip_kind
@@ -127,6 +128,8 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
         line = f"**{what} on {where}**: {items}{more}"
         indicative = _indicative_text(report, inside_parens=True)
         extra = ([f"{len(report.accepted)} accepted"] if report.accepted else []) + ([indicative] if indicative else [])
+        if report.awaiting_review:  # the PR's own entries: failing, and why
+            extra.append(f"{len(report.awaiting_review)} {AWAITING}")
         if extra:
             line += f" ({'; '.join(extra)})"
     else:
