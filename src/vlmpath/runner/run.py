@@ -18,7 +18,9 @@
    ``<results>/<machine>/vlmpath-fingerprint-<sha8>.json`` and why benchmarks failed as
    ``<results>/<machine>/vlmpath-failures-<sha8>.json`` (see below), ``asv publish`` the
    dashboard, and write the summary (``vlmpath.render.summary``) under ``reports_dir``, from
-   results JSON.
+   results JSON; then the charts and the landing page in front of the dashboard
+   (``publish_pages``: ``<html_dir>/vlmpath/index.html``, linked from asv's index), read
+   from the same results.
 
 Why a benchmark failed: asv records a raising benchmark as ``null`` and keeps its message
 only in the log. The suite (``benchmarks/_common.report_failures``) appends one JSON line
@@ -110,6 +112,22 @@ def store_files(machine: str, commit: str):
     return touched
 
 
+def publish_pages(results_dir: Path, html_dir: Path, reports_dir: Path, commit: str, machine: str) -> Path:
+    """The charts (``render.report``, into ``<reports_dir>/charts``) and the landing page in
+    front of asv's dashboard (``render.dashboard``/``render.landing``), from the results
+    just filed: nothing is measured again. Returns the page."""
+    # Imported here: the charts pull in matplotlib.
+    from vlmpath.compare.thresholds import load_thresholds
+    from vlmpath.render.dashboard import write_dashboard
+    from vlmpath.render.landing import link_from_asv
+    from vlmpath.render.report import write_report
+
+    write_report(results_dir, reports_dir, thresholds=load_thresholds(None), head=commit)
+    page = write_dashboard(html_dir, reports_dir, results_dir=results_dir, commit=commit, machine=machine)
+    link_from_asv(html_dir)
+    return page
+
+
 def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     """Run the asv suite once for one commit on this machine (see the module docstring)."""
     from vlmpath.runner.launch import engine_machine
@@ -185,6 +203,8 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
             duration_s=time.monotonic() - t0, options={"quick": opts.quick, "bench": opts.bench, "scale": opts.scale},
         )
         paths = summary_mod.write_summary(summ, reports_dir)
+        if opts.publish and status != "interrupted":
+            out.write(f"vlmpath run: landing page {publish_pages(results_dir, html_dir, reports_dir, commit, machine)}\n")
     out.write(summary_mod.render_terminal(summ))
     out.flush()
     outcome = RunOutcome(commit=commit, machine=machine, results_dir=results_dir,
