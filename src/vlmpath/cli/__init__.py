@@ -257,8 +257,11 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                        "is written in the chart and printed here as a warning.")
     p.add_argument("--results", default=".asv/results", help="asv results dir (default .asv/results)")
     p.add_argument("--out", default="reports", help="output dir (default reports/)")
-    p.add_argument("--base", default=None, help="base commit for the PR chart (with --head)")
-    p.add_argument("--head", default=None, help="head commit: the commit the per-path charts show")
+    p.add_argument("--base", default=None,
+                   help="base for the PR chart (with --head): a sha (7+ digits) or any git revision (HEAD~1, main)")
+    p.add_argument("--head", default=None,
+                   help="head: the commit the per-path charts show; a sha or any git revision (HEAD)")
+    p.add_argument("--repo", default=".", help="git checkout that resolves revisions (default .)")
     p.add_argument("--comparison", default=None, metavar="FILE.json",
                    help="a `vlmpath compare --json` file: PR chart and regression marks")
     p.add_argument("--history", type=int, default=50, metavar="N",
@@ -278,6 +281,12 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
             raise VlmpathError(f"--history must be at least 1, got {a.history}")
         if (a.base is None) != (a.head is None):
             raise VlmpathError("pass both --base and --head (or neither)")
+        from vlmpath.core.git import sha_or_revision
+
+        if a.base is not None:  # revisions as `vlmpath compare` takes them
+            a.base, a.head = sha_or_revision(a.repo, a.base), sha_or_revision(a.repo, a.head)
+        elif a.head is not None:
+            a.head = sha_or_revision(a.repo, a.head)
         thresholds = load_thresholds(a.config)
         report = load_comparison(a.comparison) if a.comparison else None
         if report is None and a.base is not None:  # judged here, as `vlmpath compare` judges: the charts never do

@@ -112,6 +112,16 @@ def store_files(machine: str, commit: str):
     return touched
 
 
+def busy_warning() -> str | None:
+    """The busy-machine warning (``measure.pinning.load_warning``) for the load right now."""
+    from vlmpath.measure.pinning import load_warning
+
+    try:
+        return load_warning(os.getloadavg()[0])
+    except OSError:  # no load average on this platform
+        return None
+
+
 def publish_pages(results_dir: Path, html_dir: Path, reports_dir: Path, commit: str, machine: str) -> Path:
     """The charts (``render.report``, into ``<reports_dir>/charts``) and the landing page in
     front of asv's dashboard (``render.dashboard``/``render.landing``), from the results
@@ -169,6 +179,9 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     out.write(f"vlmpath run: benchmarks import vlmpath from {package_location(python, env)}\n")
     out.write(f"vlmpath run: {len(chosen)} benchmark cases on {machine} ({plat.backend}), commit {commit[:8]}, "
               f"scale {opts.scale}{', quick' if opts.quick else ''}, launch {method}\n")
+    busy = busy_warning()
+    if busy:  # once per run, before asv's own processes add to the load
+        out.write(f"vlmpath run: WARNING: {busy}\n")
     out.flush()
 
     # A write error (a full disk) anywhere below leaves the store as it was: no new results
