@@ -119,3 +119,24 @@ def test_summary_says_which_way_is_better_n_of_a_track_and_why_a_row_was_skipped
     term = summod.render_terminal(s)
     assert term.count("skipped: reserved_bytes: not measured here") == 1  # once per benchmark
     assert not any(r.samples == 0 for r in s.rows if r.state == "ok")
+
+
+def test_asv_grid_draws_a_one_commit_series_as_a_point(tmp_path):
+    """asv's grid draws lines only: a one-commit store showed every tile empty."""
+    import shutil
+    from pathlib import Path
+
+    import asv
+
+    from vlmpath.render.landing import GRID_JS, show_single_points
+
+    shutil.copy(Path(asv.__file__).parent / "www" / GRID_JS, tmp_path / GRID_JS)
+    before = (tmp_path / GRID_JS).read_text()
+    assert "points:" not in before
+    assert show_single_points(tmp_path) and not show_single_points(tmp_path)  # idempotent
+    after = (tmp_path / GRID_JS).read_text()
+    assert "points: {show: data.length < 2" in after and "autoscaleMargin: 0.25" in after
+    # Another asv's file (the options moved) is left as it is, not half edited.
+    (tmp_path / GRID_JS).write_text(before.replace("shadowSize: 0", "shadowSize: 1"))
+    assert not show_single_points(tmp_path) and "points:" not in (tmp_path / GRID_JS).read_text()
+    assert not show_single_points(tmp_path / "nowhere")

@@ -218,11 +218,30 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="reports/profile", help="trace and ops JSON dir (default reports/profile)")
 
     def run(a: argparse.Namespace) -> int:
+        _check_case_names(a.case)  # before torch is imported by the profiler's module
         from vlmpath.suite.profile import run_command
         print(run_command(a.case, engine=a.engine, scale=a.scale, passes=a.passes, out_dir=a.out, top=a.top))
         return 0
 
     p.set_defaults(func=run)
+
+
+def _check_case_names(text: str) -> None:
+    """``PATH:VARIANT/PRESET``'s names known (``core.choice_names``, torch-free); the form
+    itself is ``suite.profile.parse_case``'s to judge."""
+    from vlmpath.core.errors import UnknownNameError
+    from vlmpath.core.validate import check_choices
+    from vlmpath.engines.pipelines import NAMED_PIPELINES
+
+    path, _, rest = text.partition(":")
+    variant, _, preset = rest.partition("/")
+    if not variant or not preset:
+        return
+    if path == "encode":
+        check_choices({"encode": [variant]}, None)
+    elif path == "embed" and variant not in NAMED_PIPELINES:
+        raise UnknownNameError("pipeline", variant, NAMED_PIPELINES)
+    check_choices({}, [preset])
 
 
 # --- trust -----------------------------------------------------------------------------
@@ -271,22 +290,22 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="also add the charts page to this published asv html dir")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.core.git import sha_or_revision
+
+        if a.history < 1:
+            raise VlmpathError(f"--history must be at least 1, got {a.history}")
+        if (a.base is None) != (a.head is None):
+            raise VlmpathError("pass both --base and --head (or neither)")
+        if a.base is not None:  # revisions as `vlmpath compare` takes them, before the chart imports
+            a.base, a.head = sha_or_revision(a.repo, a.base), sha_or_revision(a.repo, a.head)
+        elif a.head is not None:
+            a.head = sha_or_revision(a.repo, a.head)
         from vlmpath.compare.asv_results import load_asv
         from vlmpath.compare.thresholds import load_thresholds
         from vlmpath.compare.verdict import compare
         from vlmpath.render.report import write_report
         from vlmpath.render.report_data import check_results_dir, load_comparison
 
-        if a.history < 1:
-            raise VlmpathError(f"--history must be at least 1, got {a.history}")
-        if (a.base is None) != (a.head is None):
-            raise VlmpathError("pass both --base and --head (or neither)")
-        from vlmpath.core.git import sha_or_revision
-
-        if a.base is not None:  # revisions as `vlmpath compare` takes them
-            a.base, a.head = sha_or_revision(a.repo, a.base), sha_or_revision(a.repo, a.head)
-        elif a.head is not None:
-            a.head = sha_or_revision(a.repo, a.head)
         thresholds = load_thresholds(a.config)
         report = load_comparison(a.comparison) if a.comparison else None
         if report is None and a.base is not None:  # judged here, as `vlmpath compare` judges: the charts never do

@@ -93,9 +93,21 @@ def check_output_file(path: str | os.PathLike[str], flag: str) -> Path:
         parent = parent.parent
     if not parent.is_dir():
         raise VlmpathError(f"{flag} {str(p)!r}: {str(parent)!r} is a file, not a directory; {fix}")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not os.access(parent, os.W_OK | os.X_OK) or not _can_create_in(parent):
         raise VlmpathError(f"{flag} {str(p)!r}: directory {str(parent)!r} is not writable; {fix}")
     return p
+
+
+def _can_create_in(directory: Path) -> bool:
+    """A file can really be created there: ``os.access`` says yes to root on a read-only
+    mount or in ``/proc``, and a measurement of minutes then failed at its last write."""
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".vlmpath-probe-"):
+            return True
+    except OSError:
+        return False
 
 
 def check_device(device: str, *, cuda_available: Callable[[], bool], device_count: Callable[[], int],

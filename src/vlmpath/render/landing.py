@@ -9,9 +9,11 @@ path's chart under it; then the history charts once two commits have results (wi
 commit a line says when they start, instead of a graph of lone dots). Every value is
 escaped (benchmark names and messages come from results files).
 
-``link_from_asv(html_dir)`` adds one marked line at the top of asv's own ``index.html``
-pointing here (``asv publish`` rewrites that page, so ``vlmpath run`` calls it after every
-publish, as it calls ``localize_assets``); idempotent.
+``link_from_asv(html_dir)`` adds one marked link at the top of asv's own ``index.html``
+pointing here, and ``show_single_points`` makes asv's grid draw a one-commit series as a
+dot (a line of one point is nothing: every tile of a fresh store was empty). ``asv
+publish`` rewrites both files, so ``vlmpath run`` calls them after every publish, as it
+calls ``localize_assets``; idempotent.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from vlmpath.render.landing_data import Cell, Tile, better_text, measure_unit, t
 TILE_CHART = {"encode": "path-encode", "inject": "path-inject", "count": "path-inject",
               "hash": "path-hash", "embed": "path-embed"}
 BANNER_MARK = "<!-- vlmpath-landing -->"
-_BANNER = (f'{BANNER_MARK}<div id="vlmpath-landing" style="font:15px system-ui,sans-serif;padding:8px 14px;'
-           'background:#eef5fb;border-bottom:1px solid #b8d4ea">'
-           '<a href="vlmpath/index.html"><strong>vlmpath: what this box found</strong></a> '
-           '(per workload, strategy against strategy, on the latest commit); below: asv\'s dashboard</div>')
+# Fixed at the top right, above asv's fixed navigation bar (which would cover a plain line).
+_BANNER = (f'{BANNER_MARK}<div id="vlmpath-landing" style="position:fixed;top:6px;right:10px;z-index:2000;'
+           'font:15px system-ui,sans-serif;padding:6px 12px;background:#eef5fb;border:1px solid #7fb0d8;'
+           'border-radius:6px"><a href="vlmpath/index.html"><strong>vlmpath: what this box found</strong></a> '
+           '(strategy against strategy, latest commit)</div>')
 _BODY = re.compile(r"<body\b[^>]*>", re.IGNORECASE)
 
 STYLE = """.tile{border:1px solid #ccd;border-radius:6px;padding:.6em 1em;margin:1.2em 0}
@@ -124,6 +127,34 @@ def landing_html(run: RunResults | None, machine: str | None, commits: Sequence[
     else:
         parts.append("<p class=history-note>No throughput benchmark has results over two commits yet.</p>")
     return "\n".join(parts), used
+
+
+#: asv 0.6's grid tile options: a line only, so a one-commit series (one point) draws
+#: nothing and every tile of a fresh store is empty. The edit adds the point itself.
+GRID_JS = "summarygrid.js"
+#: (asv's text, the edit): the point itself, and room above it (``min: 0`` and flot's 2%
+#: margin put a lone point on the top border, half clipped).
+_GRID_EDITS = (("                        shadowSize: 0\n",
+                "                        shadowSize: 0,\n"
+                "                        points: {show: data.length < 2, radius: 4}  // vlmpath: one commit\n"),
+               ("                        min: 0\n",
+                "                        min: 0,\n"
+                "                        autoscaleMargin: 0.25  // vlmpath: room above a lone point\n"))
+
+
+def show_single_points(html_dir: str | Path) -> bool:
+    """Make asv's grid draw a lone point (one commit) as a dot; False when the page is
+    not asv 0.6's (nothing changed) or already edited. Idempotent."""
+    js = Path(html_dir) / GRID_JS
+    if not js.is_file():
+        return False
+    text = js.read_text(encoding="utf-8")
+    if any(new in text or text.count(old) != 1 for old, new in _GRID_EDITS):
+        return False
+    for old, new in _GRID_EDITS:
+        text = text.replace(old, new)
+    write_text_atomic(js, text)
+    return True
 
 
 def link_from_asv(html_dir: str | Path) -> bool:

@@ -129,12 +129,13 @@ def publish_pages(results_dir: Path, html_dir: Path, reports_dir: Path, commit: 
     # Imported here: the charts pull in matplotlib.
     from vlmpath.compare.thresholds import load_thresholds
     from vlmpath.render.dashboard import write_dashboard
-    from vlmpath.render.landing import link_from_asv
+    from vlmpath.render.landing import link_from_asv, show_single_points
     from vlmpath.render.report import write_report
 
     write_report(results_dir, reports_dir, thresholds=load_thresholds(None), head=commit)
     page = write_dashboard(html_dir, reports_dir, results_dir=results_dir, commit=commit, machine=machine)
     link_from_asv(html_dir)
+    show_single_points(html_dir)
     return page
 
 
