@@ -140,3 +140,19 @@ def test_asv_grid_draws_a_one_commit_series_as_a_point(tmp_path):
     (tmp_path / GRID_JS).write_text(before.replace("shadowSize: 0", "shadowSize: 1"))
     assert not show_single_points(tmp_path) and "points:" not in (tmp_path / GRID_JS).read_text()
     assert not show_single_points(tmp_path / "nowhere")
+
+
+def test_a_site_of_several_machines_shows_each_and_this_box_only_when_named(tmp_path):
+    commit = sha("two-boxes")
+    _store(tmp_path / "r", commit)
+    write_asv_run(tmp_path / "r", "cuda-box", commit, {
+        "bench_encode.EncodeMetrics.track_tok_per_s": ("tok/s", ["strategy", "preset"],
+                                                       [["batched", "per_request"], PRESETS], [9e4, 9e5, 4e4, 5e5], None)})
+    for d in ("html", "rep"):
+        (tmp_path / d).mkdir()
+    every = write_dashboard(tmp_path / "html", tmp_path / "rep", results_dir=tmp_path / "r").read_text()
+    assert "found: cpu-box @" in every and "found: cuda-box @" in every
+    ids = re.findall(r'<section class=tile id="([^"]+)"', every)
+    assert len(ids) == len(set(ids)) == 2 * len(TILES)
+    mine = write_dashboard(tmp_path / "html", tmp_path / "rep", results_dir=tmp_path / "r", machine="cuda-box").read_text()
+    assert "found: cuda-box @" in mine and "found: cpu-box @" not in mine

@@ -287,7 +287,8 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                    help="commits shown in the history charts (default 50, newest)")
     p.add_argument("--config", default=None, help="thresholds YAML (as given to compare): history marks, directions")
     p.add_argument("--html", default=None, metavar="DIR",
-                   help="also add the charts page to this published asv html dir")
+                   help="also add the landing page (what the shown commit found, the charts) to this "
+                   "published asv html dir, linked from asv's index")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.core.git import sha_or_revision
@@ -320,7 +321,12 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         if a.html:
             from vlmpath.render.dashboard import write_dashboard
 
-            print(write_dashboard(a.html, a.out))
+            from vlmpath.render.landing import link_from_asv, show_single_points
+
+            # The landing page of the shown commit (every machine), in front of asv's pages.
+            print(write_dashboard(a.html, a.out, results_dir=a.results, commit=a.head))
+            link_from_asv(a.html)
+            show_single_points(a.html)
         return 0
 
     p.set_defaults(func=run)

@@ -162,8 +162,10 @@ def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.Path
     parts.append("<h2>Charts</h2>" if results_dir is None else "<h2>More charts</h2>")
     if rest:
         parts.extend(_figure_html(c) for c in rest)
-    elif results_dir is None or not used:
+    elif results_dir is None:
         parts.append("<p>No charts yet: run <code>vlmpath report</code>.</p>")
+    elif not used:
+        parts.append("<p>No chart has data yet.</p>")
     skipped = [c for c in charts if c.get("name") not in used and results_dir is not None and _empty(c)]
     if skipped:  # drawn as a note only (no GPU results on a CPU box): named, not shown empty
         parts.append("<p class=meta>Not shown (nothing to draw here): " + "; ".join(

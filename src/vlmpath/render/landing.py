@@ -59,9 +59,9 @@ def _cell_html(c: Cell) -> str:
     return f'<td class="{cls}"{title}>{html.escape(c.text)}{mark}{extra}</td>'
 
 
-def tile_html(t: Tile, machine: MachineRun, chart: str | None = None) -> str:
+def tile_html(t: Tile, machine: MachineRun, chart: str | None = None, suffix: str = "") -> str:
     spec = t.spec
-    out = [f'<section class=tile id="tile-{spec.key}"><h2>{html.escape(spec.title)}</h2>',
+    out = [f'<section class=tile id="tile-{spec.key}{html.escape(suffix)}"><h2>{html.escape(spec.title)}</h2>',
            f"<p class=q>{html.escape(spec.question)}</p>"]
     if not t.rows:
         out.append(f"<p class=empty-reason>{html.escape(t.note)}</p></section>")
@@ -101,20 +101,24 @@ def landing_html(run: RunResults | None, machine: str | None, commits: Sequence[
     if run is None or not run.machines:
         return ("<p class=empty-reason>No results yet: run <code>vlmpath run --quick</code> on this machine; "
                 "this page then shows what it found.</p>", used)
-    mrun = run.machine(machine) if machine else None
-    mrun = mrun or run.machines[0]
-    fp = mrun.fingerprint
-    device = f"{fp.device_name} ({mrun.backend})" if fp is not None and fp.device_name else mrun.backend
-    parts = [f"<h2 id=found>What this box found: {html.escape(mrun.machine)} @ {html.escape(run.commit[:8])}</h2>",
-             f"<p class=meta>{html.escape(device)}{'; ' + html.escape(_when(date_ms)) if date_ms else ''}; "
-             f"{len(commits)} commit(s) with results. Every number is read from asv's results of this "
-             "commit (never re-measured).</p>"]
-    for t in tiles(mrun):
-        name = TILE_CHART.get(t.spec.key)
-        chart = figure.get(name) if name and name not in used else None
-        if chart:
-            used.add(name)
-        parts.append(tile_html(t, mrun, chart))
+    chosen = run.machine(machine) if machine else None
+    # `vlmpath run`: this box; a site of several machines (``vlmpath report --html``): each.
+    machines = [chosen] if chosen is not None else list(run.machines)
+    parts: list[str] = []
+    for i, mrun in enumerate(machines):
+        fp = mrun.fingerprint
+        device = f"{fp.device_name} ({mrun.backend})" if fp is not None and fp.device_name else mrun.backend
+        parts += [f"<h2 id=found{i or ''}>What this box found: {html.escape(mrun.machine)} @ "
+                  f"{html.escape(run.commit[:8])}</h2>",
+                  f"<p class=meta>{html.escape(device)}{'; ' + html.escape(_when(date_ms)) if date_ms else ''}; "
+                  f"{len(commits)} commit(s) with results. Every number is read from asv's results of this "
+                  "commit (never re-measured).</p>"]
+        for t in tiles(mrun):
+            name = TILE_CHART.get(t.spec.key)
+            chart = figure.get(name) if name and name not in used else None  # every machine's panels
+            if chart:
+                used.add(name)
+            parts.append(tile_html(t, mrun, chart, f"-{mrun.machine}" if i else ""))
     parts.append("<h2 id=history>History</h2>")
     history = sorted(n for n in figure if n.startswith("history"))
     if len(commits) < 2:
