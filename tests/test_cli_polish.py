@@ -89,3 +89,19 @@ def test_the_measure_table_says_which_pipeline_each_row_ran():
     table = measure_table(rows).splitlines()
     assert table[0].split()[:3] == ["engine", "workload", "pipeline"]
     assert [line.split()[2] for line in table[2:5]] == ["default", "legacy", "custom"]
+
+
+def test_a_busy_machine_is_warned_about_once_per_measure_not_once_per_case(monkeypatch, capsys):
+    import vlmpath.suite.engine_run as engine_run
+
+    def fake(cases, spec, **kw):  # what was measured does not matter here, only the load seen
+        return [CaseRecord(c.workload if isinstance(c.workload, str) else "w", load_avg=999.0) for c in cases]
+
+    monkeypatch.setattr(engine_run, "measure_cases", fake)
+    assert main(["measure", "--workload", "video", "--workload", "mixed", "--workload", "cache_reuse"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if "WARNING" in line]
+    import re
+
+    n = re.search(r"WARNING \((\d+) of (\d+) cases measured on a busy machine", warnings[0]) if warnings else None
+    assert len(warnings) == 1 and n and n.group(1) == n.group(2) and int(n.group(1)) >= 3
