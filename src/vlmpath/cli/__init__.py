@@ -118,6 +118,14 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                    help="accepted regressions (default: REPO/benchmarks/accepted.yaml when it exists)")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.core.git import sha_or_revision
+        from vlmpath.core.validate import check_output_files
+
+        check_output_files(("--markdown", a.markdown), ("--json", a.json))  # before any reading
+        # asv results are read unless only pytest-benchmark JSON was asked for.
+        use_asv = a.pytest_json is None or a.results is not None
+        # Revisions resolved before the comparison's imports: a wrong name is refused at once.
+        revs = [sha_or_revision(a.repo, r) for r in (a.base, a.head)] if use_asv else [a.base, a.head]
         from vlmpath.compare import accepted
         from vlmpath.compare.asv_results import load_asv
         from vlmpath.compare.pytest_results import load_pytest_benchmark
@@ -127,15 +135,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         from vlmpath.core.atomic import write_text as write_text_atomic
         from vlmpath.render import comment as render
 
-        from vlmpath.core.git import sha_or_revision
-        from vlmpath.core.validate import check_output_files
-
-        check_output_files(("--markdown", a.markdown), ("--json", a.json))  # before any reading
         cfg = load_thresholds(a.config)
-        # asv results are read unless only pytest-benchmark JSON was asked for.
-        use_asv = a.pytest_json is None or a.results is not None
         runs = []
-        revs = [sha_or_revision(a.repo, r) for r in (a.base, a.head)] if use_asv else [a.base, a.head]
         for i, commit in enumerate(revs):
             run_ = load_asv(a.results or ".asv/results", commit) if use_asv else None
             if a.pytest_json is not None:

@@ -145,5 +145,8 @@ def parse_engine(text: str | None, *, src: str | None = None) -> EngineSpec:
     name, sep, rest = text.partition("@src:")
     if sep and name in registry.names():
         return _src_spec(name, rest)
+    if text in registry.names():  # a name alone: which release?
+        raise EngineError(f"--engine {text!r} is not an engine spec without a release: write {text}==X.Y.Z (after `vlmpath engine "
+                          f"install {text}==X.Y.Z`), or pass --engine-src DIR for a source tree")
     raise EngineError(f"--engine {text!r} is not an engine{did_you_mean(text, ['reference', *registry.names()])}: "
                       f"write {_forms()}")
