@@ -64,6 +64,8 @@ def role_of(strategy: str) -> str:
 
 
 def strategy_label(strategy: str) -> str:
+    if strategy == "(default)":  # ``split_params``' word for a benchmark with no strategy parameter
+        return "one series (no strategy parameter)"
     role = role_of(strategy)
     return f"{strategy} ({role})" if role and role != strategy else strategy
 
