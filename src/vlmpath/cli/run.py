@@ -199,7 +199,10 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.core.validate import check_int
         from vlmpath.runner.serve import make_server
+
+        check_int(a.port, "--port", lo=0, hi=65535, fix="pick a free TCP port, e.g. --port 8080 (0: any free one)")
 
         server = make_server(a.html_dir, a.port, a.bind)
         host, port = server.server_address[:2]

@@ -18,7 +18,9 @@
    ``<results>/<machine>/vlmpath-fingerprint-<sha8>.json`` and why benchmarks failed as
    ``<results>/<machine>/vlmpath-failures-<sha8>.json`` (see below), ``asv publish`` the
    dashboard, and write the summary (``vlmpath.render.summary``) under ``reports_dir``, from
-   results JSON.
+   results JSON; then the charts and the landing page in front of the dashboard
+   (``publish_pages``: ``<html_dir>/vlmpath/index.html``, linked from asv's index), read
+   from the same results.
 
 Why a benchmark failed: asv records a raising benchmark as ``null`` and keeps its message
 only in the log. The suite (``benchmarks/_common.report_failures``) appends one JSON line
@@ -110,6 +112,33 @@ def store_files(machine: str, commit: str):
     return touched
 
 
+def busy_warning() -> str | None:
+    """The busy-machine warning (``measure.pinning.load_warning``) for the load right now."""
+    from vlmpath.measure.pinning import load_warning
+
+    try:
+        return load_warning(os.getloadavg()[0])
+    except OSError:  # no load average on this platform
+        return None
+
+
+def publish_pages(results_dir: Path, html_dir: Path, reports_dir: Path, commit: str, machine: str) -> Path:
+    """The charts (``render.report``, into ``<reports_dir>/charts``) and the landing page in
+    front of asv's dashboard (``render.dashboard``/``render.landing``), from the results
+    just filed: nothing is measured again. Returns the page."""
+    # Imported here: the charts pull in matplotlib.
+    from vlmpath.compare.thresholds import load_thresholds
+    from vlmpath.render.dashboard import write_dashboard
+    from vlmpath.render.landing import link_from_asv, show_single_points
+    from vlmpath.render.report import write_report
+
+    write_report(results_dir, reports_dir, thresholds=load_thresholds(None), head=commit)
+    page = write_dashboard(html_dir, reports_dir, results_dir=results_dir, commit=commit, machine=machine)
+    link_from_asv(html_dir)
+    show_single_points(html_dir)
+    return page
+
+
 def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     """Run the asv suite once for one commit on this machine (see the module docstring)."""
     from vlmpath.runner.launch import engine_machine
@@ -158,6 +187,9 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     out.write(f"vlmpath run: benchmarks import vlmpath from {package_location(python, env)}\n")
     out.write(f"vlmpath run: {len(chosen)} benchmark cases on {machine} ({plat.backend}), commit {commit[:8]}, "
               f"scale {opts.scale}{', quick' if opts.quick else ''}, launch {method}\n")
+    busy = busy_warning()
+    if busy:  # once per run, before asv's own processes add to the load
+        out.write(f"vlmpath run: WARNING: {busy}\n")
     out.flush()
 
     # A write error (a full disk) anywhere below leaves the store as it was: no new results
@@ -192,6 +224,8 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
             duration_s=time.monotonic() - t0, options={"quick": opts.quick, "bench": opts.bench, "scale": opts.scale},
         )
         paths = summary_mod.write_summary(summ, reports_dir)
+        if opts.publish and status != "interrupted":
+            out.write(f"vlmpath run: landing page {publish_pages(results_dir, html_dir, reports_dir, commit, machine)}\n")
     out.write(summary_mod.render_terminal(summ))
     out.flush()
     outcome = RunOutcome(commit=commit, machine=machine, results_dir=results_dir,
