@@ -34,6 +34,8 @@ from vlmpath.core.errors import VlmpathError
 from vlmpath.serving.client import get_json
 
 KINDS = ("transformers", "sglang", "vllm")
+#: The folder whose ``sitecustomize`` plants a fault in a server process (``--plant``).
+PLANT_SITE = Path(__file__).resolve().parent / "plant_site"
 #: How long a stopping server gets between SIGTERM and SIGKILL.
 STOP_GRACE_S = 10.0
 
@@ -83,6 +85,21 @@ def command(kind: str, python: str, model: str, port: int, device: str) -> list[
         return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", "127.0.0.1",
                 "--port", str(port), "--trust-remote-code"]
     raise VlmpathError(f"--launch {kind!r}: use one of {', '.join(KINDS)}")
+
+
+def check_plant(spec: str) -> str:
+    """``shift`` or ``delay:S`` (0 < S <= 60), else one line naming ``--plant``."""
+    if spec == "shift":
+        return spec
+    if spec.startswith("delay:"):
+        try:
+            s = float(spec[6:])
+        except ValueError:
+            s = -1.0
+        if 0 < s <= 60:
+            return spec
+    raise VlmpathError(f"--plant {spec!r}: use shift (image rows shifted by one) or delay:S "
+                       "(S seconds, 0-60, before each generate call)")
 
 
 def check_model_dir(model: str) -> Path:
@@ -147,10 +164,15 @@ def stop(server: Server) -> None:
 @contextlib.contextmanager
 def launched(kind: str, model: str, *, log_dir: str | os.PathLike[str], python: str | None = None,
              port: int | None = None, device: str = "cpu", pythonpath: Sequence[str] = (),
-             startup_timeout_s: float = 120.0, env: dict[str, str] | None = None) -> Iterator[Server]:
-    """Start a ``kind`` server for ``model``, wait until it is up, yield it, stop it (module doc)."""
+             startup_timeout_s: float = 120.0, env: dict[str, str] | None = None,
+             plant: str | None = None) -> Iterator[Server]:
+    """Start a ``kind`` server for ``model``, wait until it is up, yield it, stop it (module doc).
+    ``plant``: a planted fault (``plant_site``) loaded into this server process only."""
     if kind not in KINDS:
         raise VlmpathError(f"--launch {kind!r}: use one of {', '.join(KINDS)}")
+    if plant is not None:
+        check_plant(plant)
+        pythonpath = [str(PLANT_SITE), *pythonpath]
     mdir = check_model_dir(model)
     if port is None:
         port = free_port()
@@ -161,6 +183,8 @@ def launched(kind: str, model: str, *, log_dir: str | os.PathLike[str], python: 
     cmd = command(kind, python or sys.executable, str(mdir), port, device)
     child_env = dict(os.environ if env is None else env)
     child_env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    if plant is not None:
+        child_env["VLMPATH_SERVE_PLANT"] = plant
     if pythonpath:
         child_env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     with open(log, "wb") as out:

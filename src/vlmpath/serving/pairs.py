@@ -1,0 +1,59 @@
+"""How are base's and head's servers measured so that a neighbour's load cannot pick a side?
+
+``interleaved(base, head, settings, rounds, out_dir)`` starts both servers (each its own
+``launch.LaunchSpec``: model, interpreter, ``PYTHONPATH`` of the side's tree, a planted
+fault), keeps both up, and measures them in alternating rounds, the side that goes first
+alternating too (base-head, head-base, ...), writing ``base-<i>.json`` and ``head-<i>.json``
+per round. Round i of base and round i of head are a pair: the comparison judges timings on
+the pairs (``compare.paired`` through ``compare.from_serve``), never on pooled samples.
+Both servers are stopped on the way out, whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vlmpath.serving.bench import BenchSettings, run_bench
+from vlmpath.serving.launch import launched
+from vlmpath.serving.run_file import write_run
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    kind: str
+    model: str
+    python: str | None = None
+    device: str = "cpu"
+    pythonpath: tuple[str, ...] = field(default=())
+    plant: str | None = None
+    startup_timeout_s: float = 120.0
+
+
+def start(spec: LaunchSpec, log_dir: str | os.PathLike[str]):
+    """The context manager that runs ``spec``'s server."""
+    return launched(spec.kind, spec.model, log_dir=log_dir, python=spec.python, device=spec.device,
+                    pythonpath=spec.pythonpath, startup_timeout_s=spec.startup_timeout_s, plant=spec.plant)
+
+
+def interleaved(base: LaunchSpec, head: LaunchSpec, settings: BenchSettings, rounds: int,
+                out_dir: str | os.PathLike[str],
+                progress: Callable[[str], None] = lambda _m: None) -> tuple[list[Path], list[Path]]:
+    """Run the rounds (module doc); returns base's and head's run files, round by round."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, list[Path]] = {"base": [], "head": []}
+    with contextlib.ExitStack() as stack:
+        servers = {"base": stack.enter_context(start(base, out / "logs")),
+                   "head": stack.enter_context(start(head, out / "logs"))}
+        for i in range(rounds):
+            for side in (("base", "head") if i % 2 == 0 else ("head", "base")):
+                progress(f"round {i + 1}/{rounds}: {side}")
+                doc = run_bench(servers[side], settings, progress)
+                path = out / f"{side}-{i}.json"
+                write_run(path, doc)
+                paths[side].append(path)
+    return paths["base"], paths["head"]

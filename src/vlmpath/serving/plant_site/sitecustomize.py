@@ -1,0 +1,56 @@
+"""A planted fault in a served model's code, loaded into a scratch server process only.
+
+``serving.launch`` puts this folder first on a server's ``PYTHONPATH`` when a run asks for
+a plant (``serve-bench --plant``); Python imports ``sitecustomize`` at start-up, so the
+server's own modules are patched in memory and the installed packages stay untouched.
+``VLMPATH_SERVE_PLANT`` says which:
+
+- ``shift``: Qwen2.5-VL's image features come back with each image's rows shifted by one
+  (``torch.roll``), what a misplaced-row bug in the embedding path does;
+- ``delay:S``: every ``generate`` call of the model sleeps S seconds first, a slowdown of
+  known size in the request path (the server generates one request at a time).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+
+
+def _shift() -> None:
+    import torch
+    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as q
+
+    orig = q.Qwen2_5_VLModel.get_image_features
+
+    @functools.wraps(orig)  # generate() reads the signature to route pixel_values
+    def shifted(self, *args, **kwargs):
+        out = orig(self, *args, **kwargs)
+        out.pooler_output = tuple(torch.roll(rows, 1, 0) for rows in out.pooler_output)
+        return out
+
+    q.Qwen2_5_VLModel.get_image_features = shifted
+
+
+def _delay(seconds: float) -> None:
+    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as q
+
+    orig = q.Qwen2_5_VLForConditionalGeneration.generate
+
+    @functools.wraps(orig)
+    def slowed(self, *args, **kwargs):
+        time.sleep(seconds)
+        return orig(self, *args, **kwargs)
+
+    q.Qwen2_5_VLForConditionalGeneration.generate = slowed
+
+
+def _install(spec: str) -> None:
+    if spec == "shift":
+        _shift()
+    elif spec.startswith("delay:"):
+        _delay(float(spec.split(":", 1)[1]))
+
+
+_install(os.environ.get("VLMPATH_SERVE_PLANT", ""))
