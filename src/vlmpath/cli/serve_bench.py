@@ -146,9 +146,10 @@ def _run_pair(a: argparse.Namespace) -> int:
     settings = _settings(a)
     spec = lambda pp, plant: LaunchSpec(a.launch, a.model, a.python, a.device, tuple(pp), plant,  # noqa: E731
                                         a.startup_timeout)
-    base, head = interleaved(spec(a.base_pythonpath, a.base_plant), spec(a.head_pythonpath, a.head_plant),
-                             settings, a.rounds, a.out, lambda m: print(m, file=sys.stderr, flush=True))
-    return _compare([str(p) for p in base], [str(p) for p in head], a.config, str(Path(a.out) / "comparison.json"))
+    files = interleaved({"base": spec(a.base_pythonpath, a.base_plant), "head": spec(a.head_pythonpath, a.head_plant)},
+                        settings, a.rounds, a.out, lambda m: print(m, file=sys.stderr, flush=True))
+    return _compare([str(p) for p in files["base"]], [str(p) for p in files["head"]], a.config,
+                    str(Path(a.out) / "comparison.json"))
 
 
 def add_serve_compare(sub: argparse._SubParsersAction) -> None:

@@ -59,7 +59,9 @@ def run_from_serve(doc: dict, *, machine: str, commit: str, base: dict | None = 
         for field, name in TIMED.items():
             value = case[field]
             err = failed or (None if value is not None else "not measured (no completed request)")
-            out.append(_metric(machine, commit, case, name, value, case["samples"].get(field, ()), err))
+            # One value is one sample: with no samples the verdict would read as a full one.
+            samples = case["samples"].get(field) or ([value] if value is not None else [])
+            out.append(_metric(machine, commit, case, name, value, samples, err))
         out.append(_metric(machine, commit, case, "serve_errors", float(case["errors"])))
         solo = case["agreement_solo"]
         out.append(_metric(machine, commit, case, "serve_agreement_solo", solo,

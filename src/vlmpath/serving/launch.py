@@ -88,7 +88,7 @@ def command(kind: str, python: str, model: str, port: int, device: str) -> list[
 
 
 def check_plant(spec: str) -> str:
-    """``shift`` or ``delay:S`` (0 < S <= 60), else one line naming ``--plant``."""
+    """``shift``, ``delay:S`` (0 < S <= 60) or ``exit:N``, else one line naming ``--plant``."""
     if spec == "shift":
         return spec
     if spec.startswith("delay:"):
@@ -98,8 +98,10 @@ def check_plant(spec: str) -> str:
             s = -1.0
         if 0 < s <= 60:
             return spec
-    raise VlmpathError(f"--plant {spec!r}: use shift (image rows shifted by one) or delay:S "
-                       "(S seconds, 0-60, before each generate call)")
+    if spec.startswith("exit:") and spec[5:].isdigit() and int(spec[5:]) < 10_000:
+        return spec
+    raise VlmpathError(f"--plant {spec!r}: use shift (image rows shifted by one), delay:S "
+                       "(S seconds, 0-60, before each generate call) or exit:N (die at call N+1)")
 
 
 def check_model_dir(model: str) -> Path:

@@ -1,9 +1,9 @@
 """How are base's and head's servers measured so that a neighbour's load cannot pick a side?
 
-``interleaved(base, head, settings, rounds, out_dir)`` starts both servers (each its own
+``interleaved({"base": spec, "head": spec}, settings, rounds, out_dir)`` starts both servers (each its own
 ``launch.LaunchSpec``: model, interpreter, ``PYTHONPATH`` of the side's tree, a planted
 fault), keeps both up, and measures them in alternating rounds, the side that goes first
-alternating too (base-head, head-base, ...), writing ``base-<i>.json`` and ``head-<i>.json``
+alternating too (base-head, head-base, ...; with more sides the order rotates), writing ``base-<i>.json`` and ``head-<i>.json``
 per round. Round i of base and round i of head are a pair: the comparison judges timings on
 the pairs (``compare.paired`` through ``compare.from_serve``), never on pooled samples.
 Both servers are stopped on the way out, whatever happened.
@@ -39,21 +39,24 @@ def start(spec: LaunchSpec, log_dir: str | os.PathLike[str]):
                     pythonpath=spec.pythonpath, startup_timeout_s=spec.startup_timeout_s, plant=spec.plant)
 
 
-def interleaved(base: LaunchSpec, head: LaunchSpec, settings: BenchSettings, rounds: int,
+def interleaved(sides: dict[str, LaunchSpec], settings: BenchSettings, rounds: int,
                 out_dir: str | os.PathLike[str],
-                progress: Callable[[str], None] = lambda _m: None) -> tuple[list[Path], list[Path]]:
-    """Run the rounds (module doc); returns base's and head's run files, round by round."""
+                progress: Callable[[str], None] = lambda _m: None) -> dict[str, list[Path]]:
+    """Run the rounds (module doc) over every side (base and head; a test adds a second base
+    for an A/A pair in the same window); returns each side's run files, round by round. The
+    order of the sides rotates by one each round."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, list[Path]] = {"base": [], "head": []}
+    names = list(sides)
+    paths: dict[str, list[Path]] = {n: [] for n in names}
     with contextlib.ExitStack() as stack:
-        servers = {"base": stack.enter_context(start(base, out / "logs")),
-                   "head": stack.enter_context(start(head, out / "logs"))}
+        servers = {n: stack.enter_context(start(sides[n], out / "logs")) for n in names}
         for i in range(rounds):
-            for side in (("base", "head") if i % 2 == 0 else ("head", "base")):
+            k = i % len(names)
+            for side in names[k:] + names[:k]:
                 progress(f"round {i + 1}/{rounds}: {side}")
                 doc = run_bench(servers[side], settings, progress)
                 path = out / f"{side}-{i}.json"
                 write_run(path, doc)
                 paths[side].append(path)
-    return paths["base"], paths["head"]
+    return paths
