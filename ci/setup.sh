@@ -66,7 +66,7 @@ fi
 # Pin whatever torch is there now so that no dependency can swap it for another build.
 "$VPY" -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" > .venv/torch-constraint.txt
 PIP_CONSTRAINT=.venv/torch-constraint.txt "$VPY" -m pip install -q --disable-pip-version-check \
-  -c ci/constraints.txt -e ".[test]" -r ci/requirements-lint.txt
+  -c ci/constraints.txt -e ".[test,serve]" -r ci/requirements-lint.txt
 
 # Debian packages some tests need (root + apt only; else a warning naming what fails).
 apt_install() {  # PACKAGE WHY-IT-IS-NEEDED WHAT-FAILS-WITHOUT-IT

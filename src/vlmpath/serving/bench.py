@@ -43,6 +43,7 @@ class BenchSettings:
     timeout_s: float = 60.0
     scale: str = "tiny"
     seed: int = 0
+    warmup: bool = True             # one untimed request first (off for a server already warm)
 
 
 def _send(server: Server, bodies: Sequence[dict], concurrency: int, timeout_s: float) -> tuple[list[Outcome], float]:
@@ -96,7 +97,7 @@ def run_bench(server: Server, settings: BenchSettings,
     extra = extra_body(server.kind, settings.max_tokens)
     body = lambda r: r.body(model=server.model, max_tokens=settings.max_tokens, stream=True, extra=extra)  # noqa: E731
     cases, solos = [], {}
-    warmed = False
+    warmed = not settings.warmup
     for name in settings.workloads:
         reqs: tuple[ChatRequest, ...] = chat_requests(name, settings.scale, settings.seed)
         if not warmed:  # the first request loads lazily-built kernels and caches: untimed

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vlmpath.serving.bench import BenchSettings, run_bench
@@ -55,7 +55,8 @@ def interleaved(sides: dict[str, LaunchSpec], settings: BenchSettings, rounds: i
             k = i % len(names)
             for side in names[k:] + names[:k]:
                 progress(f"round {i + 1}/{rounds}: {side}")
-                doc = run_bench(servers[side], settings, progress)
+                # Each server's first round warms it; later rounds find it warm.
+                doc = run_bench(servers[side], replace(settings, warmup=i == 0), progress)
                 path = out / f"{side}-{i}.json"
                 write_run(path, doc)
                 paths[side].append(path)

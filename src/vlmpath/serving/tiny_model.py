@@ -74,18 +74,23 @@ ROPE_THETA = 10.0
 STD_VISION, STD_QK, STD_TEXT = 1.0, 1.0, 0.2
 
 
-def _seeded_weights(model, tok) -> None:
+def _seeded_weights(model, tok, seed: int) -> None:
     """Matrices drawn N(0, std) by role (norms and biases keep their init); tokens that do
     not decode to printable ASCII get zero output weights, so a reply is visible text and
     two different replies never collapse into the same replacement characters."""
     import torch
 
+    gen = torch.Generator().manual_seed(seed)  # every parameter drawn here: no global RNG
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() > 1:
                 std = (STD_VISION if name.startswith("model.visual") else
                        STD_QK if ("q_proj" in name or "k_proj" in name) else STD_TEXT)
-                p.normal_(0.0, std)
+                p.normal_(0.0, std, generator=gen)
+            elif "norm" in name or "ln_q" in name:
+                p.fill_(1.0)
+            else:  # biases
+                p.normal_(0.0, 0.1, generator=gen)
         text = [tok.decode([i]) for i in range(len(tok))]
         silent = [i for i, t in enumerate(text) if not (t and t.isascii() and t.isprintable())]
         model.lm_head.weight[silent] = 0.0
@@ -140,9 +145,8 @@ def write_tiny_qwen(out: str | os.PathLike[str], seed: int = 0) -> Path:
                                image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
                                vision_start_token_id=ids["<|vision_start|>"],
                                vision_end_token_id=ids["<|vision_end|>"])
-        torch.manual_seed(seed)
         model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
-        _seeded_weights(model, tok)
+        _seeded_weights(model, tok, seed)
         model.generation_config = GenerationConfig(do_sample=False, eos_token_id=ids["<|im_end|>"],
                                                    pad_token_id=ids["<|endoftext|>"],
                                                    bos_token_id=ids["<|endoftext|>"])
