@@ -2,7 +2,7 @@
 
 End to end (``-m e2e``): servers of one tiny checkpoint written offline, up at once and
 measured in 6 interleaved rounds (``serving.pairs``): base, a second unchanged base (the A/A
-pair) and head with a planted 1 s delay before each generate call: the delay is caught on
+pair) and head with a planted 2 s delay before each generate call: the delay is caught on
 throughput by the paired rounds, the A/A pair stays green. Then one round of a head with
 image rows shifted by one (planted in that server process only) turns the across-side
 agreement red naming the workload. Then the lifecycle: a model directory that does not load and a server
@@ -27,7 +27,7 @@ from vlmpath.serving.tiny_model import write_tiny_qwen
 
 pytestmark = pytest.mark.e2e
 
-DELAY_S = 1.0
+DELAY_S = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_delay_is_caught_on_pairs_the_aa_pair_is_green_and_a_shift_is_red(tiny, 
                         tmp_path)
     assert _servers_left(tiny) == []
     base = [str(p) for p in files["base"]]
-    doc = json.loads(files["base"][0].read_text())
+    doc = json.loads(files["base"][-1].read_text())
     assert doc["cases"][0]["agreement_solo"] == 1.0 and doc["cases"][0]["errors"] == 0
     assert doc["cases"][0]["early_stops"] == 0  # exactly max_tokens generated (no early stop)
 

@@ -63,9 +63,8 @@ def run_from_serve(doc: dict, *, machine: str, commit: str, base: dict | None = 
             samples = case["samples"].get(field) or ([value] if value is not None else [])
             out.append(_metric(machine, commit, case, name, value, samples, err))
         out.append(_metric(machine, commit, case, "serve_errors", float(case["errors"])))
-        solo = case["agreement_solo"]
-        out.append(_metric(machine, commit, case, "serve_agreement_solo", solo,
-                           error=None if solo is not None else "no outputs"))
+        if case["agreement_solo"] is not None:  # None: not measured (a timing round of serve-pair)
+            out.append(_metric(machine, commit, case, "serve_agreement_solo", case["agreement_solo"]))
         mine = _texts(doc, case)
         if base is None:
             across = sum(t is not None for t in mine) / len(mine) if mine else None

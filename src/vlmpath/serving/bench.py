@@ -3,7 +3,8 @@
 ``run_bench(server, settings)`` measures, per preset, first each request alone (concurrency
 1: the reference greedy outputs), then each concurrency level: ``prompts`` requests (the
 preset's requests in turn) sent by ``concurrency`` closed-loop workers, ``repeats`` times.
-Each level is one case of the run: its throughput and latency (median over the repeats,
+(``solo=False``: no reference, no within-run agreement: the
+timing rounds of ``serving.pairs`` but the last.) Each level is one case of the run: its throughput and latency (median over the repeats,
 every repeat kept as a sample), errors, and agreement of every prompt's greedy output with
 the same request served alone (``stats.agreement``). The returned dict is the serve-run
 document (``serving.run_file``); nothing here compares two runs.
@@ -44,6 +45,7 @@ class BenchSettings:
     scale: str = "tiny"
     seed: int = 0
     warmup: bool = True             # one untimed request first (off for a server already warm)
+    solo: bool = True               # each request alone first: the within-run agreement's reference
 
 
 def _send(server: Server, bodies: Sequence[dict], concurrency: int, timeout_s: float) -> tuple[list[Outcome], float]:
@@ -74,7 +76,7 @@ def _texts(outcomes: Sequence[Outcome]) -> list[str | None]:
 
 
 def _case(name: str, c: int, rids: list[int], runs: list[tuple[list[Outcome], float]],
-          solo: list[str | None], max_tokens: int) -> dict:
+          solo: list[str | None] | None, max_tokens: int) -> dict:
     sums = [summarise(o, wall, max_tokens) for o, wall in runs]
     case = {"workload": name, "concurrency": c, "prompts": len(rids), "repeats": len(runs),
             "completed": sum(s["completed"] for s in sums), "errors": sum(s["errors"] for s in sums),
@@ -85,7 +87,8 @@ def _case(name: str, c: int, rids: list[int], runs: list[tuple[list[Outcome], fl
         vals = case["samples"][k]
         case[k] = statistics.median(vals) if vals else None
     texts = [t for o, _ in runs for t in _texts(o)]
-    case["agreement_solo"], case["first_diff_solo"] = agreement(texts, [solo[r] for _ in runs for r in rids])
+    case["agreement_solo"], case["first_diff_solo"] = (
+        agreement(texts, [solo[r] for _ in runs for r in rids]) if solo is not None else (None, None))
     case["rids"] = rids
     case["outputs"] = _texts(runs[-1][0])
     return case
@@ -103,17 +106,19 @@ def run_bench(server: Server, settings: BenchSettings,
         if not warmed:  # the first request loads lazily-built kernels and caches: untimed
             _send(server, [body(reqs[0])], 1, settings.timeout_s)
             warmed = True
-        solo_out, _ = _send(server, [body(r) for r in reqs], 1, settings.timeout_s)
-        solos[name] = _texts(solo_out)
+        if settings.solo:
+            solo_out, _ = _send(server, [body(r) for r in reqs], 1, settings.timeout_s)
+            solos[name] = _texts(solo_out)
         for c in settings.concurrency:
             n = settings.prompts or max(2 * c, len(reqs))
             rids = [i % len(reqs) for i in range(n)]
             runs = [_send(server, [body(reqs[r]) for r in rids], c, settings.timeout_s)
                     for _ in range(settings.repeats)]
-            case = _case(name, c, rids, runs, solos[name], settings.max_tokens)
+            case = _case(name, c, rids, runs, solos.get(name), settings.max_tokens)
             cases.append(case)
+            agree = "-" if case["agreement_solo"] is None else f"{case['agreement_solo']:.3f}"
             progress(f"{name} c={c}: {case['output_tok_per_s'] or 0:.1f} output tok/s, "
-                     f"agreement {case['agreement_solo']:.3f}, errors {case['errors']}")
+                     f"agreement {agree}, errors {case['errors']}")
     return {"schema": SCHEMA, "server": {"kind": server.kind, "url": server.url, "model": server.model_dir
                                          or server.model, "command": list(server.command)},
             "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()},

@@ -4,7 +4,8 @@
 ``launch.LaunchSpec``: model, interpreter, ``PYTHONPATH`` of the side's tree, a planted
 fault), keeps both up, and measures them in alternating rounds, the side that goes first
 alternating too (base-head, head-base, ...; with more sides the order rotates), writing ``base-<i>.json`` and ``head-<i>.json``
-per round. Round i of base and round i of head are a pair: the comparison judges timings on
+per round. Only the last round also serves each request alone (the within-run agreement's reference:
+the comparison judges exact rows on the last round). Round i of base and round i of head are a pair: the comparison judges timings on
 the pairs (``compare.paired`` through ``compare.from_serve``), never on pooled samples.
 Both servers are stopped on the way out, whatever happened.
 """
@@ -55,8 +56,9 @@ def interleaved(sides: dict[str, LaunchSpec], settings: BenchSettings, rounds: i
             k = i % len(names)
             for side in names[k:] + names[:k]:
                 progress(f"round {i + 1}/{rounds}: {side}")
-                # Each server's first round warms it; later rounds find it warm.
-                doc = run_bench(servers[side], replace(settings, warmup=i == 0), progress)
+                # Each server's first round warms it; the last also serves each request
+                # alone (the within-run agreement's reference: exact rows are judged on it).
+                doc = run_bench(servers[side], replace(settings, warmup=i == 0, solo=i == rounds - 1), progress)
                 path = out / f"{side}-{i}.json"
                 write_run(path, doc)
                 paths[side].append(path)

@@ -20,7 +20,7 @@ from vlmpath.core.atomic import write_text
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.safe_json import load_file
 
-SCHEMA = "vlmpath.serve-run/1"
+SCHEMA = "vlmpath-serve-run/1"
 _NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 MAX_CASES = 512
 MAX_PROMPTS = 4096
