@@ -110,3 +110,13 @@ def test_a_base_level_head_lacks_is_not_judged_green(tmp_path):
     head["solo"] = {"multi_region": ["ab", "cd"]}
     report, _ = compare_serve_runs(_files(tmp_path, "b", [_doc()]), _files(tmp_path, "h", [head]))
     assert report.judged == 0 and report.exit_code() == 3
+
+
+def test_a_timing_round_without_the_alone_reference_has_no_agreement_row_not_a_failure(tmp_path):
+    timing = _doc()
+    timing["cases"][0]["agreement_solo"] = None
+    timing["solo"] = {}
+    report, _ = compare_serve_runs(_files(tmp_path, "b", [timing]), _files(tmp_path, "h", [copy.deepcopy(timing)]))
+    leaves = _verdicts(report)
+    assert "track_serve_agreement_solo" not in leaves
+    assert leaves["track_serve_agreement_base"] is Verdict.UNCHANGED and report.exit_code() == 0
