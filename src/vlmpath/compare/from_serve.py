@@ -7,9 +7,9 @@ ordinary comparison judges it with the table's directions and bands: throughput 
 latency banded (and, over interleaved rounds, judged on pairs: ``compare.paired``),
 agreement and errors exact. The across-side agreement row is computed here: head's greedy
 texts (each prompt of the level and each request alone) against base's, base's own value
-being the share of its prompts that produced a text. A level with any failed request keeps
-its agreement and error rows, and its throughput and latency are failures carrying the
-first error: a server that fails fast must never read as fast.
+being the share of its prompts that produced a text. A level with any failed request has
+its throughput and latency rows failing with the first error (the comparison then names
+the case once, as one failure): a server that fails fast must never read as fast.
 """
 
 from __future__ import annotations
