@@ -73,7 +73,7 @@ fi
 "$VPY" -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" > .venv/torch-constraint.txt
 step "3/4 vlmpath and its test and lint tools (pip, the longest step: about 2 minutes)"
 PIP_CONSTRAINT=.venv/torch-constraint.txt "$VPY" -m pip install -q --disable-pip-version-check \
-  -c ci/constraints.txt -e ".[test]" -r ci/requirements-lint.txt
+  -c ci/constraints.txt -e ".[test,serve]" -r ci/requirements-lint.txt
 
 # Debian packages some tests need (root + apt only; else a warning naming what fails).
 apt_install() {  # PACKAGE WHY-IT-IS-NEEDED WHAT-FAILS-WITHOUT-IT

@@ -62,7 +62,7 @@ def test_torch_requirement_is_a_loose_lower_bound():
 def test_setup_installs_the_cpu_torch_before_the_package():
     setup = (ROOT / "ci/setup.sh").read_text()
     assert "torch==" in setup
-    assert setup.index("CPU_TORCH\"") < setup.index('-e ".[test]"')
+    assert setup.index("CPU_TORCH\"") < setup.index('-e ".[test,serve]"')
 
 
 def _library_modules():

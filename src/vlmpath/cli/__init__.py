@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from vlmpath.cli.ci import add_bisect, engine_options
 from vlmpath.cli.instructions import add_command as add_instructions
 from vlmpath.cli.run import add_ci, add_run, add_serve
+from vlmpath.cli.serve_bench import add_serve_bench, add_serve_compare, add_serve_pair
 from vlmpath.cli.shards import add_plan, add_shards
 from vlmpath.cli.smoke import add_smoke
 from vlmpath.core.errors import VlmpathError
@@ -336,7 +337,8 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
 
 
 # --- ci --------------------------------------------------------------------------------
-_COMMANDS += [add_run, add_serve, add_ci, add_bisect, add_instructions, add_smoke, add_plan, add_shards]
+_COMMANDS += [add_run, add_serve, add_ci, add_bisect, add_instructions, add_smoke, add_plan, add_shards,
+              add_serve_bench, add_serve_pair, add_serve_compare]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -150,6 +150,28 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("aten_elements", "elements", "lower", False, "count", False,
                "elements aten operators write in one pass (the tower, or the pass with it)",
                deterministic=True),
+    # A real server's end-to-end numbers (``vlmpath serve-bench``, ``compare.from_serve``):
+    # measured per workload and concurrency level, not per routine case (no path row).
+    MetricSpec("serve_request_per_s", "req/s", "higher", False, "plain", False,
+               "completed requests per second of a served concurrency level (greedy, fixed max_tokens)"),
+    MetricSpec("serve_output_tok_per_s", "tok/s", "higher", False, "plain", True,
+               "completion tokens per second of a served concurrency level"),
+    MetricSpec("serve_input_tok_per_s", "tok/s", "higher", False, "plain", False,
+               "prompt tokens (vision placeholders included) per second of a served concurrency level"),
+    MetricSpec("serve_ttft_p50_s", "seconds", "lower", False, "scaled", False,
+               "median time to the first streamed content chunk"),
+    MetricSpec("serve_ttft_p99_s", "seconds", "lower", False, "scaled", False,
+               "99th percentile time to the first streamed content chunk"),
+    MetricSpec("serve_itl_p50_s", "seconds", "lower", False, "scaled", False,
+               "median gap between streamed content chunks (inter-token latency)"),
+    MetricSpec("serve_itl_p99_s", "seconds", "lower", False, "scaled", False,
+               "99th percentile gap between streamed content chunks"),
+    MetricSpec("serve_agreement_solo", "fraction", "higher", True, "fraction", False,
+               "share of greedy outputs identical to the same request served alone (concurrency 1)"),
+    MetricSpec("serve_agreement_base", "fraction", "higher", True, "fraction", False,
+               "share of head's greedy outputs identical to base's for the same requests"),
+    MetricSpec("serve_errors", "errors", "lower", True, "count", False,
+               "requests of a served level that failed (HTTP error, timeout, server gone)"),
 )
 
 #: Units asv implies by a benchmark's prefix (no row of their own: ``time_``, ``peakmem_``).

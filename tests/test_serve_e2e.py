@@ -1,0 +1,90 @@
+"""Does a real ``transformers serve`` with the tiny local Qwen2.5-VL give the verdicts it should?
+
+End to end (``-m e2e``): servers of one tiny checkpoint written offline, up at once and
+measured in 6 interleaved rounds (``serving.pairs``): base, a second unchanged base (the A/A
+pair) and head with a planted 2 s delay before each generate call: the delay is caught on
+throughput by the paired rounds, the A/A pair stays green. Then one round of a head with
+image rows shifted by one (planted in that server process only) turns the across-side
+agreement red naming the workload. Then the lifecycle: a model directory that does not load and a server
+that dies mid-run are one line and failure rows, bounded by the request timeout; no server
+process outlives any of it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from vlmpath.compare.comparison import Verdict
+from vlmpath.compare.from_serve import compare_serve_runs
+from vlmpath.core.errors import VlmpathError
+from vlmpath.serving.bench import BenchSettings, run_bench
+from vlmpath.serving.launch import launched
+from vlmpath.serving.pairs import LaunchSpec, interleaved
+from vlmpath.serving.tiny_model import write_tiny_qwen
+
+pytestmark = pytest.mark.e2e
+
+DELAY_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return str(write_tiny_qwen(tmp_path_factory.mktemp("serve") / "tiny"))
+
+
+def _servers_left(model: str) -> list[str]:
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    return [ln for ln in ps.splitlines() if "transformers.cli.transformers serve" in ln and model in ln]
+
+
+def _by(report, leaf: str) -> dict[str, Verdict]:
+    return {dict(c.params)["workload"]: c.verdict for c in report.all() if c.benchmark.endswith(leaf)}
+
+
+def test_delay_is_caught_on_pairs_the_aa_pair_is_green_and_a_shift_is_red(tiny, tmp_path):
+    settings = BenchSettings(("video",), (1,), max_tokens=4, prompts=2, timeout_s=60.0)
+    spec = lambda plant=None: LaunchSpec("transformers", tiny, plant=plant)  # noqa: E731
+    files = interleaved({"base": spec(), "aa": spec(), "delay": spec(f"delay:{DELAY_S}")}, settings, 6,
+                        tmp_path)
+    assert _servers_left(tiny) == []
+    base = [str(p) for p in files["base"]]
+    doc = json.loads(files["base"][-1].read_text())
+    assert doc["cases"][0]["agreement_solo"] == 1.0 and doc["cases"][0]["errors"] == 0
+    assert doc["cases"][0]["early_stops"] == 0  # exactly max_tokens generated (no early stop)
+
+    aa, _ = compare_serve_runs(base, [str(p) for p in files["aa"]])
+    assert aa.regressions == [] and aa.judged > 0 and aa.exit_code() == 0
+
+    delay, _ = compare_serve_runs(base, [str(p) for p in files["delay"]])
+    slow = {c.benchmark.rsplit(".", 1)[1]: c for c in delay.regressions}
+    assert {"track_serve_request_per_s", "track_serve_output_tok_per_s"} <= set(slow), delay.all()
+    assert slow["track_serve_request_per_s"].method == "paired"
+    assert _by(delay, "track_serve_agreement_base") == {"video": Verdict.UNCHANGED}
+
+    # Agreement is exact: one round of a shifted server against base's last round.
+    shifted = interleaved({"shift": spec("shift")}, settings, 1, tmp_path / "shift")["shift"]
+    shift, diffs = compare_serve_runs(base[-1:], [str(shifted[0])])
+    assert _by(shift, "track_serve_agreement_base") == {"video": Verdict.REGRESSION}
+    assert shift.exit_code() == 1 and diffs and diffs[0][0] == "video"
+    assert _servers_left(tiny) == []
+
+
+def test_a_model_that_does_not_load_and_a_server_that_dies_are_one_line_and_failure_rows(tiny, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
+    with pytest.raises(VlmpathError) as err:
+        with launched("transformers", str(broken), log_dir=tmp_path, startup_timeout_s=60):
+            pass
+    assert str(broken) in str(err.value) and "exited with code" in str(err.value)
+
+    # Dies at its 4th generate call: warm-up, 2 alone, then the first of the level.
+    settings = BenchSettings(("video",), (2,), max_tokens=4, prompts=4, timeout_s=30.0)
+    with launched("transformers", tiny, log_dir=tmp_path, plant="exit:3") as srv:
+        doc = run_bench(srv, settings)
+    case = doc["cases"][0]
+    assert case["errors"] == 4 and case["completed"] == 0 and case["error"]
+    assert _servers_left(tiny) == []
