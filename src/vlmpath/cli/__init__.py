@@ -66,6 +66,8 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
     def run(a: argparse.Namespace) -> int:
         from vlmpath.github import comment as github
         from vlmpath.github.rest import resolve_api_url
+        from vlmpath.render.escape import log_line
+        from vlmpath.render.job_log import print_untrusted
 
         marker = a.marker or github.DEFAULT_MARKER
         if a.body_file == "-":
@@ -85,12 +87,11 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
             if a.pr <= 0:
                 raise VlmpathError(f"--pr {a.pr} is not a positive pull request number")
             body = github.prepare_body(text, marker)
-            print(f"dry run: would create or update the comment marked {marker} on "
-                  f"{a.repo}#{a.pr} via {resolve_api_url()} ({len(body)} characters):")
-            print(body)
+            print_untrusted(f"dry run: would create or update the comment marked {marker} on "
+                            f"{a.repo}#{a.pr} via {resolve_api_url()} ({len(body)} characters):\n{body}")
             return 0
         res = github.upsert_comment(a.repo, a.pr, text, marker=marker, author=a.author)
-        print(f"{res.action} comment {res.html_url}")
+        print(log_line(f"{res.action} comment {res.html_url}"))  # GitHub's own answer
         return 0
 
     p.set_defaults(func=run)
@@ -354,21 +355,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _privileged(args: argparse.Namespace) -> bool:
+    """The commands the write-token jobs run (bench-comment.yml, bench-main.yml): their
+    logs are read by the Actions runner, so untrusted text is printed fenced."""
+    return args.command == "comment" or (args.command == "ci" and getattr(args, "ci_command", None)
+                                         in ("merge", "alert"))
+
+
+def _say(args: argparse.Namespace, line: str) -> None:
+    from vlmpath.render.escape import log_line  # a message can quote an artifact's names
+    from vlmpath.render.job_log import print_untrusted
+
+    if _privileged(args):
+        print_untrusted(line, file=sys.stderr)
+    else:
+        print(log_line(line), file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except VlmpathError as exc:
-        from vlmpath.render.escape import log_line  # a message can quote an artifact's names
-
-        print(log_line(f"vlmpath {args.command}: error: {exc}"), file=sys.stderr)
+        _say(args, f"vlmpath {args.command}: error: {exc}")
         return 2
     except KeyboardInterrupt:
         print(f"vlmpath {args.command}: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:  # a full disk, a quota, a read-only output: one line, not a traceback
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"vlmpath {args.command}: error: {exc.strerror or exc}{where}; free space or fix the "
-              "permissions, then run again", file=sys.stderr)
+        _say(args, f"vlmpath {args.command}: error: {exc.strerror or exc}{where}; free space or fix the "
+             "permissions, then run again")
         return 2
+    except Exception:  # a bug: in a privileged job its traceback can quote untrusted text
+        if not _privileged(args):
+            raise
+        import traceback
 
+        _say(args, f"vlmpath {args.command}: internal error\n{traceback.format_exc()}")
+        return 2

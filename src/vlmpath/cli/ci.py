@@ -68,27 +68,30 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
         from vlmpath.compare import accepted
         from vlmpath.github import alert
         from vlmpath.compare.thresholds import load_thresholds
+        from vlmpath.render.job_log import print_untrusted
 
         cfg = load_thresholds(a.config)
         entries = accepted.load(a.accepted)
         findings = alert.judge_latest(a.results, a.commit, window=a.window, thresholds=cfg)
         regs = [f for f in findings if f.regressed and alert.alert_hold.accepted_reason(f, entries) is None]
         unjudged = [f for f in findings if not f.judged]
-        print(alert.log_line(f"{a.commit[:8]}: {len(findings) - len(unjudged)} case(s) judged against history, "
-                             f"{len(regs)} regressed, {len(unjudged)} not judged"))
-        for f in unjudged[:20]:  # counted and named (alert.log_line: this is a job log)
-            print(alert.log_line(f"  not judged: {alert.clip(f.key, 160)}: {f.comparison.reason}"))
-        for f in regs:
-            print(alert.log_line(f"  {alert.issue_title(f)}: {alert._numbers(f.comparison)}"))
+        # This is the privileged job's log: every line quotes names from results, so each
+        # block is printed fenced (render.job_log), each line through log_line.
+        lines = [f"{a.commit[:8]}: {len(findings) - len(unjudged)} case(s) judged against history, "
+                 f"{len(regs)} regressed, {len(unjudged)} not judged"]
+        lines += [f"  not judged: {alert.clip(f.key, 160)}: {f.comparison.reason}" for f in unjudged[:20]]
+        lines += [f"  {alert.issue_title(f)}: {alert._numbers(f.comparison)}" for f in regs]
+        print_untrusted("\n".join(lines))
         if a.repo:
             links = alert.Links(a.run_url, a.dashboard_url, a.commit_url)
             res = alert.sync_issues(findings, a.repo, links, thresholds=cfg, accepted=entries)
-            for word, keys in (("opened", res.opened), ("updated", res.updated), ("closed", res.closed),
-                               ("held (accepted, or closed by a maintainer)", res.held)):
-                for k in keys:
-                    print(alert.log_line(f"  issue {word}: {alert.clip(k, 200)}"))
+            done = [f"  issue {word}: {alert.clip(k, 200)}"
+                    for word, keys in (("opened", res.opened), ("updated", res.updated), ("closed", res.closed),
+                                       ("held (accepted, or closed by a maintainer)", res.held)) for k in keys]
+            if done:
+                print_untrusted("\n".join(done))
         if len(findings) == len(unjudged):  # zero judged is never green
-            print(alert.log_line(f"{a.commit[:8]}: incomplete, nothing judged"))
+            print(f"{a.commit[:8]}: incomplete, nothing judged")
             return 3 if a.fail else 0
         return 1 if a.fail and regs else 0
 

@@ -110,7 +110,9 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
         res = ci_merge.merge_artifacts(a.artifacts, a.out, head_sha=a.head_sha,
                                        fail_on_regression=a.fail, thresholds=a.config, accepted=a.accepted,
                                        base_accepted=a.base_accepted, grant=a.grant)
-        print((res.out_dir / pr_outputs.SUMMARY_FILE).read_text(encoding="utf-8"), end="")
+        from vlmpath.render.job_log import print_untrusted  # the privileged comment job's log
+
+        print_untrusted((res.out_dir / pr_outputs.SUMMARY_FILE).read_text(encoding="utf-8"))
         return res.exit_code
 
     merge.set_defaults(func=run_merge)

@@ -125,13 +125,11 @@ def entries_from(raw: Any, where: str) -> tuple[Accepted, ...]:
 
 
 def parse_yaml(text: str, where: str) -> Any:
-    """The one place the list's YAML is parsed (swap in core's bounded loader here)."""
-    import yaml
+    """The one place the list's YAML is parsed: core's bounded loader (no aliases, anchors,
+    tags or merge keys; a PR writes this file)."""
+    from vlmpath.core import safe_yaml
 
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise VlmpathError(f"{where}: not valid YAML ({str(exc).splitlines()[0]}); fix the file") from None
+    return safe_yaml.loads(text, where)
 
 
 def loads(data: bytes, where: str) -> tuple[Accepted, ...]:

@@ -15,17 +15,20 @@ function, elements per aten operator; ``grew_ops``).
   helper is ``module.py:helper`` +N, whatever their instructions sum to).
 
 The files may come from a pull request's run (hostile input): every file is size-capped,
-malformed lines are skipped, names are cut to ``NAME_MAX`` characters (the renderer
-escapes them).
+JSON is read with ``core.safe_json`` (bounded depth; no NaN, Infinity or overflow: one line
+saying so), malformed lines are skipped, names are cut to ``NAME_MAX`` characters (the
+renderer escapes them).
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from vlmpath.core import safe_json
+from vlmpath.core.errors import VlmpathError
 
 MAX_PROFILE_BYTES = 64 << 20
 MAX_CALLS_BYTES = 8 << 20
@@ -121,7 +124,10 @@ def _read(path: Path, cap: int) -> str:
 
 
 def _calls(path: Path) -> dict[str, dict[str, int]]:
-    data = json.loads(_read(path, MAX_CALLS_BYTES))
+    try:
+        data = safe_json.loads(_read(path, MAX_CALLS_BYTES), path.name, strict=True)
+    except VlmpathError as exc:
+        raise ValueError(str(exc)) from None
     out = {}
     for kind in ("python", "aten"):
         got = data.get(kind) if isinstance(data, dict) else None
@@ -225,12 +231,15 @@ def growths_from_json(text: str) -> list[CaseGrowth]:
         return tuple(out)
 
     try:
-        data = json.loads(text)
+        data = safe_json.loads(text, "what-grew file", strict=True, said="malformed")
+    except VlmpathError as exc:
+        raise ValueError(str(exc)) from None
+    try:
         if not isinstance(data, list):
             raise TypeError("not a list")
         return [CaseGrowth(str(g["case"])[:NAME_MAX], num(g.get("base_total")), num(g.get("head_total")),
                            rows(g.get("functions")), rows(g.get("python")), rows(g.get("aten")),
                            tuple(str(n)[:300] for n in (g.get("notes") or [])[:5]),
                            _unit(g.get("unit"))) for g in data[:_MAX_CASES]]
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise ValueError(f"malformed what-grew file ({type(exc).__name__}: {exc})") from None
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+        raise ValueError(f"malformed what-grew file ({type(exc).__name__}: {str(exc)[:200]})") from None

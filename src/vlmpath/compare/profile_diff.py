@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.visible import visible
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,10 @@ def profiles_to_json(profiles: Sequence[CaseProfile]) -> str:
 
 
 def _clean(text: object, limit: int = _MAX_NAME) -> str:
-    # one line, no Markdown table/code delimiters: the text came from another job's artifact
-    return re.sub(r"[`|\r\n<>]", " ", str(text))[:limit]
+    # One line of printable characters (no control, bidi or zero-width character), no
+    # Markdown table/code delimiter: the text came from another job's artifact. The
+    # renderer escapes again for its own sink.
+    return re.sub(r"[`|<>]", " ", " ".join(visible(str(text)[: limit * 4]).split()))[:limit]
 
 
 def _path(value: object, prefix: str) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from vlmpath.core import safe_yaml
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.metrics import metric_by_unit
 
@@ -152,12 +153,10 @@ def load_thresholds(path: str | Path | None = None) -> Thresholds:
     source = "defaults"
     if path is not None:
         p = Path(path)
-        try:
-            user_raw = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise VlmpathError(f"cannot read thresholds file {p}: {exc.strerror}; pass an existing --config FILE") from None
-        except yaml.YAMLError as exc:
-            raise VlmpathError(f"thresholds file {p} is not valid YAML: {exc}") from None
+        if not p.exists():
+            raise VlmpathError(f"cannot read thresholds file {p}: it does not exist; pass an existing --config FILE")
+        # A --config can be a file a PR wrote: no aliases, tags or merge keys; bounded.
+        user_raw = safe_yaml.load_file(p, "thresholds file", "fix the file or pass another --config FILE")
         user = _parse_config(user_raw or {}, str(p))
         units = {**base["units"], **user["units"]}
         base.update({k: v for k, v in user.items() if k not in ("units", "rules")})

@@ -5,26 +5,32 @@ is read here: a regular file (not a device, FIFO or symlink), checked with ``fst
 open descriptor before a byte is read, read with a size cap (a sparse 1 TB file costs one
 ``read`` of ``max_bytes + 1``), and parsed with bounds on nesting depth and on the length
 of every number (Python refuses ints over 4300 digits with a ValueError, and a 100k-deep
-array exhausts the recursion limit). Any breach is one ``VlmpathError`` naming the file,
-so the CLI prints one line and exits 2, never a traceback.
+array exhausts the recursion limit). With ``strict=True`` (files whose numbers are counts
+or shares: ``ir-grew.json``, ``profiles.json``, ``run.json``), ``NaN``, ``Infinity``, a
+float that overflows (``1e400``) and a key given twice in one object are refused too; asv's own results keep ``NaN`` (its
+"skipped") and the comparison judges non-finite values as not judged. Any breach is one
+``VlmpathError`` naming the file, so the CLI prints one line and exits 2, never a
+traceback. The bounds are ``core.budget``'s.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
+from vlmpath.core import budget
 from vlmpath.core.errors import VlmpathError
 
 #: Deepest nesting accepted (asv results nest 4 deep, profiles 3; 64 leaves room).
-MAX_DEPTH = 64
+MAX_DEPTH = budget.MAX_DEPTH
 #: Longest number literal accepted, in characters (a float's repr is at most 24).
-MAX_NUMBER_CHARS = 64
+MAX_NUMBER_CHARS = budget.MAX_NUMBER_CHARS
 #: Default size cap of one file (asv results of a whole suite are a few MiB).
-MAX_BYTES = 64 << 20
+MAX_BYTES = budget.MAX_FILE_BYTES
 
 
 def read_capped(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_BYTES) -> bytes:
@@ -59,12 +65,28 @@ def read_capped(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_BY
     return data
 
 
-def _number(kind):
+def _number(kind, strict: bool = False):
     def parse(text: str):
         if len(text) > MAX_NUMBER_CHARS:
             raise ValueError(f"a number of {len(text)} characters (at most {MAX_NUMBER_CHARS})")
-        return kind(text)
+        value = kind(text)
+        if strict and not math.isfinite(value):
+            raise ValueError(f"the number {text} is out of range (not a finite float)")
+        return value
     return parse
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _unique_keys(pairs: list) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"the key {str(twice)[:60]!r} appears twice in one object")
+    return out
 
 
 def _depth_ok(value: Any, limit: int) -> bool:
@@ -80,12 +102,14 @@ def _depth_ok(value: Any, limit: int) -> bool:
 
 
 def loads(text: str | bytes, where: str, fix: str = "", *, max_depth: int = MAX_DEPTH,
-          said: str = "not JSON") -> Any:
+          said: str = "not JSON", strict: bool = False) -> Any:
     """``text`` parsed as JSON within the bounds; ``VlmpathError`` naming ``where`` (and
-    saying ``said``, then why) otherwise."""
+    saying ``said``, then why) otherwise. ``strict``: no NaN, Infinity, overflow or key
+    given twice."""
     tail = f"; {fix}" if fix else ""
+    extra = {"parse_constant": _no_constant, "object_pairs_hook": _unique_keys} if strict else {}
     try:
-        value = json.loads(text, parse_int=_number(int), parse_float=_number(float))
+        value = json.loads(text, parse_int=_number(int), parse_float=_number(float, strict), **extra)
     except RecursionError:
         raise VlmpathError(f"{where}: {said} (nested more than {max_depth} deep){tail}") from None
     except json.JSONDecodeError as exc:
@@ -98,10 +122,10 @@ def loads(text: str | bytes, where: str, fix: str = "", *, max_depth: int = MAX_
 
 
 def load_file(path: str | os.PathLike[str], what: str, fix: str = "", *, max_bytes: int = MAX_BYTES,
-              max_depth: int = MAX_DEPTH) -> Any:
+              max_depth: int = MAX_DEPTH, strict: bool = False) -> Any:
     """A JSON file read with ``read_capped`` and parsed with ``loads``."""
     data = read_capped(path, what, max_bytes)
-    return loads(data, f"{what} {str(path)!r}", fix, max_depth=max_depth)
+    return loads(data, f"{what} {str(path)!r}", fix, max_depth=max_depth, strict=strict)
 
 
 def check_file(path: str | os.PathLike[str], what: str, *, max_bytes: int = MAX_BYTES) -> None:

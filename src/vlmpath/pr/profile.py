@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlmpath.render.escape import file_name
 from vlmpath.compare.comparison import ComparisonReport, Verdict
 from vlmpath.compare.profile_diff import CaseProfile, diff_ops, read_ops
 from vlmpath.compare.thresholds import Thresholds
@@ -91,7 +92,8 @@ def run_profile_subprocess(req: ProfileRequest) -> None:
 
 
 def _slug(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", label)
+    # A case label names a folder: ASCII, bounded, never ".." (render.escape.file_name).
+    return file_name(re.sub(r"[^A-Za-z0-9._-]+", "_", label))
 
 
 def profile_regressions(root: Path, base_sha: str, head_sha: str, report: ComparisonReport, out: Path, *,

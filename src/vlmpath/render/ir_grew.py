@@ -14,15 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vlmpath.compare.ir_grew import CaseGrowth, Grown
-from vlmpath.render.escape import md_escape
+from vlmpath.render.escape import md_code, md_escape
 
 HEADING = "### What grew (exact counts, base vs head)"
 
 
 def _code(name: str) -> str:
-    # A code span keeps C++ names readable; backticks would end it, newlines and pipes the row.
-    clean = " ".join(name.replace("`", "'").split()).replace("|", "\\|")
-    return f"`{clean}`"
+    # A code span keeps C++ names readable (escape.md_code: visible characters, no backtick).
+    return f"`{md_code(name)}`"
 
 
 def _m(n: int) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vlmpath.compare.profile_diff import CaseProfile
-from vlmpath.render.escape import clip, md_escape, url_part
+from vlmpath.render.escape import clip, md_code, md_escape, url_part
 
 HEADING = "### Where the time went (torch.profiler, base vs head)"
 
@@ -48,14 +48,9 @@ def profile_chunks(profiles: Sequence[CaseProfile], link_base: str = "") -> list
         if p.deltas:
             out += ["", "| operator | calls base → head | self ms/pass base | head | Δ ms |",
                     "|---|---|---|---|---|"]
-            out += [f"| `{_code(d.name)}` | {_calls(d.base_calls)} → {_calls(d.head_calls)} | "
+            out += [f"| `{md_code(d.name, 120)}` | {_calls(d.base_calls)} → {_calls(d.head_calls)} | "
                     f"{_ms(d.base_us)} | {_ms(d.head_us)} | {d.delta_us / 1e3:+.3f} |" for d in p.deltas]
         out.append("")
         chunks.append("\n".join(out))
     return chunks
 
-
-def _code(name: str) -> str:
-    # Inside a code span in a table cell: no backtick (ends the span), no pipe (ends the
-    # cell), one line, clipped.
-    return name[:120].replace("`", "").replace("|", "/").replace("\n", " ").replace("\r", " ")

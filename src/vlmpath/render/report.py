@@ -39,6 +39,7 @@ from vlmpath.compare.comparison import ComparisonReport
 from vlmpath.compare.records import RunResults
 from vlmpath.compare.thresholds import Thresholds
 from vlmpath.core.atomic import write_text as write_text_atomic
+from vlmpath.render.escape import file_name
 from vlmpath.render.report_charts import path_chart, vendor_chart
 from vlmpath.render.report_data import (
     DEFAULT_PATHS,
@@ -78,7 +79,7 @@ class ReportOutput:
 
 
 def _safe_name(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
+    return file_name(text)  # a benchmark's name is untrusted: ASCII, bounded (render.escape)
 
 
 def write_report(results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
