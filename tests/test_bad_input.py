@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from asv_fixtures import sha, write_asv_run
+from log_scan import assert_inert, content_lines
 
 from vlmpath.cli import main
 from vlmpath.core.errors import VlmpathError
@@ -25,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def _one_line_error(capsys, command: str, *needles: str) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert_inert(err)
+    lines = content_lines(err)  # a privileged command's error is fenced (render.job_log)
     assert len(lines) == 1, err
     assert lines[0].startswith(f"vlmpath {command}: error: "), err
     for n in needles:

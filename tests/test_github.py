@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from github_fake import BOT, HUMAN, TOKEN, FakeGitHub, github_fake  # noqa: F401  (fixture)
+from log_scan import assert_inert, content_lines
 
 from vlmpath import cli
 from vlmpath.core.errors import VlmpathError
@@ -349,7 +350,9 @@ def test_a_refusal_is_the_projects_error_one_line_and_exit_2(github_fake, body_f
     github_fake.fail_next(1, 404, message="Not Found")
     assert cli.main(cli_args(body_file)) == 2
     err = capsys.readouterr().err
-    assert err.startswith("vlmpath comment: error: ") and err.count("\n") == 1 and "404" in err, err
+    assert_inert(err)  # the comment job's log: fenced (render.job_log)
+    lines = content_lines(err)
+    assert lines[0].startswith("vlmpath comment: error: ") and len(lines) == 1 and "404" in err, err
     assert github_fake.marked(PR, DEFAULT_MARKER) == []
 
 

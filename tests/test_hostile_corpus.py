@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from asv_fixtures import fingerprint, sha, write_asv_run
+from log_scan import assert_inert, content_lines
 from github_fake import TOKEN, github_fake  # noqa: F401 (fixture)
 
 from vlmpath.cli import main
@@ -36,9 +37,8 @@ EVIL_DIR = "bench-::error::@octocat [x](https:evil) <b>\n::warning::d"
 
 # --- the checks every sink gets --------------------------------------------------------------
 def no_workflow_command(*texts: str) -> None:
-    for text in texts:
-        for line in re.split(r"\r\n|\r|\n|\u2028|\u2029|\x85", text):
-            assert not line.lstrip().startswith("::"), line
+    # As the runner reads a log: no "::" first and no "##[" outside a stop-commands fence.
+    assert_inert(*texts)
 
 
 def no_traceback(*texts: str) -> None:
@@ -334,7 +334,7 @@ def test_an_error_quoting_a_hostile_artifact_name_is_one_inert_line(tmp_path, ca
     artifact(arts, "bench-cpu", res, "cpu-a")
     artifact(arts, EVIL_DIR, res, "cpu-a")  # the same machine twice: an error naming both
     rc, _, _, log = merge(tmp_path, arts, capsys, "--fail")
-    lines = [ln for ln in log.splitlines() if ln.strip()]
+    lines = content_lines(log)
     assert rc == 2 and len(lines) == 1 and "appears in artifacts" in lines[0]
     assert not (tmp_path / "merged").exists()
 
@@ -417,7 +417,7 @@ def test_deep_json_in_every_artifact_file_is_one_line_or_a_note(tmp_path, capsys
         f.write_text(DEEP)
         rc, md, summary, log = merge(tmp_path, arts, capsys, "--fail")
         if rc == 2:  # an error: one line, naming the file
-            lines = [ln for ln in log.splitlines() if ln.strip()]
+            lines = content_lines(log)
             assert len(lines) == 1 and f.name in lines[0] and "nested more than" in lines[0], (f, log)
         else:  # a file the comparison can do without: said in the comment, never green
             assert rc in (1, 3) and f.name in md.replace("\\", ""), (f, md[:400])

@@ -367,7 +367,7 @@ def _say(args: argparse.Namespace, line: str) -> None:
     from vlmpath.render.job_log import print_untrusted
 
     if _privileged(args):
-        print_untrusted(line, file=sys.stderr)
+        print_untrusted(log_line(line), file=sys.stderr)  # one line, and fenced
     else:
         print(log_line(line), file=sys.stderr)
 
@@ -392,5 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         import traceback
 
-        _say(args, f"vlmpath {args.command}: internal error\n{traceback.format_exc()}")
+        from vlmpath.render.job_log import print_untrusted
+
+        print_untrusted(f"vlmpath {args.command}: internal error\n{traceback.format_exc()}", file=sys.stderr)
         return 2
