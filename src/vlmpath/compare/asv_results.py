@@ -10,6 +10,7 @@ is a note on the machine's run (the comparison goes on without the messages).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import os
@@ -30,7 +31,7 @@ from vlmpath.compare.records import (
 )
 from vlmpath.compare.definitions import trusted_unit
 from vlmpath.compare.values import checked
-from vlmpath.core import safe_json
+from vlmpath.core import budget, safe_json
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_PREFIX, failures_path, read_failures
 
@@ -139,6 +140,7 @@ def _load_asv_file(path: Path):
         # asv trusts its own files; ours may come from an untrusted artifact.
         if not isinstance(res.commit_hash, (str, type(None))) or not isinstance(res.started_at, dict):
             raise TypeError("commit_hash or started_at has the wrong type")
+        _bound(res, path)
         return res
     except asv_util.UserError as exc:
         raise VlmpathError(f"corrupted results file {path}: {exc}; delete it or re-run") from None
@@ -147,6 +149,45 @@ def _load_asv_file(path: Path):
             f"corrupted results file {path}: unexpected layout ({type(exc).__name__}: {exc}); "
             "delete it or re-run"
         ) from None
+
+
+def _bound(res, path: Path) -> None:
+    """Hold asv's loaded results to ``core.budget`` before a case is built from them: a
+    file's cases are the product of its parameter axes (a null result of three 50-value
+    axes is 125,000 cases in a few hundred bytes), and every case keeps its own copy of
+    each parameter value (a 50 kB value times 10,000 combinations is 500 MB). Long values
+    are clipped in place, in the one list asv reads both the stored and the asked
+    parameters from, so that the values still line up; too many cases or samples refuse
+    the file."""
+    total = 0
+    for name in res.get_all_result_keys():
+        params = res.get_result_params(name)
+        if not isinstance(params, list) or not all(isinstance(a, list) for a in params):
+            continue  # the wrong type is reported by _checked_metrics, by name
+        combos = math.prod(len(a) for a in params)
+        total += combos
+        if total > budget.MAX_CASES:
+            raise VlmpathError(
+                f"corrupted results file {path}: more than {budget.MAX_CASES} cases (benchmark x parameter "
+                f"combination; {str(name)[:80]!r} alone has {combos}); delete it or re-run")
+        for axis in params:
+            for i, v in enumerate(axis):
+                if isinstance(v, str) and len(v) > budget.MAX_PARAM_CHARS:
+                    axis[i] = _clip_param(v)
+        samples = res.get_result_samples(name, params)
+        if any(isinstance(sm, list) and len(sm) > budget.MAX_SAMPLES for sm in samples or ()):
+            raise VlmpathError(f"corrupted results file {path}: {str(name)[:80]!r} has a case with more than "
+                               f"{budget.MAX_SAMPLES} samples; delete it or re-run")
+
+
+def _clip_param(raw: str) -> str:
+    # The first MAX_PARAM_CHARS characters and a hash of the whole: two long values that
+    # share a beginning stay two cases, and base and head clip one value alike.
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    m = _QUOTED.match(raw)
+    inner = (m.group(1) if m.group(1) is not None else m.group(2)) if m else raw
+    short = f"{inner[:budget.MAX_PARAM_CHARS]}…{digest}"
+    return repr(short) if m else short
 
 
 def _metrics_from_asv(res, machine: str, bench_meta: Mapping[str, Mapping[str, Any]]) -> list[Metric]:
@@ -256,6 +297,9 @@ def load_asv(results_dir: str | os.PathLike[str], commit: str) -> RunResults:
             notes=tuple(mnotes),
             quick=read_quick(mdir, run_sha),
         ))
+    if sum(len(m.metrics) for m in machines) > budget.MAX_CASES:  # the run's bound, all machines together
+        raise VlmpathError(f"results directory {root}: more than {budget.MAX_CASES} cases for commit {commit[:8]} "
+                           "on all machines together; compare fewer machines or benchmarks")
     if len(full_shas) > 1:
         raise VlmpathError(
             f"commit prefix {commit!r} is ambiguous: matches {', '.join(sorted(full_shas))}; pass more digits"

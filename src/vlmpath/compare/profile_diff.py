@@ -110,7 +110,7 @@ def profiles_from_json(text: str, prefix: str = "") -> list[CaseProfile]:
     untrusted in the merge job); trace paths get ``prefix`` (the artifact's name)."""
     from vlmpath.core import safe_json
 
-    data = safe_json.loads(text, "profiles.json is malformed", "profiles not shown")
+    data = safe_json.loads(text, "profiles.json is malformed", "profiles not shown", strict=True)
     try:
         if not isinstance(data, list):
             raise TypeError("not a list")

@@ -33,7 +33,7 @@ MAX_DEPTH = 64
 MAX_NUMBER_CHARS = 64
 #: Cases (benchmark x parameter combination) of one results file, and of one side of a run:
 #: the whole suite is a few thousand.
-MAX_CASES = 50_000
+MAX_CASES = 20_000
 MAX_PARAM_CHARS = 200
 MAX_SAMPLES = 10_000
 MAX_YAML_BYTES = 256 << 10  # a config is a few KB; PyYAML reads ~100 KB/s

@@ -4,7 +4,8 @@
 ``ci_flow.run_pr`` is the benchmark half, one per machine): it merges the per-machine
 artifacts of one PR run into one results tree and one comparison, and writes the same
 output files ``run_pr`` writes. Artifact contents come from untrusted PR code, so every
-name, sha, file and PR number is validated before it is used.
+name, sha, file and PR number is validated before it is used, and the whole merge reads
+within one budget (``core.budget.RunBudget``: bytes of all artifacts together, time).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from vlmpath.pr.instructions import load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX
 from vlmpath.compare.selection import keep_selected
 from vlmpath.core import safe_json
+from vlmpath.core.budget import RunBudget
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.escape import log_text
 from vlmpath.core.failures import FAILURES_PREFIX
@@ -82,7 +84,7 @@ def _artifact_dirs(root: Path) -> list[Path]:
 
 
 def _load_run_json(path: Path) -> dict[str, Any]:
-    data = safe_json.loads(_read_small(path), f"corrupted {path}")
+    data = safe_json.loads(_read_small(path), f"corrupted {path}", strict=True)
     if not isinstance(data, dict) or data.get("schema_version") != RUN_SCHEMA_VERSION:
         raise VlmpathError(f"{path} is not a vlmpath ci run record (schema_version {RUN_SCHEMA_VERSION})")
     for key in ("base_sha", "head_sha"):
@@ -93,11 +95,12 @@ def _load_run_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str) -> None:
+def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str, spent: RunBudget) -> None:
     if not src.is_dir() or src.is_symlink():
         raise VlmpathError(f"artifact {artifact} has no {RESULTS_SUBDIR}/ directory")
     bench_src = src / "benchmarks.json"
     if bench_src.exists():
+        spent.charge(bench_src.stat().st_size, f"artifact {artifact}: {RESULTS_SUBDIR}/benchmarks.json")
         incoming = safe_json.loads(_read_small(bench_src, 64 << 20), f"corrupted {bench_src}")
         if not isinstance(incoming, dict):
             raise VlmpathError(f"corrupted {bench_src}: not a JSON object")
@@ -124,18 +127,10 @@ def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str) 
                 raise VlmpathError(f"artifact {artifact}: unexpected file {mdir.name}/{f.name!r}")
             if f.stat().st_size > (64 << 20):
                 raise VlmpathError(f"artifact {artifact}: {mdir.name}/{f.name} is larger than 64 MiB")
+            spent.charge(f.stat().st_size, f"artifact {artifact}: {mdir.name}/{f.name}")
             if _RUN_FILE.match(f.name):  # bounded JSON, named by its artifact path (asv reads it next)
                 safe_json.check_file(f, f"artifact {artifact}: results file")
             shutil.copyfile(f, dest / mdir.name / f.name)
-
-
-def _failure_comment(errors: Sequence[str]) -> str:
-    from vlmpath.render.comment import MARKER
-    from vlmpath.render.escape import md_escape
-
-    lines = [MARKER, "**Benchmarks did not run on any machine**", ""]
-    lines += [f"> ⚠️ {md_escape(e)}  " for e in errors]
-    return "\n".join(lines) + "\n"
 
 
 def _read_profiles(root: Path, names: Sequence[str]) -> list:
@@ -243,6 +238,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
            fail_on_regression: bool, accepted=(None, None, None)) -> FlowResult:
     from vlmpath.compare import asv_results, records, verdict as compare
     from vlmpath.core.atomic import write_text as write_text_atomic
+    from vlmpath.render.comment import render_failures
 
     dest = staging / RESULTS_SUBDIR
     dest.mkdir()
@@ -250,11 +246,13 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     runs: list[tuple[str, dict[str, Any]]] = []
     prs: dict[int, list[str]] = {}
     owner: dict[str, str] = {}
+    spent = RunBudget()
     engine_runs: list[tuple[records.RunResults, records.RunResults]] = []
     counts: list[tuple[records.RunResults, records.RunResults]] = []
     shard_arts: dict[str, list] = {}  # machine -> its shard artifacts (pr.shard), merged below
     for art in _artifact_dirs(root):
         name = art.name
+        spent.check_time(f"artifact {name}")
         if (art / PR_NUMBER_FILE).exists():
             prs.setdefault(read_pr_number(art / PR_NUMBER_FILE), []).append(name)
         if (art / ERROR_FILE).exists():
@@ -274,7 +272,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
             if data.get("shard") is not None:
                 shard_arts.setdefault(data["machine"], []).append((name, art, data))
             else:
-                _merge_results(art / RESULTS_SUBDIR, dest, owner, name)
+                _merge_results(art / RESULTS_SUBDIR, dest, owner, name, spent)
             counted = load_artifact(art, data["machine"], data["base_sha"], data["head_sha"])
             if counted is not None:  # instruction counts (``ci pr --instructions``) join the asv rows
                 counts.append(counted)
@@ -284,7 +282,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
             raise VlmpathError(f"machine {machine} appears as a shard and as a whole run (artifact {owner[machine]})")
     from vlmpath.pr.shard import merge_shard_artifacts, missing_rows
 
-    gaps = merge_shard_artifacts(staging, dest, shard_arts, _merge_results)
+    gaps = merge_shard_artifacts(staging, dest, shard_arts, functools.partial(_merge_results, spent=spent))
     if len(prs) > 1:
         raise VlmpathError(f"artifacts disagree on the pull request number: {dict(sorted(prs.items()))}")
     pr = next(iter(prs), None)
@@ -295,7 +293,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
         _publish(staging, out)
         if pr is not None:
             write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
-        write_text_atomic(out / COMMENT_FILE, _failure_comment(errors))
+        write_text_atomic(out / COMMENT_FILE, render_failures("Benchmarks did not run on any machine", errors))
         write_text_atomic(out / SUMMARY_FILE, log_text("\n".join(["no machine produced results:", *errors])) + "\n")
         return FlowResult("", "", (), out, None, 1 if fail_on_regression else 0, notes=tuple(errors))
     pairs = {(d["base_sha"], d["head_sha"]) for _, d in runs}

@@ -256,6 +256,14 @@ def _fit(blocks: list[_Block], max_chars: int) -> str:
     return text[:max_chars]
 
 
+def render_failures(title: str, errors: Sequence[str], *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """The comment when nothing was compared (every machine failed): ``title`` and one
+    escaped, clipped line per error, fitted like any comment (errors left out last)."""
+    top = [MARKER, f"**{md_escape(clip(title, 200))}**"]
+    rows = [f"> ⚠️ {md_escape(clip(e, 300))}  " for e in errors]
+    return _fit([_Block(top), _Block([""], rows=rows, priority=0, what="errors", section="the errors")], max_chars)
+
+
 # --- JSON -----------------------------------------------------------------------------------
 
 
