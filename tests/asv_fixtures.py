@@ -82,7 +82,7 @@ def write_asv_run(
         n = len(list(itertools.product(*param_reprs)))
         if len(values) != n:
             raise ValueError(f"{name}: {len(values)} values for {n} parameter combinations")
-        version = hashlib.sha256(f"{name}:{unit}".encode()).hexdigest()
+        version = hashlib.sha256(f"{name}:{unit}".encode("utf-8", "surrogatepass")).hexdigest()
         if update_benchmarks_json:
             meta[name] = {
                 "code": f"def {name.rsplit('.', 1)[-1]}(self): ...", "name": name,

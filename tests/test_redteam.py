@@ -121,7 +121,7 @@ def _shown_inert(md: str) -> None:
     assert not bad, [ascii(b[:120]) for b in bad[:3]]
     outside = re.sub(r"`[^`\n]*`", "", md)
     assert not re.search(r"(?<![\\\w&#])@octocat", outside), "live mention"
-    assert not re.search(r"(?<!\\)\]\(https://evil", outside) and "<img" not in md and "<!-- -->" not in md
+    assert not re.search(r"(?<!\\)\]\(https://evil", outside) and "<img" not in outside and "<!-- -->" not in outside
 
 
 # --- 1. every text through the merge: log, comment, summary --------------------------------
@@ -187,9 +187,10 @@ def test_a_bad_side_file_is_one_note_and_the_comment_posts(tmp_path, capsys, key
     (arts / "bench-cpu" / file).write_text(JSON_BODIES[key], encoding="utf-8")
     rc, md, _, _ = _merge(tmp_path, arts, capsys, "--fail")
     assert rc == 0 and md.splitlines()[1].startswith("**No regressions")  # it posts, and the verdict stands
-    said = [ln for ln in md.splitlines() if ("what-grew" in ln if file == "ir-grew.json" else "profiles.json" in ln)]
-    if key.startswith("negative-zero"):  # a valid body: shown, no note
-        assert said == [] and (file != "ir-grew.json" or "What grew" in md)
+    said = [ln for ln in md.replace("\\", "").splitlines()
+            if ("what-grew" in ln if file == "ir-grew.json" else "profiles.json" in ln)]
+    if key.startswith("negative-zero") and file == "ir-grew.json":  # a valid what-grew body: shown, no note
+        assert said == [] and "What grew" in md
     else:
         assert len(said) == 1, said  # one line, saying why
 
@@ -289,8 +290,9 @@ def test_a_merge_of_many_failed_artifacts_is_fitted_and_posts(tmp_path, capsys):
 
     assert prepare_body(md) == md  # GitHub would take it: the marker is in, the size fits
     (arts / "bench-m000" / "error.txt").write_text("one error", encoding="utf-8")
-    for p in list(arts.iterdir())[1:]:
-        shutil.rmtree(p)
+    for p in arts.iterdir():
+        if p.name != "bench-m000":
+            shutil.rmtree(p)
     rc, md, _, _ = _merge(tmp_path, arts, capsys)  # one failed machine: said whole, nothing omitted
     assert "one error" in md and "omitted" not in md
 
