@@ -165,3 +165,54 @@ def test_ci_run_record(data):
         p = Path(d) / "run.json"
         p.write_bytes(data)
         _ok_or_own_error(_load_run_json, p)
+
+
+# --- the YAML loader, the what-grew and profiles readers, the escaping sinks ------------------
+yaml_texts = st.lists(st.sampled_from(list("ab:-[]{},|'\"#\n .09\t") + ["&a ", "*a", "<<: ", "!!str ", "!x "]),
+                      max_size=40).map("".join)
+
+
+@FAST
+@given(yaml_texts | st.text(max_size=60))
+def test_yaml_loader(text):
+    from vlmpath.core import safe_yaml
+
+    _ok_or_own_error(safe_yaml.loads, text, "f.yaml")
+
+
+def test_yaml_loader_known_good():
+    from vlmpath.core import safe_yaml
+
+    assert safe_yaml.loads("accepted:\n  - {case: a, pr: 7, reason: 'r'}\nfactor: [0.1, 0.25]\n", "f") == {
+        "accepted": [{"case": "a", "pr": 7, "reason": "r"}], "factor": [0.1, 0.25]}
+
+
+@FAST
+@given(json_values | st.lists(st.dictionaries(st.sampled_from(
+    ["case", "base_total", "head_total", "functions", "python", "aten", "notes", "unit"]), json_values), max_size=3))
+def test_what_grew_and_profiles_readers(value):
+    from vlmpath.compare.ir_grew import growths_from_json
+    from vlmpath.compare.profile_diff import profiles_from_json
+    from vlmpath.render.ir_grew import render_grew
+
+    text = json.dumps(value)
+    try:
+        render_grew(growths_from_json(text))  # read and rendered, or one ValueError
+    except ValueError:
+        pass
+    _ok_or_own_error(profiles_from_json, text)
+
+
+@FAST
+@given(st.text(max_size=80))  # any code points: controls, bidi, zero-width, surrogates
+def test_every_sink_lets_through_only_its_allowlist(text):
+    import re
+
+    from vlmpath.render.escape import file_name, html_escape, log_line, md_code, md_escape, title_text
+
+    for out in (md_escape(text), html_escape(text), md_code(text), log_line(text), title_text(text)):
+        assert out.isprintable()
+        out.encode("utf-8")  # no surrogate is left to break a write
+    assert not re.search(r"[<>@\n]", md_escape(text) + html_escape(text))
+    assert "##[" not in log_line(text) and not log_line(text).lstrip().startswith("::")
+    assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}", file_name(text))

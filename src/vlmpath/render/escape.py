@@ -21,7 +21,7 @@ through (an allowlist), never by a list of bad prefixes:
   (``::``) and no ``##[`` survives anywhere in it. The privileged jobs also print untrusted
   text between the runner's ``::stop-commands::`` pair (``render.job_log``);
 - ``title_text``: an issue title: one clipped line, no live mention;
-- ``file_name``: letters, digits and ``._-`` only, never starting with a dot, bounded;
+- ``file_name``: letters, digits and ``._-`` only, never starting with ``.`` or ``-``, bounded;
 - ``url_part`` / ``md_link``: a link target, percent-encoded.
 """
 
@@ -120,11 +120,11 @@ def title_text(text: object, limit: int = 200) -> str:
 
 def file_name(text: object, limit: int = 100) -> str:
     """A file name from untrusted text: letters, digits and ``._-`` only (anything else
-    becomes ``_``), never ``.``-first (no hidden file, no ``..``), at most ``limit``
+    becomes ``_``), never ``.``- or ``-``-first, at most ``limit``
     characters; a longer name keeps a hash of the whole so that two stay apart."""
     s = str(text)
     name = "".join(ch if ch in _FILE_CHARS else "_" for ch in s) or "_"
-    if name.startswith("."):
+    if name[0] in ".-":  # no hidden file, no "..", nothing a command line reads as an option
         name = "_" + name[1:]
     if len(name) > limit:
         digest = hashlib.sha256(s.encode("utf-8", "surrogatepass")).hexdigest()[:12]
