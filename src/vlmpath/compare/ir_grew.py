@@ -231,7 +231,7 @@ def growths_from_json(text: str) -> list[CaseGrowth]:
         return tuple(out)
 
     try:
-        data = safe_json.loads(text, "what-grew file", strict=True, said="malformed")
+        data = safe_json.loads(text, "malformed what-grew file", strict=True)
     except VlmpathError as exc:
         raise ValueError(str(exc)) from None
     try:
