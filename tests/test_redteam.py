@@ -39,7 +39,7 @@ from vlmpath.render.comment import GITHUB_COMMENT_LIMIT, MARKER
 ROOT = Path(__file__).resolve().parents[1]
 BASE, HEAD = sha("redteam-base"), sha("redteam-head")
 ACC = "bench_embed.Embed.track_accuracy"
-FAIL = "bench_embed.Embed.time_fail"
+FAIL = "bench_embed.Failing.time_fail"  # a case of its own: a failed case is one failure
 GOOD = {ACC: ("fraction", [], [], [1.0], None)}
 
 
@@ -70,7 +70,7 @@ def _hostile_artifacts(tmp: Path, s: str) -> Path:
     """One artifact with ``s`` in every string field it has, and one whose run failed with
     ``s`` as its error; accuracy falls 1.0 -> 0.5 beside it, so the verdict is red."""
     res = tmp / "res"
-    name = f"bench_embed.Embed.track_{s}"
+    name = f"bench_embed.Hostile.track_{s}"
     spec_b = {name: (s, ["p"], [[s]], [1.0], None), ACC: GOOD[ACC], FAIL: ("seconds", [], [], [1.0], None)}
     spec_h = {name: (s, ["p"], [[s]], [2.0], None), ACC: ("fraction", [], [], [0.5], None),
               FAIL: ("seconds", [], [], [None], None)}
