@@ -147,14 +147,19 @@ def test_the_plain_twin_is_green(tmp_path, capsys):
 # --- 2. every text through ci alert: titles, bodies, log -----------------------------------
 def test_every_hostile_text_through_ci_alert(tmp_path, capsys, github_fake, monkeypatch):
     res = tmp_path / "history"
-    names = [f"bench_embed.Embed{i}.track_{s}" for i, s in enumerate(TEXTS.values())]
+    # A known method (its definition is the metric table's), the text in its parameter values.
+    texts = list(TEXTS.values())
+    name = "bench_embed.Embed.track_tok_per_s"
     spread = (0.99, 1.0, 1.01, 0.995, 1.005)
+
+    def run(commit: str, value: float, i: int) -> None:
+        write_asv_run(res, "cpu-a", commit, {name: ("tok/s", ["case"], [texts], [value] * len(texts),
+                                                    [[value * f for f in spread]] * len(texts))},
+                      fingerprint("cpu"), date=1_700_000_000_000 + i * 3_600_000)
     for i in range(4):
-        write_asv_run(res, "cpu-a", sha(f"rt{i}"), {n: ("tok/s", [], [], [1000.0], [[1000.0 * f for f in spread]])
-                                                  for n in names}, fingerprint("cpu"), date=1_700_000_000_000 + i * 3_600_000)
+        run(sha(f"rt{i}"), 1000.0, i)
     slow = sha("rt4")
-    write_asv_run(res, "cpu-a", slow, {n: ("tok/s", [], [], [300.0], [[300.0 * f for f in spread]]) for n in names},
-                  fingerprint("cpu"), date=1_700_000_000_000 + 4 * 3_600_000)
+    run(slow, 300.0, 4)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     monkeypatch.setenv("GITHUB_API_URL", github_fake.url)
     rc = main(["ci", "alert", "--results", str(res), "--commit", slow, "--window", "4", "--repo", "octo-org/bench",
