@@ -214,6 +214,39 @@ def test_a_bad_run_record_or_results_file_is_one_line(tmp_path, capsys, key, fil
     assert not (tmp_path / "merged").exists()
 
 
+@pytest.mark.parametrize("key", sorted(JSON_BODIES))
+def test_a_bad_engine_record_line_is_one_line(tmp_path, capsys, key):
+    """An engine PR's artifact (``ci pr --engine-src``): records as JSON Lines, read by the
+    privileged merge with the same bounds."""
+    art = tmp_path / "arts" / "bench-engine"
+    (art / "records").mkdir(parents=True)
+    (art / "run.json").write_text(json.dumps({**json.loads(_run_json("cpu-a")), "kind": "engine"}), encoding="utf-8")
+    (art / "pr-number").write_text("7\n", encoding="utf-8")
+    (art / "records" / "base.jsonl").write_text(JSON_BODIES[key].replace("\n", " ") + "\n", encoding="utf-8")
+    (art / "records" / "head.jsonl").write_text(JSON_BODIES[key].replace("\n", " ") + "\n", encoding="utf-8")
+    rc, _, _, log = _merge(tmp_path, tmp_path / "arts", capsys, "--fail")
+    lines = content_lines(log)
+    assert rc == 2 and len(lines) == 1 and "base.jsonl" in lines[0], lines
+
+
+def test_the_run_budget_refuses_past_its_bytes_and_its_time():
+    from vlmpath.core.budget import RunBudget
+    from vlmpath.core.errors import VlmpathError
+
+    now = [0.0]
+    spent = RunBudget(max_bytes=100, max_seconds=10.0, clock=lambda: now[0])
+    spent.charge(60, "a")
+    spent.charge(40, "b")  # exactly the limit: fine
+    with pytest.raises(VlmpathError, match="c: the run's inputs are over 100 bytes"):
+        spent.charge(1, "c")
+    spent = RunBudget(max_bytes=100, max_seconds=10.0, clock=lambda: now[0])
+    now[0] = 10.0
+    spent.check_time("d")
+    now[0] = 10.5
+    with pytest.raises(VlmpathError, match="d: the run spent 10 s"):
+        spent.check_time("d")
+
+
 # --- 4. every YAML body as accepted.yaml and as --config -----------------------------------
 @pytest.mark.parametrize("key", sorted(YAML_BODIES))
 @pytest.mark.parametrize("flag", ["--accepted", "--config"])

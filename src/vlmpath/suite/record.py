@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE
 
@@ -124,11 +125,8 @@ def _check(name: str, v: Any, where: str) -> Any:
 def loads_record(data: str | Mapping[str, Any], where: str = "record") -> CaseRecord:
     """The record in ``data`` (a JSON line, or the object parsed from one); ``where``
     names it in the one-line error a malformed record raises."""
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise VlmpathError(f"{where} is not JSON ({exc}); {FIX}") from None
+    if isinstance(data, str):  # bounded: an engine artifact's records reach the privileged merge
+        data = safe_json.loads(data, where, FIX)
     if not isinstance(data, Mapping) or not isinstance(data.get("workload"), str) or not data["workload"]:
         raise VlmpathError(f"{where}: not a CaseRecord (no 'workload'); pass the JSON Lines of `vlmpath measure --json`")
     version = data.get("schema_version", SCHEMA_VERSION)
