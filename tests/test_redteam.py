@@ -258,11 +258,12 @@ def test_a_hostile_yaml_is_one_line_naming_the_file(tmp_path, capsys, key, flag)
     f = tmp_path / "hostile.yaml"
     f.write_bytes(body)
     rc = main(["compare", BASE, HEAD, "--results", str(res), flag, str(f)])
-    err = capsys.readouterr().err
-    _no_traceback(err)
-    lines = content_lines(err)
+    cap = capsys.readouterr()
+    _no_traceback(cap.out + cap.err)
+    lines = content_lines(cap.err)
     assert rc == 2 and len(lines) == 1 and "hostile.yaml" in lines[0], lines
-    assert needle.lower() in lines[0].lower(), (needle, lines[0])
+    if not (key == "not-utf8" and flag == "--accepted"):  # the list reads bytes as U+FFFD, then its own rules refuse
+        assert needle.lower() in lines[0].lower(), (needle, lines[0])
     arts = tmp_path / "arts"
     _artifact(arts, "bench-cpu", res)
     rc, _, _, log = _merge(tmp_path, arts, capsys, flag, str(f))  # the privileged job says it too, fenced
