@@ -226,6 +226,20 @@ def _apply_accepted(report, accepted, base_accepted, grant, *, pr: int | None, h
     return report, [g.why] if g is not None and report.awaiting_review else []
 
 
+def _load_merged(dest: Path, sha: str, owner: dict[str, str]):
+    """One side of the merged results; a refusal names the artifact's own path, not the
+    staging directory (deleted by then)."""
+    from vlmpath.compare import asv_results
+
+    try:
+        return asv_results.load_asv(dest, sha)
+    except VlmpathError as exc:
+        text = str(exc)
+        for machine, artifact in owner.items():
+            text = text.replace(str(dest / machine), f"artifact {artifact}: {RESULTS_SUBDIR}/{machine}")
+        raise VlmpathError(text.replace(str(dest), f"the merged {RESULTS_SUBDIR}")) from None
+
+
 def _publish(staging: Path, out: Path) -> None:
     """Move the staged results into ``out`` (after the comparison succeeded)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -236,7 +250,7 @@ def _publish(staging: Path, out: Path) -> None:
 
 def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
            fail_on_regression: bool, accepted=(None, None, None)) -> FlowResult:
-    from vlmpath.compare import asv_results, records, verdict as compare
+    from vlmpath.compare import records, verdict as compare
     from vlmpath.core.atomic import write_text as write_text_atomic
     from vlmpath.render.comment import render_failures
 
@@ -303,7 +317,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     base_sha, head = pairs.pop()
     if head_sha is not None and head != head_sha.lower():
         raise VlmpathError(f"artifacts measured head {head[:12]}, but the workflow run is for {head_sha[:12]}")
-    sides = [[asv_results.load_asv(dest, sha)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
+    sides = [[_load_merged(dest, sha, owner)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
     for b, h in engine_runs + counts:
         sides[0].append(b)
         sides[1].append(h)
