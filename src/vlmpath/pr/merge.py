@@ -321,7 +321,10 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     for b, h in engine_runs + counts:
         sides[0].append(b)
         sides[1].append(h)
-    report = compare.compare(*(functools.reduce(records.merge_runs, side) for side in sides), cfg)
+    # A quick run on any machine makes its banded rows indicative (run.json says so; a PR
+    # could only make timings non-gating this way, which it can do anyway by its numbers).
+    quick = any(d.get("quick") is True for _, d in runs)
+    report = compare.compare(*(functools.reduce(records.merge_runs, side) for side in sides), cfg, quick=quick)
     # Each machine's --bench, read as literal names (compare.selection): a pattern from an
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
     report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
