@@ -324,9 +324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(log_line(f"vlmpath {args.command}: error: {exc}"), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # core.interrupt.Interrupted carries SIGTERM's 143
         print(f"vlmpath {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return getattr(exc, "exit_code", 130)
     except OSError as exc:  # a full disk, a quota, a read-only output: one line, not a traceback
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"vlmpath {args.command}: error: {exc.strerror or exc}{where}; free space or fix the "

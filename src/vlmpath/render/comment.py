@@ -16,8 +16,9 @@ from __future__ import annotations
 import html
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from vlmpath.core.yardstick import is_top_notice
 from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict, dumps_report
 from vlmpath.render.escape import clip, html_escape, log_line, md_escape
 from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_ratio
@@ -148,7 +149,12 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
                     max_chars: int = DEFAULT_MAX_CHARS, profiles: Sequence = ()) -> str:
     """The PR comment body (GitHub-flavoured markdown), at most ``max_chars`` long, every
     section included in the fit (``profiles``: ``CaseProfile`` records of regressed cases)."""
-    top = [MARKER, headline(report)]
+    # The yardstick moved (benchmarks, thresholds or instruments changed by the PR,
+    # core.yardstick): said first, kept whatever the fit drops, and not repeated as a warning.
+    moved = tuple(dict.fromkeys(n for n in report.notes if is_top_notice(n)))
+    report = replace(report, notes=tuple(n for n in report.notes if n not in moved))
+    notice = [f"> ⚠️ **{md_escape(clip(n, 600))}**  " for n in moved[:MAX_WARNINGS]]
+    top = [MARKER, *notice, headline(report)]
     n_cases = len(report.all())
     top.append(
         f"<sub>base {md_escape(report.base_commit[:8])} → head {md_escape(report.head_commit[:8])}"
@@ -189,7 +195,7 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
 
         blocks.append(_Block(["", HEADING, ""], rows=profile_chunks(profiles), priority=1,
                              what="profiled cases", section="the profiles"))
-    return _fit(blocks, max_chars)
+    return _fit(blocks, max_chars, keep=_KEEP_TOP + len(notice))
 
 
 def _safe_url(url: str) -> str:
@@ -201,11 +207,12 @@ def _size(lines: Iterable[str]) -> int:
     return sum(len(s) + 1 for s in lines)
 
 
-#: Lines of the top block always kept: the marker, the verdict line, the commits line.
+#: Lines of the top block always kept: the marker, the verdict line, the commits line (and
+#: the yardstick notice above the verdict, when there is one).
 _KEEP_TOP = 3
 
 
-def _fit(blocks: list[_Block], max_chars: int) -> str:
+def _fit(blocks: list[_Block], max_chars: int, keep: int = _KEEP_TOP) -> str:
     """Fit the blocks into ``max_chars``: drop rows (lowest priority first), then whole
     sections, then warnings, each with a line saying what was left out; the marker and the
     verdict line are always kept."""
@@ -234,16 +241,16 @@ def _fit(blocks: list[_Block], max_chars: int) -> str:
         notes.append(f"{len(dropped)} section(s) left out ({', '.join(dropped[:5])}{', ...' if len(dropped) > 5 else ''})")
     top = blocks[0].head
     cut = 0
-    while len(top) > _KEEP_TOP and _size(line for x in blocks for line in x.lines()) + reserve > max_chars:
+    while len(top) > keep and _size(line for x in blocks for line in x.lines()) + reserve > max_chars:
         top.pop()
         cut += 1
     if cut:
         notes.append(f"{cut} warning line(s) left out")
     if notes:
-        top[_KEEP_TOP:_KEEP_TOP] = ["", f"_truncated: {'; '.join(notes)}; full comparison in the artifact_"]
+        top[keep:keep] = ["", f"_truncated: {'; '.join(notes)}; full comparison in the artifact_"]
     text = "\n".join(line for b in blocks for line in b.lines()) + "\n"
     if len(text) > max_chars:  # cannot happen with the clipped verdict line; kept as the last guard
-        text = "\n".join(top[:_KEEP_TOP]) + "\n\n_truncated: comment cut at the size limit_\n"
+        text = "\n".join(top[:keep]) + "\n\n_truncated: comment cut at the size limit_\n"
     return text[:max_chars]
 
 

@@ -50,8 +50,11 @@ cores and short kernels, waiting for a second OpenMP thread dominated (10 ms sta
 
 Interruption: asv saves a commit's results only after all its benchmarks ran, so an
 interrupted run leaves no new results file (previous results stay as they were); the
-fingerprint and summary are written atomically, and the summary of an interrupted run is
-marked ``interrupted``.
+fingerprint and summary are written atomically, the summary of an interrupted run is
+marked ``interrupted`` and its run-info file ``partial`` (so no PR reuses that commit's
+results as a base). SIGTERM is an interruption too (``core.interrupt``, in the CLI),
+which also ends asv's benchmark processes. One run per results directory at a time
+(``core.run_lock``): a second refuses, naming the first.
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ from vlmpath.runner.options import RunInterrupted, RunOptions, RunOutcome
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_ENV
 from vlmpath.core.git import dirty_paths, head, repo_root, resolve_commit
+from vlmpath.core.run_lock import results_lock
 from vlmpath.core.store_guard import unchanged_on_write_error
 
 
@@ -153,19 +157,27 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
               f"scale {opts.scale}{', quick' if opts.quick else ''}, launch {method}\n")
     out.flush()
 
+    # One run per results directory (core.run_lock: a second one refuses, naming this one).
     # A write error (a full disk) anywhere below leaves the store as it was: no new results
     # beside an old fingerprint (vlmpath.core.store_guard), one line, exit 2.
-    with unchanged_on_write_error(results_dir, store_files(machine, commit), "vlmpath run"):
+    with results_lock(results_dir, "vlmpath run " + " ".join(sys.argv[1:])), \
+            unchanged_on_write_error(results_dir, store_files(machine, commit), "vlmpath run"):
         status, rc = "complete", 0
         with tempfile.TemporaryDirectory(prefix="vlmpath-asv-") as tmp:
+            # asv's own temporary files (its fork server's) go with this directory, even when
+            # asv is killed before it removes them.
+            env = {**env, "TMPDIR": str(Path(tmp))}
             cfg = write_config(conf, repo, results_dir, html_dir, Path(tmp) / "asv.conf.json")
             asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
             failure_lines = Path(tmp) / "failures.jsonl"
             try:
                 rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, opts.bench),
                              {**env, FAILURES_ENV: str(failure_lines)}, repo, out)
-            except KeyboardInterrupt:
-                status, rc = "interrupted", 130
+            except KeyboardInterrupt as exc:
+                status, rc = "interrupted", getattr(exc, "exit_code", 130)
+                # Recorded: results of this commit are nobody's baseline until a complete run.
+                write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
+                               bench=opts.bench, trusted=False, partial=f"interrupted ({exc or 'SIGINT'})")
             if status != "interrupted":
                 write_json_atomic(fingerprint_path(results_dir, machine, commit), fingerprint(opts.python, env, machine))
                 write_failures(results_dir, machine, commit, failure_lines, chosen, out)
