@@ -203,7 +203,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
         run_from_records(head_recs, machine=machine, commit=head_sha, where=f"head records ({head_sha[:8]})"),
         cfg)
     # The yardstick is this vlmpath's (cases, thresholds, instruments), never the engine PR's.
-    notes.insert(0, ENGINE_NOTICE)
+    notes.append(ENGINE_NOTICE)
     report = replace(report, notes=(ENGINE_NOTICE, *report.notes))
     header = [f"engine: {root} ({sub or '.'})",
               f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from vlmpath.core.yardstick import is_top_notice
+from vlmpath.core.yardstick import ENGINE_NOTICE, YARDSTICK_MARK, is_top_notice
 from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict, dumps_report
 from vlmpath.render.escape import clip, html_escape, log_line, md_escape
 from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_ratio
@@ -150,17 +150,21 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
     """The PR comment body (GitHub-flavoured markdown), at most ``max_chars`` long, every
     section included in the fit (``profiles``: ``CaseProfile`` records of regressed cases)."""
     # The yardstick moved (benchmarks, thresholds or instruments changed by the PR,
-    # core.yardstick): said first, kept whatever the fit drops, and not repeated as a warning.
-    moved = tuple(dict.fromkeys(n for n in report.notes if is_top_notice(n)))
+    # core.yardstick): said right under the verdict, kept whatever the fit drops, once
+    # (each machine's artifact of ``ci merge`` brings the same note), not again as a warning.
+    moved = [n for n in report.notes if is_top_notice(n)]
     report = replace(report, notes=tuple(n for n in report.notes if n not in moved))
-    notice = [f"> ⚠️ **{md_escape(clip(n, 600))}**  " for n in moved[:MAX_WARNINGS]]
-    top = [MARKER, *notice, headline(report)]
+    once = dict.fromkeys(n[min(n.find(m) for m in (YARDSTICK_MARK, ENGINE_NOTICE) if m in n):] for n in moved)
+    notice = [f"> ⚠️ **{md_escape(clip(n, 600))}**  " for n in list(once)[:MAX_WARNINGS]]
+    top = [MARKER, headline(report)]
     n_cases = len(report.all())
     top.append(
         f"<sub>base {md_escape(report.base_commit[:8])} → head {md_escape(report.head_commit[:8])}"
         f" · {_plural(n_cases, 'case')} on {_plural(len(report.machines), 'machine')}"
         f" · thresholds: {md_escape(report.thresholds_source)}</sub>"
     )
+    if notice:
+        top.extend(["", *notice])
     shown = warnings(report, md_escape)
     if shown:  # at most MAX_WARNINGS: notes must not crowd the tables out of the comment
         top.append("")
@@ -195,7 +199,7 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
 
         blocks.append(_Block(["", HEADING, ""], rows=profile_chunks(profiles), priority=1,
                              what="profiled cases", section="the profiles"))
-    return _fit(blocks, max_chars, keep=_KEEP_TOP + len(notice))
+    return _fit(blocks, max_chars, keep=_KEEP_TOP + (1 + len(notice) if notice else 0))
 
 
 def _safe_url(url: str) -> str:
