@@ -119,7 +119,6 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     from vlmpath.runner.launch import engine_machine
     from vlmpath.measure.platform import machine_name, probe
     from vlmpath.core.scales import check_scale
-    from vlmpath.render import summary as summary_mod
 
     out = sys.stdout if out is None else out
     t0 = time.monotonic()
@@ -140,6 +139,16 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     html_dir = abs_path(repo, opts.html_dir or conf.get("html_dir", ".asv/html")).resolve()
     reports_dir = abs_path(repo, opts.reports_dir or "reports/out").resolve()
     check_writable(results_dir, "results dir")
+    # One run per results directory (core.run_lock): a second one refuses, naming this one,
+    # before it has read or written anything there.
+    with results_lock(results_dir, "vlmpath run " + " ".join(sys.argv[1:])):
+        return _run_locked(opts, out, t0, repo, conf, plat, machine, commit, results_dir, html_dir, reports_dir)
+
+
+def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict, plat, machine: str, commit: str,
+                results_dir: Path, html_dir: Path, reports_dir: Path) -> RunOutcome:
+    from vlmpath.render import summary as summary_mod
+
     check_writable(reports_dir, "reports dir")
     if opts.publish:
         check_writable(html_dir, "html dir")
@@ -157,11 +166,9 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
               f"scale {opts.scale}{', quick' if opts.quick else ''}, launch {method}\n")
     out.flush()
 
-    # One run per results directory (core.run_lock: a second one refuses, naming this one).
     # A write error (a full disk) anywhere below leaves the store as it was: no new results
     # beside an old fingerprint (vlmpath.core.store_guard), one line, exit 2.
-    with results_lock(results_dir, "vlmpath run " + " ".join(sys.argv[1:])), \
-            unchanged_on_write_error(results_dir, store_files(machine, commit), "vlmpath run"):
+    with unchanged_on_write_error(results_dir, store_files(machine, commit), "vlmpath run"):
         status, rc = "complete", 0
         with tempfile.TemporaryDirectory(prefix="vlmpath-asv-") as tmp:
             # asv's own temporary files (its fork server's) go with this directory, even when
