@@ -34,6 +34,17 @@ _PR_SET_CHILD_SUBREAPER = 36
 GRACE_S = 10.0
 
 
+#: Longest temporary directory handed to asv as ``TMPDIR``: its fork server's socket
+#: (``asv-forkserver-XXXXXXXX/socket`` below it) must fit AF_UNIX's 108 bytes.
+MAX_TMPDIR = 60
+
+
+def scratch_env(tmp: Path) -> dict[str, str]:
+    """``TMPDIR`` pointing into ``tmp`` (removed with it, so what a killed child left there
+    goes too), or nothing when the path is too long for asv's fork server socket."""
+    return {"TMPDIR": str(tmp)} if len(str(tmp)) <= MAX_TMPDIR else {}
+
+
 class Interrupted(KeyboardInterrupt):
     """The run received SIGTERM or SIGINT (``signum``)."""
 

@@ -106,6 +106,7 @@ from vlmpath.pr.side import (
 from vlmpath.compare import accepted as accepted_mod
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
+from vlmpath.core.interrupt import scratch_env
 from vlmpath.core.run_lock import results_lock
 from vlmpath.core.yardstick import notice
 
@@ -234,9 +235,9 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         lock_env = stack.enter_context(results_lock(rdir, "vlmpath ci pr " + " ".join(sys.argv[1:])))
         tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
         stack.callback(shutil.rmtree, tmp, ignore_errors=True)
-        (tmp / "tmp").mkdir()
+        (tmp / "t").mkdir()
         # asv's and the runs' own temporary files land in tmp too: an interrupted run's go with it.
-        child_env.update({**(os.environ if env is None else env), **lock_env, "TMPDIR": str(tmp / "tmp")})
+        child_env.update({**(os.environ if env is None else env), **lock_env, **scratch_env(tmp / "t")})
         head_wt = stack.enter_context(worktree(root, head_sha, tmp / "head"))
         # The yardstick is base's: its asv.conf.json and benchmarks/ measure both sides.
         base_wt = head_wt if base_sha == head_sha else stack.enter_context(worktree(root, base_sha, tmp / "base"))

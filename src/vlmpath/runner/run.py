@@ -89,6 +89,7 @@ from vlmpath.runner.options import RunInterrupted, RunOptions, RunOutcome
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_ENV
 from vlmpath.core.git import dirty_paths, head, repo_root, resolve_commit
+from vlmpath.core.interrupt import scratch_env
 from vlmpath.core.run_lock import results_lock
 from vlmpath.core.store_guard import unchanged_on_write_error
 
@@ -173,7 +174,7 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict
         with tempfile.TemporaryDirectory(prefix="vlmpath-asv-") as tmp:
             # asv's own temporary files (its fork server's) go with this directory, even when
             # asv is killed before it removes them.
-            env = {**env, "TMPDIR": str(Path(tmp))}
+            env = {**env, **scratch_env(Path(tmp))}
             cfg = write_config(conf, repo, results_dir, html_dir, Path(tmp) / "asv.conf.json")
             asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
             failure_lines = Path(tmp) / "failures.jsonl"
