@@ -32,7 +32,7 @@ from vlmpath.core.yardstick import ENGINE_NOTICE, notice, yardstick_files
 from vlmpath.render.comment import render_markdown
 
 BENCH = "bench_embed.Embed.track_accuracy"
-HONEST = "class Embed:\n    def track_accuracy(self):\n        import vlmpath\n        return vlmpath.ACCURACY\n"
+HONEST = "class Embed:\n    def track_accuracy(self):\n        import vlmpath as pkg\n        return pkg.ACCURACY\n"
 LIAR = "class Embed:\n    def track_accuracy(self):\n        return 1.0\n"
 
 

@@ -11,8 +11,9 @@ their CI's own concurrency group, or use two results directories. Nothing is los
 way: the refused run has not touched the directory.
 
 The lock is the kernel's, not the file's: it goes with the holder's process (a killed run
-frees it at once; no stale-lock cleanup), and the file itself stays (removing it would let
-a third run lock a new inode while the second still holds the old one).
+frees it at once; no stale-lock cleanup). A run that ends removes the file while it still
+holds it, and a run that wins a lock on a file no longer at that path opens it again, so
+two runs never hold two inodes of one lock (a killed run's empty file stays, harmlessly).
 
 A run started by the holder on the same directory (``ci pr`` runs ``vlmpath run`` per side)
 is let through: the holder hands its children ``VLMPATH_RUN_LOCK=<lock file>\\t<token>``,
@@ -71,6 +72,25 @@ def _refusal(path: Path, holder: Mapping) -> VlmpathError:
     )
 
 
+def _open_locked(path: Path) -> tuple[int, bool]:
+    """(fd of the lock file, locked?). A holder removes the file as it lets go; one opened just
+    before that is a dead inode, so a lock won on it is dropped and the path opened again."""
+    for _ in range(100):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return fd, False
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd, True
+        os.close(fd)
+    raise VlmpathError(f"cannot lock {path}: it keeps being replaced; is another tool removing it?")
+
+
 @contextmanager
 def results_lock(results_dir: str | os.PathLike[str], command: str,
                  env: Mapping[str, str] | None = None) -> Iterator[dict[str, str]]:
@@ -80,13 +100,8 @@ def results_lock(results_dir: str | os.PathLike[str], command: str,
     env = os.environ if env is None else env
     path = lock_path(results_dir).absolute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd, locked = _open_locked(path)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            locked = True
-        except BlockingIOError:
-            locked = False
         if not locked:
             if not _inherited(path, fd, env):
                 raise _refusal(path, _read_holder(fd))
@@ -94,12 +109,12 @@ def results_lock(results_dir: str | os.PathLike[str], command: str,
             return
         token = secrets.token_hex(16)
         holder = {"pid": os.getpid(), "command": command[:COMMAND_CHARS], "started": time.time(), "token": token}
-        os.ftruncate(fd, 0)
+        os.ftruncate(fd, 0)  # a killed run's file may still hold its holder
         os.pwrite(fd, (json.dumps(holder) + "\n").encode("utf-8"), 0)
         try:
             yield {LOCK_ENV: f"{path}\t{token}"}
         finally:
-            os.ftruncate(fd, 0)  # a reader of a free lock finds no stale holder
+            path.unlink(missing_ok=True)  # while still held: nothing is left in the directory
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
