@@ -150,3 +150,19 @@ def test_sigterm_ends_even_the_grandchildren_that_left_the_process_group(tmp_pat
     while Path(f"/proc/{grandchild}").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not Path(f"/proc/{grandchild}").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the subreaper is Linux's")
+def test_a_run_ends_what_it_started_and_leaves_its_callers_children_alone():
+    from vlmpath.core.interrupt import interruptible
+
+    sleep = [sys.executable, "-c", "import time; time.sleep(300)"]
+    callers = subprocess.Popen(sleep)  # e.g. a test's fake server, there before the run
+    try:
+        with interruptible(grace_s=2):
+            started = subprocess.Popen(sleep)
+        assert started.poll() is not None  # ended (and reaped) on the way out
+        assert callers.poll() is None
+    finally:
+        callers.kill()
+        callers.wait()

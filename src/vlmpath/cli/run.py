@@ -66,6 +66,9 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
             with interruptible():  # SIGTERM/SIGINT: children ended, worktrees and temp dirs removed
                 return _run_pr(a)
         except KeyboardInterrupt as exc:
+            from pathlib import Path
+
+            Path(a.out).mkdir(parents=True, exist_ok=True)
             pr_outputs.write_error(a.out, f"vlmpath ci pr: interrupted ({exc or 'SIGINT'}) before it finished: "
                                    "its children were ended and its worktrees removed; nothing was compared")
             raise

@@ -119,21 +119,25 @@ def _signal_all(pids: list[int], sig: int) -> None:
             pass
 
 
-def end_descendants(grace_s: float = GRACE_S) -> list[int]:
-    """SIGTERM every live descendant, SIGKILL what is left after ``grace_s``, reap; returns
-    the pids that had to be ended (empty when the run left nothing behind)."""
-    pids = descendants()
+def end_descendants(grace_s: float = GRACE_S, spare: frozenset[int] = frozenset()) -> list[int]:
+    """SIGTERM every live descendant but ``spare`` (those that were there before the run),
+    SIGKILL what is left after ``grace_s``, reap; returns the pids that had to be ended
+    (empty when the run left nothing behind)."""
+    def ours() -> list[int]:
+        return [p for p in descendants() if p not in spare]
+
+    pids = ours()
     if not pids:
         return []
     _signal_all(pids, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         _reap()
-        if not descendants():
+        if not ours():
             return pids
         time.sleep(0.05)
     for _ in range(20):  # SIGKILL cannot be refused; a fork in between is caught next round
-        left = descendants()
+        left = ours()
         if not left:
             break
         _signal_all(left, signal.SIGKILL)
@@ -163,7 +167,8 @@ def end_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
 def interruptible(grace_s: float = GRACE_S) -> Iterator[None]:
     """SIGTERM/SIGINT raise ``Interrupted`` inside; every descendant is ended on the way out
     (see the module docstring). Outside the main thread signals cannot be caught: the
-    body runs as it is, and its descendants are still ended."""
+    body runs as it is, and its descendants are still ended. Processes that were already
+    running below the caller when it entered are left alone."""
     main = threading.current_thread() is threading.main_thread()
     fired: list[int] = []
 
@@ -174,13 +179,14 @@ def interruptible(grace_s: float = GRACE_S) -> Iterator[None]:
         raise Interrupted(signum)
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    spare = frozenset(descendants())  # a caller's own children (a test's server) are not ours
     reaper = _subreaper(True)
     try:
         yield
     finally:
         try:
             if reaper or not sys.platform.startswith("linux"):
-                end_descendants(grace_s)
+                end_descendants(grace_s, spare)
         finally:
             if reaper:
                 _subreaper(False)

@@ -5,8 +5,8 @@
 1. resolve ``--base`` and ``--head`` to commits and take their **merge-base** as the
    baseline (comparing against the live base tip would blame the PR for whatever landed on
    the base branch meanwhile);
-2. check head (and, when needed, the merge-base) out into temporary ``git worktree``\\ s,
-   removed again afterwards, also when anything fails;
+2. check head and the merge-base out into temporary ``git worktree``\\ s (the merge-base's
+   benchmarks/ measure both sides), removed again afterwards, also when anything fails;
 3. run the asv suite once per side with ``--set-commit-hash <sha>``, the same ``--machine``
    and the same results directory, so both runs land in one asv results tree;
 4. copy just those two runs into ``OUT/results`` and compare them there, writing
@@ -105,7 +105,7 @@ from vlmpath.pr.side import (
 )
 from vlmpath.compare import accepted as accepted_mod
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
+from vlmpath.core.git import git, merge_base, repo_root, resolve_commit, worktree
 from vlmpath.core.interrupt import scratch_env
 from vlmpath.core.run_lock import results_lock
 from vlmpath.core.yardstick import notice
@@ -233,6 +233,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     # Left in reverse: the worktrees, then the temporary directory, then the results lock.
     with ExitStack() as stack:
         lock_env = stack.enter_context(results_lock(rdir, "vlmpath ci pr " + " ".join(sys.argv[1:])))
+        # After tmp is gone: a worktree interrupted while git was still adding it is pruned.
+        stack.callback(git, root, "worktree", "prune", check=False)
         tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
         stack.callback(shutil.rmtree, tmp, ignore_errors=True)
         (tmp / "t").mkdir()
