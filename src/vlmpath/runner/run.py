@@ -117,8 +117,6 @@ def store_files(machine: str, commit: str):
 
 def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     """Run the asv suite once for one commit on this machine (see the module docstring)."""
-    from vlmpath.runner.launch import engine_machine
-    from vlmpath.measure.platform import machine_name, probe
     from vlmpath.core.scales import check_scale
 
     out = sys.stdout if out is None else out
@@ -126,9 +124,6 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     check_scale(opts.scale)
     repo = repo_root(opts.repo)
     conf = load_config(repo / "asv.conf.json")
-    plat = probe()
-    machine = machine_name(plat.backend, plat.device_name, opts.machine or os.environ.get("VLMPATH_MACHINE"))
-    machine = engine_machine(machine, opts.engine)
     if not opts.allow_dirty:
         dirty = dirty_paths(repo)
         if dirty:
@@ -143,13 +138,18 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     # One run per results directory (core.run_lock): a second one refuses, naming this one,
     # before it has read or written anything there.
     with results_lock(results_dir, "vlmpath run " + " ".join(sys.argv[1:])):
-        return _run_locked(opts, out, t0, repo, conf, plat, machine, commit, results_dir, html_dir, reports_dir)
+        return _run_locked(opts, out, t0, repo, conf, commit, results_dir, html_dir, reports_dir)
 
 
-def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict, plat, machine: str, commit: str,
+def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict, commit: str,
                 results_dir: Path, html_dir: Path, reports_dir: Path) -> RunOutcome:
+    from vlmpath.runner.launch import engine_machine
+    from vlmpath.measure.platform import machine_name, probe
     from vlmpath.render import summary as summary_mod
 
+    plat = probe()
+    machine = machine_name(plat.backend, plat.device_name, opts.machine or os.environ.get("VLMPATH_MACHINE"))
+    machine = engine_machine(machine, opts.engine)
     check_writable(reports_dir, "reports dir")
     if opts.publish:
         check_writable(html_dir, "html dir")
