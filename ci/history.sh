@@ -2,7 +2,7 @@
 # The trusted benchmark history kept on a git branch (used by bench-main.yml only).
 #
 #   ci/history.sh fetch BRANCH DIR         clone BRANCH of origin into DIR (an empty one if absent)
-#   ci/history.sh append NEW_DIR RESULTS   copy every artifact's asv results into RESULTS
+#   ci/history.sh append NEW_DIR RESULTS   add every artifact's asv results to RESULTS (shards merged)
 #   ci/history.sh push DIR MESSAGE         commit DIR and push it to its branch
 #   ci/history.sh publish HTML_DIR BRANCH  asv-publish RESULTS (DIR/results) into HTML_DIR, push it to BRANCH
 #
@@ -35,11 +35,33 @@ case "$cmd" in
         mkdir -p "$dir/results"
         ;;
     append)
+        # Each artifact is one runner's asv results directory; the shards of one machine
+        # (vlmpath run --shard K/N) become one asv results file per commit (asv's Results
+        # API, not a file copy that would let the second shard overwrite the first).
         new=$1 results=$2
         shopt -s nullglob
+        arts=()
         for art in "$new"/*/; do
-            cp -a "$art". "$results"/
+            name=$(basename "$art")
+            if [[ "$name" =~ ^image-([a-z]{1,20})$ ]]; then
+                # Main's image digest for the PR GPU jobs (ci/image.sh pull-or-build).
+                vendor=${BASH_REMATCH[1]}
+                ref=$(head -c 400 "$art/image-ref.txt" 2>/dev/null | head -n1 || true)
+                if [[ "$ref" =~ ^[a-z0-9][a-z0-9._/-]{0,200}@sha256:[0-9a-f]{64}$ ]]; then
+                    mkdir -p "$results/../images"
+                    printf '%s\n' "$ref" > "$results/../images/$vendor.txt"
+                else
+                    echo "::warning::history: $name holds no image digest"
+                fi
+            else
+                arts+=("$art")
+            fi
         done
+        if [[ ${#arts[@]} -eq 0 ]]; then echo "history: no results under $new"; exit 0; fi
+        rc=0
+        "${VLMPATH:-.venv/bin/vlmpath}" shards merge "${arts[@]}" --into "$results" || rc=$?
+        # 3: a shard is missing; what arrived is kept (and marked so in its run-info).
+        if [[ $rc -eq 3 ]]; then echo "::warning::history: a shard is missing (see above)"; elif [[ $rc -ne 0 ]]; then exit "$rc"; fi
         ;;
     push)
         dir=$1 msg=$2

@@ -18,6 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
+SETUP_T0=$SECONDS
+step() {  # a progress line with the seconds so far: the pip steps print nothing for minutes
+  echo "setup: [$((SECONDS - SETUP_T0)) s] $*"
+}
 CPU_TORCH=${VLMPATH_CPU_TORCH:-torch==2.13.0}
 CPU_INDEX=https://download.pytorch.org/whl/cpu
 
@@ -57,7 +61,9 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 VPY=.venv/bin/python
+step "1/4 pip in .venv"
 "$VPY" -m pip install -q --disable-pip-version-check -c ci/constraints.txt --upgrade pip
+step "2/4 torch"
 if ! "$VPY" -c "import torch" 2>/dev/null; then
   read -r -a torch_args <<< "$(torch_install_args "$VPY")"
   echo "setup: installing the CPU build: pip install ${torch_args[*]}"
@@ -65,6 +71,7 @@ if ! "$VPY" -c "import torch" 2>/dev/null; then
 fi
 # Pin whatever torch is there now so that no dependency can swap it for another build.
 "$VPY" -c "import importlib.metadata as m; print('torch==' + m.version('torch'))" > .venv/torch-constraint.txt
+step "3/4 vlmpath and its test and lint tools (pip, the longest step: about 2 minutes)"
 PIP_CONSTRAINT=.venv/torch-constraint.txt "$VPY" -m pip install -q --disable-pip-version-check \
   -c ci/constraints.txt -e ".[test]" -r ci/requirements-lint.txt
 
@@ -78,6 +85,7 @@ apt_install() {  # PACKAGE WHY-IT-IS-NEEDED WHAT-FAILS-WITHOUT-IT
     echo "setup: warning: no $1 and no root apt-get; install $1 ($3)" >&2
   fi
 }
+step "4/4 Debian packages (valgrind, chromium) if missing"
 if ! command -v valgrind >/dev/null 2>&1; then
   apt_install valgrind "the instruction-count gate" "instruction counts are unavailable"
 fi
@@ -89,4 +97,4 @@ if [ -n "${VLMPATH_ENGINE_INSTALL:-}" ]; then
     .venv/bin/vlmpath engine install "$release"
   done
 fi
-echo "setup: ready ($("$VPY" -c 'import torch, vlmpath; print("torch", torch.__version__, "vlmpath", vlmpath.__version__)'))"
+echo "setup: [$((SECONDS - SETUP_T0)) s] ready ($("$VPY" -c 'import torch, vlmpath; print("torch", torch.__version__, "vlmpath", vlmpath.__version__)'))"

@@ -12,6 +12,12 @@ thread and answers, with GitHub's request and response shapes:
   not in this store), ``POST /repos/{o}/{r}/issues`` -> 201, ``GET``/``PATCH
   /repos/{o}/{r}/issues/{n}`` (title, body, state, labels); comments on an issue use the
   comment endpoints above
+* pull requests and who labelled them: ``GET /repos/{o}/{r}/pulls/{n}`` (``head.sha``,
+  ``user``, ``labels``), ``GET /repos/{o}/{r}/issues/{n}/events`` (``labeled`` /
+  ``unlabeled`` events with ``actor``, ``label.name``, ``created_at``; paginated) and
+  ``GET /repos/{o}/{r}/collaborators/{login}/permission`` (``permission``, ``role_name``;
+  404 for someone who is not a collaborator). Scripted with ``open_pull``, ``label`` and
+  ``unlabel``; ``collaborators`` maps a login to its role
 
 It checks ``Authorization: Bearer <token>`` (401 otherwise), the ``Accept`` and
 ``X-GitHub-Api-Version`` headers, records every request for assertions, and can be
@@ -74,6 +80,9 @@ class FakeGitHub:
     requests: list[Recorded] = field(default_factory=list)
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    collaborators: dict[str, str] = field(default_factory=dict)  # login -> admin|maintain|write|triage|read
     _failures: list[_Failure] = field(default_factory=list)
     _next_id: int = 1_000_000
     _tick: int = 0
@@ -137,6 +146,31 @@ class FakeGitHub:
         with self._lock:
             for i in range(n):
                 self._add(pr, body if body is not None else f"lgtm #{i}", user or HUMAN)
+
+    def open_pull(self, pr: int, head_sha: str, author: str = "contributor") -> None:
+        with self._lock:
+            self.pulls[pr] = {"number": pr, "state": "open", "head": {"sha": head_sha, "ref": "feature"},
+                              "base": {"ref": "main"}, "user": _user(author), "labels": []}
+            self.events.setdefault(pr, [])
+
+    def label(self, pr: int, name: str, actor: str, *, at: str | None = None, kind: str = "User") -> None:
+        """``actor`` applies label ``name`` (at ``at``, ISO 8601; default: the next tick)."""
+        self._label_event(pr, name, actor, at, kind, "labeled")
+
+    def unlabel(self, pr: int, name: str, actor: str, *, at: str | None = None) -> None:
+        self._label_event(pr, name, actor, at, "User", "unlabeled")
+
+    def _label_event(self, pr, name, actor, at, kind, event) -> None:
+        with self._lock:
+            self._next_id += 1
+            self.events.setdefault(pr, []).append({
+                "id": self._next_id, "node_id": f"LE_{self._next_id}", "event": event,
+                "actor": _user(actor, kind), "created_at": at or self._stamp(), "commit_id": None,
+                "label": {"name": name, "color": "ededed"}, "performed_via_github_app": None})
+            pull = self.pulls.get(pr)
+            if pull is not None:
+                names = [x["name"] for x in pull["labels"] if x["name"] != name]
+                pull["labels"] = [{"name": x} for x in names + ([name] if event == "labeled" else [])]
 
     def marked(self, pr: int, marker: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -212,6 +246,19 @@ class FakeGitHub:
             return self._issues(method, seg, query, body)
         if len(seg) < 5 or seg[0] != "repos" or seg[1:3] != [self.owner, self.repo]:
             return self._error(404, "Not Found")
+        if method == "GET" and seg[3] == "pulls" and len(seg) == 5 and seg[4].isdigit():
+            pull = self.pulls.get(int(seg[4]))
+            return (200, {}, json.loads(json.dumps(pull))) if pull else self._error(404, "Not Found")
+        if method == "GET" and seg[3] == "issues" and len(seg) == 6 and seg[5] == "events" and seg[4].isdigit():
+            if int(seg[4]) not in self.events:
+                return self._error(404, "Not Found")
+            return self._list(None, path, query, [dict(e) for e in self.events[int(seg[4])]])
+        if method == "GET" and seg[3] == "collaborators" and len(seg) == 6 and seg[5] == "permission":
+            role = self.collaborators.get(seg[4])
+            if role is None:
+                return self._error(404, f"{seg[4]} is not a user")
+            perm = {"maintain": "write", "triage": "read"}.get(role, role)
+            return 200, {}, {"permission": perm, "role_name": role, "user": _user(seg[4])}
         if seg[3] == "issues" and len(seg) == 6 and seg[5] == "comments" and seg[4].isdigit():
             pr = int(seg[4])
             if pr not in self.comments:
@@ -300,6 +347,11 @@ class FakeGitHub:
                     c["body"], c["updated_at"] = body["body"], self._stamp()
                     return 200, {}, dict(c)
         return self._error(404, "Not Found")
+
+
+def _user(login: str, kind: str = "User") -> dict[str, Any]:
+    return {"login": login, "id": abs(hash(login)) % 10**8, "type": kind,
+            "html_url": f"https://github.com/{login}"}
 
 
 def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:

@@ -55,9 +55,13 @@ def test_an_accepted_regression_is_shown_and_does_not_fail_an_unlisted_one_stays
     assert rc == 1  # the accuracy drop is not listed: still red
     assert md.splitlines()[1].startswith("**1 regression") and "(1 accepted)" in md.splitlines()[1]
     assert "✅ accepted: trades 60% tok/s for a fix &#64;octocat" in md and "accepted: trades" in out
-    both = listed + "  - case: 'bench_embed.*accuracy'\n    pr: 12\n    reason: known\n"
+    both = listed + f"  - case: 'bench_embed.*accuracy'\n    commit: '{HEAD[:8]}'\n    reason: known\n"
     rc, md, _ = _compare(tmp_path, res, capsys, both)
     assert rc == 0 and "2 accepted" in md.splitlines()[1] and "No regressions" in md.splitlines()[1]
+    # A PR's entry is bounded to that PR: a compare of main's commits knows no PR, so it mutes nothing.
+    pr_scoped = listed + "  - case: 'bench_embed.*accuracy'\n    pr: 12\n    reason: known\n"
+    rc, md, _ = _compare(tmp_path, res, capsys, pr_scoped)
+    assert rc == 1 and md.splitlines()[1].startswith("**1 regression") and "(1 accepted)" in md.splitlines()[1]
 
 
 def test_an_entry_is_bound_to_its_change_and_its_place(tmp_path, capsys):
@@ -72,8 +76,9 @@ def test_an_entry_is_bound_to_its_change_and_its_place(tmp_path, capsys):
     from vlmpath.compare.asv_results import load_asv
 
     rep = compare(load_asv(res, BASE), load_asv(res, HEAD), load_thresholds(None))
-    entries = accepted.entries_from({"accepted": [{"case": "*", "pr": 7, "reason": "r"}]}, "x")
+    entries = accepted.entries_from({"accepted": [{"case": "bench_embed.*", "pr": 7, "reason": "r"}]}, "x")
     assert len(accepted.apply(rep, entries, pr=8).regressions) == 2
+    assert len(accepted.apply(rep, entries, pr=None).regressions) == 2  # no PR known: no PR's entry
     assert accepted.apply(rep, entries, pr=7).regressions == []
 
 
@@ -84,6 +89,10 @@ def test_an_entry_is_bound_to_its_change_and_its_place(tmp_path, capsys):
     ("accepted: [{case: x, pr: 1}]", "reason must be a non-empty string"),
     ("accepted: [{case: x, pr: 1, reason: r, regex: '.*'}]", "keys backend, case, commit, machine, pr, reason only"),
     ("accepted: {", "not valid YAML"),
+    # Every case at once is no one change's acceptance: refused, naming the entry.
+    ("accepted: [{case: x, pr: 1, reason: r}, {case: '*', pr: 1, reason: r}]", "entry 1: case '*' matches every case"),
+    ("accepted: [{case: '*.*', commit: abcdef1, reason: r}]", "entry 0: case '*.*' matches every case"),
+    ("accepted: [{case: ' ** (*) ', pr: 1, reason: r}]", "matches every case"),
 ])
 def test_a_bad_accepted_file_is_one_line(tmp_path, capsys, bad, needle):
     res = _pair(tmp_path)
@@ -173,8 +182,9 @@ def test_ci_merge_applies_the_given_file_for_its_pr_only(tmp_path, capsys):
     for pr, code in ((8, 1), (7, 0)):  # an entry for another PR covers nothing
         (tmp_path / "acc.yaml").write_text(f"accepted:\n  - case: 'bench_embed.*'\n    pr: {pr}\n    reason: r\n")
         out = tmp_path / f"m{pr}"
+        # The same entry on the base branch's file: trusted.
         rc = main(["ci", "merge", str(tmp_path / "arts"), "--out", str(out), "--fail",
-                   "--accepted", str(tmp_path / "acc.yaml")])
+                   "--accepted", str(tmp_path / "acc.yaml"), "--base-accepted", str(tmp_path / "acc.yaml")])
         capsys.readouterr()
         assert rc == code, pr
         assert ("2 accepted" in (out / "comment.md").read_text()) == (code == 0)

@@ -61,10 +61,14 @@ def test_direction_comes_from_the_unit(unit, base, head, expected):
     assert c.method == ("exact" if unit in ("fraction", "syncs", "calls") else "threshold")
 
 
-def test_unknown_unit_is_lower_is_better_and_marked():
-    c = _verdict(_m(1.0, "widgets"), _m(2.0, "widgets"))
-    assert c.verdict is Verdict.REGRESSION and c.direction == "unknown"
-    assert _verdict(_m(2.0, "widgets"), _m(1.0, "widgets")).verdict is Verdict.IMPROVEMENT
+def test_a_unit_with_no_trusted_rule_is_not_judged_never_lower_by_default():
+    # It used to be compared as lower-is-better: a drop read as an improvement.
+    for b, h in ((1.0, 2.0), (2.0, 1.0)):
+        c = _verdict(_m(b, "widgets"), _m(h, "widgets"))
+        assert c.verdict is Verdict.NOT_COMPARABLE and c.untrusted and "'widgets'" in c.reason
+    rep = compare(_run(BASE, ("cpu-a", [_m(2.0, "widgets"), _m(1.0, bench="b.B.time_y")])),
+                  _run(HEAD, ("cpu-a", [_m(1.0, "widgets"), _m(1.0, bench="b.B.time_y")])))
+    assert not rep.improvements and rep.exit_code() == 3  # never green
 
 
 def test_each_backend_is_judged_by_its_own_band():
@@ -146,22 +150,23 @@ def test_significant_and_beyond_factor_is_a_regression_but_significant_alone_is_
 
 
 def test_new_removed_newly_failing_fixed_skipped_and_unit_change():
+    # One class per benchmark: each is its own case (core.metrics.case_of).
     base = _run(BASE, ("cpu-a", [
-        _m(1.0, bench="b.B.time_removed"),
-        _m(1.0, bench="b.B.time_breaks"),
-        _m(None, bench="b.B.time_fixed", error="failed"),
-        _m(None, bench="b.B.time_skip", skipped=True),
-        _m(1.0, "ms", bench="b.B.track_unit"),
-        _m(None, bench="b.B.time_broken_both", error="failed"),
+        _m(1.0, bench="b.removed.time_removed"),
+        _m(1.0, bench="b.breaks.time_breaks"),
+        _m(None, bench="b.fixed.time_fixed", error="failed"),
+        _m(None, bench="b.skip.time_skip", skipped=True),
+        _m(1.0, "ms", bench="b.unit.track_unit"),
+        _m(None, bench="b.broken_both.time_broken_both", error="failed"),
     ]))
     head = _run(HEAD, ("cpu-a", [
-        _m(1.0, bench="b.B.time_new"),
-        _m(None, bench="b.B.time_breaks", error="failed"),
-        _m(1.0, bench="b.B.time_fixed"),
-        _m(1.0, bench="b.B.time_skip"),
-        _m(1.0, "seconds", bench="b.B.track_unit"),
-        _m(None, bench="b.B.time_broken_both", error="failed"),
-        _m(None, bench="b.B.time_new_broken", error="failed"),
+        _m(1.0, bench="b.new.time_new"),
+        _m(None, bench="b.breaks.time_breaks", error="failed"),
+        _m(1.0, bench="b.fixed.time_fixed"),
+        _m(1.0, bench="b.skip.time_skip"),
+        _m(1.0, "seconds", bench="b.unit.track_unit"),
+        _m(None, bench="b.broken_both.time_broken_both", error="failed"),
+        _m(None, bench="b.new_broken.time_new_broken", error="failed"),
     ]))
     rep = compare(base, head, CFG)
     got = {c.benchmark.rsplit(".", 1)[-1]: c for c in rep.all()}
@@ -174,20 +179,20 @@ def test_new_removed_newly_failing_fixed_skipped_and_unit_change():
     assert got["track_unit"].verdict is Verdict.NOT_COMPARABLE and "unit changed" in got["track_unit"].reason
     assert got["time_broken_both"].verdict is Verdict.NOT_COMPARABLE
     # Newly failing fails CI like a regression does.
-    assert {c.benchmark for c in rep.regressions} == {"b.B.time_breaks", "b.B.time_new_broken"}
+    assert {c.benchmark for c in rep.regressions} == {"b.breaks.time_breaks", "b.new_broken.time_new_broken"}
     assert rep.exit_code() == 1 and rep.exit_code(fail_on_regression=False) == 0
 
 
 def test_failure_messages_travel_with_the_failing_side():
     split = "RuntimeError: split_with_sizes expects split_sizes to sum exactly to 256"
     base = _run(BASE, ("cpu-a", [
-        _m(1.0, bench="b.B.time_breaks"), _m(None, bench="b.B.time_fixed", error="ValueError: old bug"),
-        _m(1.0, bench="b.B.time_generic"), _m(None, bench="b.B.time_both", error="E: base"),
+        _m(1.0, bench="b.breaks.time_breaks"), _m(None, bench="b.fixed.time_fixed", error="ValueError: old bug"),
+        _m(1.0, bench="b.generic.time_generic"), _m(None, bench="b.both.time_both", error="E: base"),
     ]))
     head = _run(HEAD, ("cpu-a", [
-        _m(None, bench="b.B.time_breaks", error=split), _m(1.0, bench="b.B.time_fixed"),
-        _m(None, bench="b.B.time_generic", error=NO_RESULT_ERROR), _m(None, bench="b.B.time_both", error="E: head"),
-        _m(None, bench="b.B.time_new_broken", error="KeyError: 'x'"),
+        _m(None, bench="b.breaks.time_breaks", error=split), _m(1.0, bench="b.fixed.time_fixed"),
+        _m(None, bench="b.generic.time_generic", error=NO_RESULT_ERROR), _m(None, bench="b.both.time_both", error="E: head"),
+        _m(None, bench="b.new_broken.time_new_broken", error="KeyError: 'x'"),
     ]))
     rep = compare(base, head, CFG)
     got = {c.benchmark.rsplit(".", 1)[-1]: c for c in rep.all()}
@@ -197,7 +202,7 @@ def test_failure_messages_travel_with_the_failing_side():
     assert got["time_both"].error == "E: head" and got["time_new_broken"].error == "KeyError: 'x'"
     data = json.loads(json.dumps(rep.to_dict()))
     rows = {c["benchmark"]: c for m in data["machines"] for c in m["comparisons"]}
-    assert rows["b.B.time_breaks"]["error"] == split
+    assert rows["b.breaks.time_breaks"]["error"] == split
     assert ComparisonReport.from_dict(data) == rep
 
 
@@ -231,9 +236,9 @@ def test_missing_machine_is_a_marked_partial_comparison_not_no_change():
 
 
 def test_partial_head_run_marks_missing_benchmarks(tmp_path):
-    suite = {"b.B.track_acc": ("fraction", [], [], [1.0], None), "b.B.time_x": ("seconds", [], [], [1.0], None)}
+    suite = {"b.B.track_accuracy": ("fraction", [], [], [1.0], None), "b.B.time_x": ("seconds", [], [], [1.0], None)}
     write_asv_run(tmp_path, "cpu-a", BASE, suite)
-    write_asv_run(tmp_path, "cpu-a", HEAD, {"b.B.track_acc": suite["b.B.track_acc"]}, update_benchmarks_json=False)
+    write_asv_run(tmp_path, "cpu-a", HEAD, {"b.B.track_accuracy": suite["b.B.track_accuracy"]}, update_benchmarks_json=False)
     rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
     removed = [c for c in rep.all() if c.verdict is Verdict.REMOVED]
     assert [c.reason for c in removed] == ["missing from head run"]
@@ -241,9 +246,9 @@ def test_partial_head_run_marks_missing_benchmarks(tmp_path):
 
 
 def test_toolchain_change_is_flagged_but_still_compared(tmp_path):
-    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok": ("tok/s", [], [], [100.0], None)},
+    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok_per_s": ("tok/s", [], [], [100.0], None)},
                   fingerprint("cuda", torch="2.6.0"))
-    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok": ("tok/s", [], [], [50.0], None)},
+    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok_per_s": ("tok/s", [], [], [50.0], None)},
                   fingerprint("cuda", torch="2.7.1", driver="575.1"))
     rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
     (m,) = rep.machines
@@ -253,8 +258,8 @@ def test_toolchain_change_is_flagged_but_still_compared(tmp_path):
 
 
 def test_same_fingerprint_no_flag_and_one_sided_fingerprint_noted(tmp_path):
-    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
-    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
+    write_asv_run(tmp_path, "cuda-h200", BASE, {"b.B.track_tok_per_s": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
+    write_asv_run(tmp_path, "cuda-h200", HEAD, {"b.B.track_tok_per_s": ("tok/s", [], [], [100.0], None)}, fingerprint("cuda"))
     rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
     assert rep.machines[0].toolchain_changes == () and not rep.partial
     (tmp_path / "cuda-h200" / f"vlmpath-fingerprint-{BASE[:8]}.json").unlink()
@@ -390,3 +395,148 @@ def test_cli_compare_pytest_json_only(tmp_path, capsys):
     rc = main(["compare", BASE, HEAD, "--pytest-json", str(tmp_path / "b.json"), str(tmp_path / "h.json")])
     out = capsys.readouterr().out
     assert rc == 1 and "t.py::test_x.syncs" in out
+
+
+# --- trusted definitions, one failure per case, quick runs (issue 27) --------------------------
+ACC = "bench_embed.EmbedRoutine.track_accuracy"
+CASE_P = (["pipeline", "preset"], [["default"], ["multi_region"]])
+
+
+def _acc_pair(tmp_path, unit):
+    """accuracy 1.00 -> 0.60 on a pair whose benchmarks.json says ``unit`` for track_accuracy."""
+    names, params = CASE_P
+    for commit, v in ((BASE, 1.0), (HEAD, 0.6)):
+        write_asv_run(tmp_path, "cpu-a", commit, {ACC: (unit, names, params, [v], None)}, fingerprint("cpu"))
+    return compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+
+
+def test_the_true_unit_reads_the_accuracy_drop_as_a_regression(tmp_path):
+    rep = _acc_pair(tmp_path, "fraction")  # the gate works on an honest file
+    assert [c.verdict for c in rep.all()] == [Verdict.REGRESSION] and rep.exit_code() == 1
+
+
+@pytest.mark.parametrize("lie", ["seconds", "widgets"])
+def test_a_unit_the_results_change_never_turns_an_accuracy_drop_green(tmp_path, lie):
+    # It read as an improvement ("No regressions", exit 0) when the unit came from the file.
+    rep = _acc_pair(tmp_path, lie)
+    (c,) = rep.all()
+    assert c.verdict is Verdict.NOT_COMPARABLE and c.untrusted and not rep.improvements
+    assert f"'{lie}'" in c.reason and "'track_accuracy'" in c.reason and "'fraction'" in c.reason
+    assert rep.exit_code() == 3
+
+
+def test_without_benchmarks_json_the_table_gives_the_unit(tmp_path):
+    _acc_pair(tmp_path, "fraction")
+    (tmp_path / "benchmarks.json").unlink()
+    rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+    (c,) = rep.all()
+    assert (c.unit, c.verdict, c.method) == ("fraction", Verdict.REGRESSION, "exact") and rep.exit_code() == 1
+
+
+def test_a_method_the_table_does_not_know_is_not_judged_and_named(tmp_path):
+    known = "bench_embed.EmbedRoutine.track_syncs"
+    odd = "bench_embed.EmbedRoutine.track_widgets_per_s"
+    for commit, v in ((BASE, 10.0), (HEAD, 1.0)):
+        write_asv_run(tmp_path, "cpu-a", commit, {odd: ("tok/s", [], [], [v], None),
+                                                  known: ("syncs", [], [], [0.0], None)})
+    rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+    got = {c.benchmark: c for c in rep.all()}
+    assert got[known].verdict is Verdict.UNCHANGED
+    assert got[odd].verdict is Verdict.NOT_COMPARABLE and got[odd].untrusted
+    assert "'track_widgets_per_s'" in got[odd].reason and "metric table" in got[odd].reason
+    assert rep.exit_code() == 3 and not rep.regressions  # never green, never lower-by-default
+    from vlmpath.render.headline import headline
+
+    assert "untrusted definition" in headline(rep) and "No regressions" not in headline(rep)
+
+
+def test_a_crashed_head_case_is_one_failure_with_its_error_and_no_improvements(tmp_path):
+    from vlmpath.core.failures import Failure
+    from vlmpath.render.headline import headline
+
+    names, params = CASE_P
+    cls = "bench_engine.Engine"
+    base = {f"{cls}.track_accuracy": ("fraction", names, params, [1.0], None),
+            f"{cls}.track_reserved_bytes": ("bytes", names, params, [2e6], None),
+            f"{cls}.track_syncs": ("syncs", names, params, [5.0], None),
+            f"{cls}.track_tok_per_s": ("tok/s", names, params, [100.0], None)}
+    # The head case crashed part-way: its leftover counters are lower (they counted less).
+    head = {**base, f"{cls}.track_accuracy": ("fraction", names, params, [0.6], None),
+            f"{cls}.track_reserved_bytes": ("bytes", names, params, [1e6], None),
+            f"{cls}.track_syncs": ("syncs", names, params, [1.0], None),
+            f"{cls}.track_tok_per_s": ("tok/s", names, params, [None], None)}
+    write_asv_run(tmp_path, "cpu-a", BASE, base)
+    write_asv_run(tmp_path, "cpu-a", HEAD, head)
+    boom = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    failure = Failure(f"{cls}.track_tok_per_s", (("pipeline", "default"), ("preset", "multi_region")), boom)
+    failures_path(tmp_path / "cpu-a", HEAD).write_text(json.dumps([failure.to_dict()]))
+    rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
+    (c,) = rep.all()
+    assert (c.verdict, c.error, c.case, c.left_out) == (Verdict.NEWLY_FAILING, boom, cls, 3)
+    assert not rep.improvements and rep.exit_code() == 1
+    line = headline(rep)
+    assert line.count("illegal memory access") == 1 and "Engine default multi\\_region failing" in line
+    assert "reserved" not in line and "syncs" not in line and "improvement" not in line
+
+
+def test_a_crashed_engine_record_is_one_failure_too():
+    from vlmpath.compare.from_records import run_from_records
+    from vlmpath.suite.record import CaseRecord
+
+    ok = CaseRecord(workload="multi_region", tok_per_s=100.0, accuracy=1.0, syncs=5, reserved_bytes=2_000_000,
+                    encoder_calls=4, samples=(0.01,) * 7, prefill_tokens=1)
+    crashed = CaseRecord(workload="multi_region", accuracy=0.6, syncs=1, reserved_bytes=1_000_000, encoder_calls=1,
+                         error="RuntimeError: boom")
+    rep = compare(run_from_records([ok], machine="cpu-a", commit=BASE),
+                  run_from_records([crashed], machine="cpu-a", commit=HEAD), CFG)
+    (c,) = rep.all()
+    assert c.verdict is Verdict.NEWLY_FAILING and c.error == "RuntimeError: boom" and c.case == "engine_embed.Engine"
+    assert not rep.improvements and rep.exit_code() == 1
+
+
+def _quick_pair(tmp_path, quick: bool, head_tok=(80.0, 120.0), head_acc=1.0):
+    """An unchanged pair of engine + routine runs whose tok/s jitters (no samples on the
+    engine's plain tracks, one on the routine's); the run-info files say ``quick``."""
+    from vlmpath.runner.run_files import write_run_info
+
+    names, params = (["cache", "preset"], [["off"], ["multi_region", "video"]])
+    rnames, rparams = CASE_P
+    for commit, toks, racc in ((BASE, (100.0, 100.0), 1.0), (HEAD, head_tok, head_acc)):
+        write_asv_run(tmp_path, "cpu-a", commit, {
+            "bench_engine.Engine.track_tok_per_s": ("tok/s", names, params, list(toks), None),
+            "bench_engine.Engine.track_syncs": ("syncs", names, params, [3.0, 3.0], None),
+            "bench_embed.EmbedRoutine.track_tok_per_s": ("tok/s", rnames, rparams, [1.0], [[toks[0]]]),
+            ACC: ("fraction", rnames, rparams, [racc], None)})
+        write_run_info(tmp_path, "cpu-a", commit, quick=quick, scale="tiny", bench=None, trusted=True)
+    return tmp_path
+
+
+def test_a_quick_unchanged_pair_exits_zero_with_indicative_moves_counted_apart(tmp_path, capsys):
+    res = _quick_pair(tmp_path, quick=True)
+    assert load_asv(res, HEAD).machines[0].quick is True  # compare reads it from the run-info file
+    rc = main(["compare", BASE, HEAD, "--results", str(res)])
+    head_line = capsys.readouterr().out.splitlines()[1]
+    assert rc == 0 and head_line.startswith("No regressions")
+    assert "3 indicative moves (too few samples, not gating)" in head_line and "0 improvements" in head_line
+    rep = compare(load_asv(res, BASE), load_asv(res, HEAD), CFG)
+    engine = [c for c in rep.all() if c.benchmark.startswith("bench_engine") and c.unit == "tok/s"]
+    routine = [c for c in rep.all() if c.benchmark.startswith("bench_embed") and c.unit == "tok/s"]
+    assert engine and routine and all(c.indicative for c in engine + routine)  # one rule wherever it comes from
+
+
+def test_a_full_run_gates_the_same_move_and_quick_still_gates_exact_rows(tmp_path):
+    # Planted: the same jitter without quick is judged by the band (gating) ...
+    full = _quick_pair(tmp_path / "full", quick=False)
+    rep = compare(load_asv(full, BASE), load_asv(full, HEAD), CFG)
+    assert rep.exit_code() == 1 and any(c.benchmark == "bench_engine.Engine.track_tok_per_s" for c in rep.regressions)
+    # ... and in quick mode an exact row (accuracy) still fails the check.
+    quick = _quick_pair(tmp_path / "quick", quick=True, head_acc=0.9)
+    rep = compare(load_asv(quick, BASE), load_asv(quick, HEAD), CFG)
+    assert [c.benchmark for c in rep.regressions] == [ACC] and rep.exit_code() == 1
+    from vlmpath.render.headline import headline
+
+    assert headline(rep).startswith("**1 regression on cpu\\-a**") and "(3 indicative moves, not gating)" in headline(rep)
+    from vlmpath.render.comment import render_markdown
+
+    summary = next(x for x in render_markdown(rep).splitlines() if x.startswith("<summary>"))
+    assert "1 regression," in summary and "3 indicative" in summary and "improvement" not in summary

@@ -247,6 +247,51 @@ def test_same_commit_and_an_older_benchmark_version_are_said(tmp_path, capsys):
     assert rc == 0 and "base and head are the same commit" in out
 
 
+# --- 1b. a row's meaning is never the results' (issue 27) ----------------------------------------
+def _set_unit(res: Path, unit) -> None:
+    meta = json.loads((res / "benchmarks.json").read_text())
+    meta[ACC]["unit"] = unit
+    (res / "benchmarks.json").write_text(json.dumps(meta))
+
+
+def _rename_everywhere(res: Path, old: str, new: str) -> None:
+    for f in [res / "benchmarks.json", *(res / "cpu-a").glob("*-*.json")]:
+        f.write_text(f.read_text().replace(f'"{old}"', f'"{new}"'))
+
+
+#: What a PR's results can say about the meaning of accuracy 1.00 -> 0.60, and what it must
+#: never read as: green, or an improvement. name -> (planting, red exit codes allowed).
+DEFINITION_CORPUS = {
+    "unit says seconds (lower is better)": (lambda res: _set_unit(res, "seconds"), {3}),
+    "unit says asv's default 'unit'": (lambda res: _set_unit(res, "unit"), {3}),
+    "unit is a number": (lambda res: _set_unit(res, 5), {3}),
+    "unit is an object": (lambda res: _set_unit(res, {"direction": "lower"}), {3}),
+    "unit carries workflow commands": (lambda res: _set_unit(res, EVIL), {3}),
+    "unit is null": (lambda res: _set_unit(res, None), {1}),
+    "no benchmarks.json": (lambda res: (res / "benchmarks.json").unlink(), {1}),
+    "method the table lacks": (lambda res: _rename_everywhere(res, ACC, ACC + "_v2"), {3}),
+    "method name carries workflow commands": (lambda res: _rename_everywhere(res, ACC, ACC + "_::error::x"), {3}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEFINITION_CORPUS))
+def test_what_the_results_say_a_metric_means_never_turns_a_drop_green(tmp_path, capsys, name):
+    plant, red = DEFINITION_CORPUS[name]
+    res = tmp_path / "res"
+    results(res, "cpu-a", BASE, GOOD)
+    results(res, "cpu-a", HEAD, WORSE)  # accuracy 1.00 -> 0.60
+    plant(res)
+    rc, md, _ = compare(tmp_path, res, capsys)
+    first = md.splitlines()[1]
+    assert rc in red and "No regressions" not in first and "improvement" not in first.replace("0 improvements", "")
+    if 3 in red:
+        assert "untrusted definition" in first
+    arts = tmp_path / "arts"
+    artifact(arts, "bench-cpu", res, "cpu-a")
+    rc, md, summary, _ = merge(tmp_path, arts, capsys, "--fail")  # the comment the privileged job posts
+    assert rc in red and "No regressions" not in md.splitlines()[1]
+
+
 # --- 2. untrusted text stays data, in every sink ---------------------------------------------
 def evil_results(res: Path, machine: str) -> None:
     name = f"bench_embed.Embed.track_{EVIL}"
@@ -310,12 +355,14 @@ def test_profile_links_are_built_from_a_plain_artifact_name_and_encoded(tmp_path
 
 def test_the_corpus_through_ci_alert_titles_bodies_and_log(tmp_path, capsys, github_fake, monkeypatch):
     res = tmp_path / "history"
-    name = f"bench_embed.Embed.track_{EVIL}"
+    # The hostile text rides in a parameter: a method name the metric table lacks is never
+    # judged (compare.definitions), so it could not reach an alert's title at all.
+    name = "bench_embed.Embed.track_tok_per_s"
     for i in range(4):
-        write_asv_run(res, "cpu-a", sha(f"m{i}"), {name: ("tok/s", [], [], [1000.0], [[1000.0 * f for f in
+        write_asv_run(res, "cpu-a", sha(f"m{i}"), {name: ("tok/s", ["preset"], [[EVIL]], [1000.0], [[1000.0 * f for f in
                       (0.99, 1.0, 1.01, 0.995, 1.005)]])}, fingerprint("cpu"), date=1_700_000_000_000 + i * 3_600_000)
     slow = sha("m4")
-    write_asv_run(res, "cpu-a", slow, {name: ("tok/s", [], [], [300.0], [[300.0 * f for f in
+    write_asv_run(res, "cpu-a", slow, {name: ("tok/s", ["preset"], [[EVIL]], [300.0], [[300.0 * f for f in
                   (0.99, 1.0, 1.01, 0.995, 1.005)]])}, fingerprint("cpu"), date=1_700_000_000_000 + 4 * 3_600_000)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     monkeypatch.setenv("GITHUB_API_URL", github_fake.url)

@@ -375,3 +375,46 @@ def test_real_asv_run_loads_like_the_fixture(tmp_path):
     fake_meta = json.loads((tmp_path / "fake" / "benchmarks.json").read_text())[name]
     for key in ("param_names", "params", "type", "unit", "name"):
         assert fake_meta[key] == real_meta[key], key
+
+
+# --- a row's meaning is the metric table's (issue 27) -------------------------------------------
+def test_the_reader_takes_units_from_the_table_and_marks_a_claim_that_disagrees(tmp_path):
+    acc, hashed, odd = ("bench_embed.EmbedRoutine.track_accuracy", "bench_embed.EmbedRoutine.track_hash_s",
+                        "bench_x.X.track_mystery")
+    write_asv_run(tmp_path, "cpu-a", BASE, {acc: ("seconds", [], [], [1.0], None),
+                                            hashed: ("seconds", [], [], [1e-5], None),
+                                            odd: ("tok/s", [], [], [3.0], None),
+                                            "bench_hash.Receive.time_receive": ("seconds", [], [], [0.1], None)})
+    by = {m.benchmark: m for m in load_asv(tmp_path, BASE).metrics()}
+    assert (by[acc].unit, "'seconds'" in by[acc].untrusted) == ("fraction", True)  # the table's unit, the lie named
+    assert by[hashed].untrusted is None and by["bench_hash.Receive.time_receive"].untrusted is None
+    assert by[odd].unit == "tok/s" and "'track_mystery'" in by[odd].untrusted
+    long_lie = "x" * 5000 + "\n::error::"
+    write_asv_run(tmp_path, "cpu-a", BASE, {acc: (long_lie, [], [], [1.0], None)})
+    why = next(m for m in load_asv(tmp_path, BASE).metrics() if m.benchmark == acc).untrusted
+    assert len(why) < 200 and "\n" not in why  # the claim is quoted, clipped
+
+
+def test_every_hand_written_track_in_benchmarks_has_a_trusted_meaning():
+    import re
+
+    from vlmpath.core.metrics import metric_for_method
+    from vlmpath.selfcheck.ir_cases import UNITS
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    methods = {m for p in root.glob("*.py") for m in re.findall(r"def ((?:track|time|peakmem|mem)_\w+)", p.read_text())}
+    assert methods and all(metric_for_method(f"x.Y.{m}") is not None for m in methods), methods
+    assert all(metric_for_method(b).unit == u for b, u in UNITS.items())  # the counted rows, too
+
+
+def test_the_run_info_file_says_whether_a_run_was_quick(tmp_path):
+    from vlmpath.runner.run_files import run_info_path, write_run_info
+
+    write_asv_run(tmp_path, "cpu-a", BASE, {"bench_embed.Embed.time_x": ("seconds", [], [], [1.0], None)})
+    assert load_asv(tmp_path, BASE).machines[0].quick is None  # no file: unknown
+    write_run_info(tmp_path, "cpu-a", BASE, quick=True, scale="tiny", bench=None, trusted=False)
+    assert load_asv(tmp_path, BASE).machines[0].quick is True
+    run_info_path(tmp_path, "cpu-a", BASE).write_text('{"quick": "yes"}')
+    assert load_asv(tmp_path, BASE).machines[0].quick is None  # not a boolean: not read as one
+    run_info_path(tmp_path, "cpu-a", BASE).write_text("[" * 100_000)
+    assert load_asv(tmp_path, BASE).machines[0].quick is None  # unreadable: never a crash

@@ -144,7 +144,7 @@ def test_summary_of_the_real_fixture_marks_missing_selection_partial(tmp_path):
     jpath, mpath = summod.write_summary(s, tmp_path)
     data = json.loads(jpath.read_text())
     assert data["status"] == "partial" and data["partial"] and data["counts"]["missing"] == 1
-    assert "| `bench_hash.Receive.time_receive` | xxh3, 1 | - | 0 | **missing** |" in mpath.read_text()
+    assert "| `bench_hash.Receive.time_receive` | xxh3, 1 | - | 0 |  | **missing**: selected but no result" in mpath.read_text()
     # The per-run pair and the latest pair the dashboard reads; no temp files left.
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([jpath.name, mpath.name, "summary.json", "summary.md"])
     assert "2 syncs" in summod.render_terminal(s)

@@ -7,8 +7,11 @@ The trust rules of docs/ci-security.md, read from the YAML (what GitHub evaluate
   (required reviewers), in a workflow whose file PRs cannot change (not ``pull_request*``);
 - only bench-main.yml writes history or baselines (``--trusted``, the trusted results
   volume mounted writable, the history branch, ``contents: write``);
-- a write token sits only in the environment of the steps that post, push or file issues
-  (never a job's env, never an install or merge step);
+- a write token sits only in the environment of the steps that post, push, file issues or
+  ask the API (never a job's env, never an install or merge step);
+- an acceptance is never the PR's own: every ``ci merge --accepted`` (the PR head's list)
+  comes with ``--base-accepted`` read from the trusted checkout, never from the PR head's
+  checkout or an artifact, and the label is read by ``ci label-grant`` in the same job;
 - every action is pinned by a full commit SHA with its version in a comment, on a major
   that runs on Node 24; zizmor (offline, default persona, medium and up) finds nothing in
   .github/workflows/ nor in the engine templates of ci/templates/.
@@ -99,8 +102,11 @@ def history_writes(text: str, wf: dict[str, Any]) -> list[str]:
 
 
 _TOKEN = re.compile(r"\$\{\{\s*(?:github\.token|secrets\.GITHUB_TOKEN)\s*\}\}")
-# What a step with a token may run: post a comment, file issues, fetch/push history, ask the API.
-_POSTS = re.compile(r"post-comment\.sh|vlmpath ci alert|ci/history\.sh|\bgh api\b")
+# What a step with a token may run: post a comment, file issues, fetch/push history, ask the API
+# (`gh api`, or `vlmpath ci label-grant`: who applied the acceptance label, nothing written),
+# log in to the container registry (bench-main's image job, which then pushes main's image).
+_POSTS = re.compile(r"post-comment\.sh|vlmpath ci alert|ci/history\.sh|\bgh api\b|docker login ghcr\.io"
+                    r"|vlmpath ci label-grant")
 
 
 def token_outside_posting_steps(wf: dict[str, Any]) -> list[str]:
@@ -175,7 +181,7 @@ def test_cpu_history_does_not_wait_for_gpu_runners():
     assert "concurrency" not in main  # a run waiting for GPU runners blocks no later run
     assert all(isinstance(j.get("timeout-minutes"), int) for j in jobs.values())
     assert jobs["history-cpu"]["env"]["ARTIFACTS"] == "main-cpu"
-    assert jobs["history-gpu"]["env"]["ARTIFACTS"] == "main-{nvidia,amd}"
+    assert jobs["history-gpu"]["env"]["ARTIFACTS"] == "{main,image}-{nvidia,amd}*"  # shards and digests
     assert jobs["history-gpu"]["steps"] == jobs["history-cpu"]["steps"]
 
 
@@ -306,3 +312,66 @@ def test_only_the_reviewed_data_file_of_the_pr_head_may_be_read_by_a_privileged_
                     perms = planted["jobs"][jid].get("permissions", planted.get("permissions"))
                     assert any(v == "write" for v in perms.values())
                     assert trust_violations(planted), (jid, key, value)
+
+
+def acceptance_problems(wf: dict[str, Any]) -> list[str]:
+    """Where a privileged merge could take an acceptance from the PR: ``--accepted`` without
+    ``--base-accepted``, a base list read from a PR-head checkout or an artifact, a grant
+    that no ``ci label-grant`` step of the job wrote."""
+    out = []
+    for jid, job in wf["jobs"].items():
+        steps = job.get("steps", [])
+        untrusted = [str((s.get("with") or {}).get("path", ".")) for s in steps
+                     if str(s.get("uses", "")).startswith(("actions/download-artifact@", "actions/checkout@"))
+                     and ("download-artifact" in str(s.get("uses")) or "ref" in (s.get("with") or {}))]
+        runs = [str(s.get("run", "")) for s in steps]
+        for run in runs:
+            if "vlmpath ci merge" not in run or "--accepted" not in run:
+                continue
+            base = re.findall(r"--base-accepted\s+(\S+)", run)
+            if not base:
+                out.append(f"{jid}: ci merge --accepted without --base-accepted: the PR's own entries would count")
+            for b in base:
+                if any(b.startswith(u.rstrip("/") + "/") for u in untrusted if u != "."):
+                    out.append(f"{jid}: --base-accepted {b} is read from the PR's checkout or an artifact")
+            if "--grant" in run and not any("vlmpath ci label-grant" in r for r in runs):
+                out.append(f"{jid}: ci merge --grant, but no step of the job reads the label")
+    return out
+
+
+@pytest.mark.parametrize("path", [COMMENT_WF, GPU_WF], ids=lambda p: p.name)
+def test_privileged_merges_take_acceptance_from_the_base_branch_or_a_label(path):
+    assert acceptance_problems(load(path)) == []
+
+
+def test_the_acceptance_rule_sees_a_pr_granting_itself():
+    wf = load(COMMENT_WF)
+    merge = next(s for s in wf["jobs"]["comment"]["steps"] if "vlmpath ci merge" in str(s.get("run", "")))
+    assert "--base-accepted benchmarks/accepted.yaml" in merge["run"] and "--fail" in merge["run"]
+    for old, new in (("accepted=(--base-accepted benchmarks/accepted.yaml)", "accepted=()"),
+                     ("--base-accepted benchmarks/", "--base-accepted pr-head/benchmarks/"),
+                     ("--base-accepted benchmarks/", "--base-accepted artifacts/bench-cpu/")):
+        planted = copy.deepcopy(wf)
+        step = next(s for s in planted["jobs"]["comment"]["steps"] if s.get("id") == "merge")
+        step["run"] = step["run"].replace(old, new)
+        assert len(acceptance_problems(planted)) == 1, new
+    no_label = copy.deepcopy(wf)
+    no_label["jobs"]["comment"]["steps"] = [s for s in no_label["jobs"]["comment"]["steps"]
+                                            if "label-grant" not in str(s.get("run", ""))]
+    assert any("no step of the job reads the label" in p for p in acceptance_problems(no_label))
+
+
+def test_the_label_is_read_for_the_measured_push_and_the_verdict_posted_on_its_head():
+    job = load(COMMENT_WF)["jobs"]["comment"]
+    assert job["env"]["RUN_CREATED_AT"] == "${{ github.event.workflow_run.created_at }}"
+    (grant,) = [s for s in job["steps"] if "vlmpath ci label-grant" in str(s.get("run", ""))]
+    assert '--since "$RUN_CREATED_AT"' in grant["run"] and '--head-sha "$RUN_HEAD_SHA"' in grant["run"]
+    assert grant.get("continue-on-error") is True  # no grant file: the PR's own entries stay red
+    names = [s.get("name") for s in job["steps"]]
+    assert names.index(grant["name"]) < names.index(next(s["name"] for s in job["steps"] if s.get("id") == "merge"))
+    # The status is posted in the step that first checked the PR's head is the measured sha.
+    post = next(s for s in job["steps"] if "post-comment.sh" in str(s.get("run", "")))
+    run = post["run"]
+    assert run.index('[[ "$pr_head" != "$RUN_HEAD_SHA" ]]') < run.index("statuses/$RUN_HEAD_SHA")
+    assert "context=vlmpath/bench" in run and post["env"]["VERDICT"] == "${{ steps.merge.outputs.verdict }}"
+    assert load(COMMENT_WF)["permissions"]["statuses"] == "write"

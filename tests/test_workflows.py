@@ -133,7 +133,7 @@ def test_pr_number_and_shas_reach_the_shell_only_through_env_and_are_validated(p
     for wf in (pr_wf, comment_wf):
         runs = "\n".join(str(s.get("run", "")) for _, s in steps(wf))
         assert "${{" not in runs, "no expressions at all inside run: scripts"
-    for job in pr_wf["jobs"].values():
+    for job in _bench_jobs(pr_wf).values():
         assert job["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
         rec = next(s for s in job["steps"] if "pr-number" in str(s.get("run", "")))
         assert '[[ "$PR_NUMBER" =~ ^[0-9]+$ ]]' in rec["run"]
@@ -161,8 +161,8 @@ def test_gpu_matrix_covers_nvidia_amd_and_the_pr_workflow_a_hosted_cpu_job(pr_wf
         assert flag in amd
     assert "--gpus" not in amd
     # PR code reaches the self-hosted GPU boxes only through the approval environment.
-    assert gpu["environment"] == "gpu-bench" and gpu["needs"] == "verify"
-    assert set(pr_wf["jobs"]) == {"cpu"}
+    assert gpu["environment"] == "gpu-bench" and gpu["needs"] == ["verify", "plan"]
+    assert set(pr_wf["jobs"]) == {"shards", "cpu"}
     cpu = pr_wf["jobs"]["cpu"]
     assert cpu["runs-on"] == "ubuntu-latest" and cpu["env"]["VLMPATH_SCALE"] == "tiny"
     cpu_runs = "\n".join(str(s.get("run", "")) for s in cpu["steps"])
@@ -171,7 +171,7 @@ def test_gpu_matrix_covers_nvidia_amd_and_the_pr_workflow_a_hosted_cpu_job(pr_wf
 
 def test_pr_jobs_fetch_history_and_upload_one_artifact_per_machine(pr_wf):
     names = []
-    for job_id, job in pr_wf["jobs"].items():
+    for job_id, job in _bench_jobs(pr_wf).items():
         (co,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
         assert re.fullmatch(r"actions/checkout@[0-9a-f]{40}", co["uses"])
         assert co["with"]["fetch-depth"] == 0 and co["with"]["persist-credentials"] is False
@@ -185,13 +185,74 @@ def test_pr_jobs_fetch_history_and_upload_one_artifact_per_machine(pr_wf):
         for s in job["steps"]:
             if "run" in s and s.get("if") != "always()" and "timeout-minutes" not in s:
                 assert len(str(s["run"]).splitlines()) <= 4, f"{job_id}: long step without a timeout"
-    assert names == ["bench-cpu"]
+    assert names == ["bench-cpu-shard-${{ matrix.shard }}"]
+
+
+def _bench_jobs(pr_wf) -> dict[str, Any]:
+    """The jobs that check out and benchmark the PR (not the one that splits it into shards)."""
+    return {k: v for k, v in pr_wf["jobs"].items() if k != "shards"}
+
+
+def _render(text: str, values: dict[str, str]) -> str:
+    """The two expression shapes the shard matrix uses: ``${{ a }}`` and ``${{ a || 'b' }}``."""
+    def one(m: re.Match) -> str:
+        name, _, default = (x.strip() for x in m.group(1).partition("||"))
+        return values.get(name) or default.strip("'")
+    return re.sub(r"\$\{\{(.*?)\}\}", one, text)
+
+
+@pytest.mark.parametrize("shards", [None, "1", "5"])
+def test_the_cpu_shard_matrix_runs_and_each_entry_is_a_shard_the_cli_takes(pr_wf, tmp_path, shards):
+    """The split step's own script, run by bash; each matrix entry's --shard, rendered as
+    GitHub would, through the real CLI parser and parse_shard: together, 1..N of N."""
+    import json
+    import os
+    import subprocess
+
+    from vlmpath.cli import build_parser
+    from vlmpath.runner.shards import parse_shard
+
+    job = pr_wf["jobs"]["shards"]
+    (step,) = job["steps"]
+    values = {"vars.CPU_SHARDS": shards} if shards else {}
+    out = tmp_path / "output"
+    env = {**os.environ, "CPU_SHARDS": _render(job["env"]["CPU_SHARDS"], values), "GITHUB_OUTPUT": str(out)}
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    key, _, matrix = out.read_text().strip().partition("=")
+    entries = json.loads(matrix)
+    n = int(shards or 3)
+    assert key == "matrix" and entries == list(range(1, n + 1))
+    cpu = pr_wf["jobs"]["cpu"]
+    assert cpu["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.shards.outputs.matrix) }}"
+    assert cpu["strategy"]["fail-fast"] is False  # one shard's failure must not cancel the others
+    got = []
+    for k in entries:
+        shard = _render(cpu["env"]["SHARD"], {**values, "matrix.shard": str(k)})
+        a = build_parser().parse_args(["ci", "pr", "--base", "b", "--head", "h", "--shard", shard])
+        got.append(parse_shard(a.shard))
+    assert [(s.k, s.n) for s in got] == [(k, n) for k in range(1, n + 1)]
+    bench = next(s for s in cpu["steps"] if "ci/pr-bench.sh" in str(s.get("run", "")))
+    assert '--shard "$SHARD"' in bench["run"]
+
+
+@pytest.mark.parametrize("bad", ["0", "65", "3;id", "x"])
+def test_the_shard_split_refuses_a_bad_count(pr_wf, tmp_path, bad):
+    import os
+    import subprocess
+
+    (step,) = pr_wf["jobs"]["shards"]["steps"]
+    env = {**os.environ, "CPU_SHARDS": bad, "GITHUB_OUTPUT": str(tmp_path / "o")}
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True)
+    assert r.returncode == 2 and "::error::CPU_SHARDS" in r.stdout
 
 
 def test_pr_gpu_job_runs_the_flow_inside_an_image_built_from_main(gpu_wf):
     job = gpu_wf["jobs"]["gpu"]
     runs = "\n".join(str(s.get("run", "")) for s in job["steps"])
-    assert 'docker build -f "tool/$DOCKERFILE"' in runs and runs.count("docker build") == 1
+    # main's image by digest, else built from main's Dockerfile (tests/test_image_digest.py runs it)
+    assert 'tool/ci/image.sh pull-or-build "trusted/images/$VENDOR.txt" "tool/$DOCKERFILE" tool "$IMAGE"' in runs
+    assert "docker build" not in runs
     assert re.search(r'docker run --rm "\$\{gpu_flags\[@\]\}"', runs)
     assert '"$IMAGE" ci pr --base "$BASE_SHA" --head "$HEAD_SHA" --machine "$MACHINE"' in runs
     assert '--scale "$SCALE"' in runs and job["env"]["SCALE"].endswith("'full' }}")

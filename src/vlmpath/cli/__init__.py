@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from vlmpath.cli.ci import add_bisect, engine_options
 from vlmpath.cli.instructions import add_command as add_instructions
 from vlmpath.cli.run import add_ci, add_run, add_serve
+from vlmpath.cli.shards import add_plan, add_shards
 from vlmpath.cli.smoke import add_smoke
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
@@ -115,9 +116,18 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chart-url", default=None, help="link to a chart artifact in the comment")
     p.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
     p.add_argument("--accepted", default=None, metavar="FILE",
-                   help="accepted regressions (default: REPO/benchmarks/accepted.yaml when it exists)")
+                   help="accepted regressions (default: REPO/benchmarks/accepted.yaml when it exists; "
+                   "its commit entries only: a compare knows no PR, so pr entries never match)")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.core.git import sha_or_revision
+        from vlmpath.core.validate import check_output_files
+
+        check_output_files(("--markdown", a.markdown), ("--json", a.json))  # before any reading
+        # asv results are read unless only pytest-benchmark JSON was asked for.
+        use_asv = a.pytest_json is None or a.results is not None
+        # Revisions resolved before the comparison's imports: a wrong name is refused at once.
+        revs = [sha_or_revision(a.repo, r) for r in (a.base, a.head)] if use_asv else [a.base, a.head]
         from vlmpath.compare import accepted
         from vlmpath.compare.asv_results import load_asv
         from vlmpath.compare.pytest_results import load_pytest_benchmark
@@ -127,15 +137,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         from vlmpath.core.atomic import write_text as write_text_atomic
         from vlmpath.render import comment as render
 
-        from vlmpath.core.git import sha_or_revision
-        from vlmpath.core.validate import check_output_files
-
-        check_output_files(("--markdown", a.markdown), ("--json", a.json))  # before any reading
         cfg = load_thresholds(a.config)
-        # asv results are read unless only pytest-benchmark JSON was asked for.
-        use_asv = a.pytest_json is None or a.results is not None
         runs = []
-        revs = [sha_or_revision(a.repo, r) for r in (a.base, a.head)] if use_asv else [a.base, a.head]
         for i, commit in enumerate(revs):
             run_ = load_asv(a.results or ".asv/results", commit) if use_asv else None
             if a.pytest_json is not None:
@@ -218,11 +221,30 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="reports/profile", help="trace and ops JSON dir (default reports/profile)")
 
     def run(a: argparse.Namespace) -> int:
+        _check_case_names(a.case)  # before torch is imported by the profiler's module
         from vlmpath.suite.profile import run_command
         print(run_command(a.case, engine=a.engine, scale=a.scale, passes=a.passes, out_dir=a.out, top=a.top))
         return 0
 
     p.set_defaults(func=run)
+
+
+def _check_case_names(text: str) -> None:
+    """``PATH:VARIANT/PRESET``'s names known (``core.choice_names``, torch-free); the form
+    itself is ``suite.profile.parse_case``'s to judge."""
+    from vlmpath.core.errors import UnknownNameError
+    from vlmpath.core.validate import check_choices
+    from vlmpath.engines.pipelines import NAMED_PIPELINES
+
+    path, _, rest = text.partition(":")
+    variant, _, preset = rest.partition("/")
+    if not variant or not preset:
+        return
+    if path == "encode":
+        check_choices({"encode": [variant]}, None)
+    elif path == "embed" and variant not in NAMED_PIPELINES:
+        raise UnknownNameError("pipeline", variant, NAMED_PIPELINES)
+    check_choices({}, [preset])
 
 
 # --- trust -----------------------------------------------------------------------------
@@ -257,27 +279,37 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
                        "is written in the chart and printed here as a warning.")
     p.add_argument("--results", default=".asv/results", help="asv results dir (default .asv/results)")
     p.add_argument("--out", default="reports", help="output dir (default reports/)")
-    p.add_argument("--base", default=None, help="base commit for the PR chart (with --head)")
-    p.add_argument("--head", default=None, help="head commit: the commit the per-path charts show")
+    p.add_argument("--base", default=None,
+                   help="base for the PR chart (with --head): a sha (7+ digits) or any git revision (HEAD~1, main)")
+    p.add_argument("--head", default=None,
+                   help="head: the commit the per-path charts show; a sha or any git revision (HEAD)")
+    p.add_argument("--repo", default=".", help="git checkout that resolves revisions (default .)")
     p.add_argument("--comparison", default=None, metavar="FILE.json",
                    help="a `vlmpath compare --json` file: PR chart and regression marks")
     p.add_argument("--history", type=int, default=50, metavar="N",
                    help="commits shown in the history charts (default 50, newest)")
     p.add_argument("--config", default=None, help="thresholds YAML (as given to compare): history marks, directions")
     p.add_argument("--html", default=None, metavar="DIR",
-                   help="also add the charts page to this published asv html dir")
+                   help="also add the landing page (what the shown commit found, the charts) to this "
+                   "published asv html dir, linked from asv's index")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.core.git import sha_or_revision
+
+        if a.history < 1:
+            raise VlmpathError(f"--history must be at least 1, got {a.history}")
+        if (a.base is None) != (a.head is None):
+            raise VlmpathError("pass both --base and --head (or neither)")
+        if a.base is not None:  # revisions as `vlmpath compare` takes them, before the chart imports
+            a.base, a.head = sha_or_revision(a.repo, a.base), sha_or_revision(a.repo, a.head)
+        elif a.head is not None:
+            a.head = sha_or_revision(a.repo, a.head)
         from vlmpath.compare.asv_results import load_asv
         from vlmpath.compare.thresholds import load_thresholds
         from vlmpath.compare.verdict import compare
         from vlmpath.render.report import write_report
         from vlmpath.render.report_data import check_results_dir, load_comparison
 
-        if a.history < 1:
-            raise VlmpathError(f"--history must be at least 1, got {a.history}")
-        if (a.base is None) != (a.head is None):
-            raise VlmpathError("pass both --base and --head (or neither)")
         thresholds = load_thresholds(a.config)
         report = load_comparison(a.comparison) if a.comparison else None
         if report is None and a.base is not None:  # judged here, as `vlmpath compare` judges: the charts never do
@@ -292,14 +324,19 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         if a.html:
             from vlmpath.render.dashboard import write_dashboard
 
-            print(write_dashboard(a.html, a.out))
+            from vlmpath.render.landing import link_from_asv, show_single_points
+
+            # The landing page of the shown commit (every machine), in front of asv's pages.
+            print(write_dashboard(a.html, a.out, results_dir=a.results, commit=a.head))
+            link_from_asv(a.html)
+            show_single_points(a.html)
         return 0
 
     p.set_defaults(func=run)
 
 
 # --- ci --------------------------------------------------------------------------------
-_COMMANDS += [add_run, add_serve, add_ci, add_bisect, add_instructions, add_smoke]
+_COMMANDS += [add_run, add_serve, add_ci, add_bisect, add_instructions, add_smoke, add_plan, add_shards]
 
 
 def build_parser() -> argparse.ArgumentParser:

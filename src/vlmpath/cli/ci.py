@@ -61,7 +61,8 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     p.add_argument("--fail", action="store_true", help="exit 1 when the commit regressed a case")
     p.add_argument("--accepted", default="benchmarks/accepted.yaml", metavar="FILE",
-                   help="accepted regressions: no issue for the changes it lists (default benchmarks/accepted.yaml)")
+                   help="accepted regressions: no issue for the commits it lists (default benchmarks/accepted.yaml; "
+                   "pr entries never match on main)")
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.compare import accepted
@@ -93,12 +94,50 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
 
     p.set_defaults(func=run)
 
+    _add_label_grant(ci)
     t = ci.add_parser("templates", help="render the engine CI workflow templates from their one source",
                       description="Fills ci/templates/source/*.yml.in for every engine into ci/templates/.")
     t.add_argument("--root", default=".", help="repository root (default .)")
     t.add_argument("--check", action="store_true", help="exit 1 if a rendered file is stale")
     t.add_argument("--write", action="store_true", help="write the rendered files")
     t.set_defaults(func=_templates)
+
+
+def _add_label_grant(ci: argparse._SubParsersAction) -> None:
+    """``vlmpath ci label-grant``: did a maintainer accept the PR's own accepted.yaml entries?"""
+    p = ci.add_parser(
+        "label-grant", help="read who applied the acceptance label to a PR (privileged job; for ci merge --grant)",
+        description="Asks the REST API whether a person with write, maintain or admin permission (not the "
+        "PR's author) applied --label to the PR after --since, with the PR's head at --head-sha, and "
+        "writes the answer to --out for `vlmpath ci merge --grant`. Token from GITHUB_TOKEN; API root "
+        "from GITHUB_API_URL. Exit 0 whether or not it was granted (the file says), 2 on bad input.")
+    p.add_argument("--repo", required=True, help="owner/name")
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--pr", type=int, default=None, help="the pull request number")
+    who.add_argument("--artifacts", default=None, metavar="DIR",
+                     help="downloaded `ci pr` artifacts: the PR number they all name")
+    p.add_argument("--head-sha", required=True, help="the measured head (the PR's head must still be it)")
+    p.add_argument("--label", default=None, help="the acceptance label (default vlmpath-accept-regression)")
+    p.add_argument("--since", default=None, metavar="TIME",
+                   help="ISO 8601: a label applied before it (before the measured push) does not count")
+    p.add_argument("--out", required=True, metavar="FILE", help="where the answer (JSON) goes")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.github import label_grant as lg
+        from vlmpath.github.rest import make_client
+        from vlmpath.render.escape import log_line
+
+        from vlmpath.pr.merge import artifacts_pr
+
+        pr = a.pr if a.artifacts is None else artifacts_pr(a.artifacts)
+        since = lg.parse_time(a.since, "--since") if a.since else None
+        g = lg.read_grant(make_client(None, None), a.repo, pr, head_sha=a.head_sha,
+                          label=a.label or lg.ACCEPT_LABEL, since=since)
+        lg.write_grant(a.out, g)
+        print(log_line(f"PR #{pr}: {g.why}"))
+        return 0
+
+    p.set_defaults(func=run)
 
 
 def _templates(a: argparse.Namespace) -> int:

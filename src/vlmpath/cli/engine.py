@@ -17,31 +17,37 @@ from vlmpath.core.errors import VlmpathError
 
 
 def run_measure(a: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from vlmpath.core.validate import check_choices
     from vlmpath.engines.base import parse_engine
-    from vlmpath.measure.pinning import cpu_threads, load_warning
-    from vlmpath.render.tables import measure_table
-    from vlmpath.suite.engine_run import measure_cases
-    from vlmpath.suite.inputs import check_measure_inputs, check_scale_device, resolve_device
-    from vlmpath.suite.measure import plan_cases
+    from vlmpath.suite.inputs import check_measure_inputs
 
-    # Every input is checked (the --json file's directory included) before any work.
+    # Every input is checked (the --json file's directory included) before any work, and
+    # before torch is imported (seconds): a misspelt name is refused at once.
+    stages = {"encode": a.encode, "inject": a.inject, "count": a.count, "hash": a.hash}
     check_measure_inputs(json_path=a.json, repeat=a.repeat, seed=a.seed, pipelines=a.pipeline,
-                         weights=a.weights, stages={"encode": a.encode, "inject": a.inject,
-                                                    "count": a.count, "hash": a.hash})
+                         weights=a.weights, stages=stages)
+    check_choices(stages, a.workload)
     labels = list(dict.fromkeys(a.engine or [None]))  # --engine A --engine B: side by side
     if a.engine_src and len(labels) > 1:
         raise VlmpathError("--engine-src measures one engine tree: give one --engine with it (which engine "
                            "the tree is), or drop --engine-src to compare releases")
     specs = [parse_engine(e, src=a.engine_src) for e in labels]
+    if a.chart and Path(a.chart).suffix.lower() not in (".png", ".svg"):
+        raise VlmpathError(f"--chart {a.chart}: name a .png or .svg file")
+
+    from tqdm import tqdm
+
+    from vlmpath.measure.pinning import cpu_threads, load_warning
+    from vlmpath.render.tables import measure_table
+    from vlmpath.suite.engine_run import measure_cases
+    from vlmpath.suite.inputs import check_scale_device, resolve_device
+    from vlmpath.suite.measure import plan_cases
+
     chosen = [f"--{k}" for k in ("encode", "inject", "count", "hash", "pipeline") if getattr(a, k)]
     for spec in specs:
         if chosen and not spec.in_process:
             raise VlmpathError(f"{', '.join(chosen)} choose the reference routine's strategies; with --engine "
                                f"{spec.label} the engine's own code runs every stage: drop {', '.join(chosen)}")
-    if a.chart and Path(a.chart).suffix.lower() not in (".png", ".svg"):
-        raise VlmpathError(f"--chart {a.chart}: name a .png or .svg file")
     device = resolve_device(a.device)
     check_scale_device(a.scale, device, allow_cpu=a.allow_cpu)
     # Threads as ``vlmpath run`` sets them for its benchmark processes; recorded per case.
@@ -63,10 +69,11 @@ def run_measure(a: argparse.Namespace) -> int:
                 records += measure_cases([case], spec, **kw)
         else:  # one engine process for every case (importing the engine takes seconds)
             records += measure_cases(cases, spec, **kw)
-    for r in records:
-        warning = load_warning(r.load_avg)
-        if warning:
-            print(f"vlmpath measure: WARNING ({r.workload}): {warning}", file=sys.stderr)
+    busy = [r for r in records if load_warning(r.load_avg)]
+    if busy:  # once per command, naming the worst case, not once per case
+        worst = max(busy, key=lambda r: r.load_avg or 0.0)
+        print(f"vlmpath measure: WARNING ({len(busy)} of {len(records)} cases measured on a busy machine; "
+              f"worst {worst.workload}): {load_warning(worst.load_avg)}", file=sys.stderr)
     print(measure_table(records))
     if a.json:
         from vlmpath.suite.record import write_records

@@ -55,6 +55,10 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--trusted-results", default=None, help="trusted results store (read-only) to reuse a base from")
     pr.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     pr.add_argument("--no-fail", action="store_true", help="exit 0 even with regressions")
+    pr.add_argument("--pr", type=int, default=None, metavar="N",
+                    help="the pull request's number: accepted.yaml entries scoped to pr N apply (no other PR's)")
+    pr.add_argument("--shard", default=None, metavar="K/N",
+                    help="measure only shard K of N of the cases, on both sides (ci merge joins the shards)")
     from vlmpath.pr import flow as ci_flow
     from vlmpath.pr import outputs as pr_outputs
     _engine_src_arguments(pr)  # --engine-src REPO: two commits of an engine instead
@@ -74,15 +78,19 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
             raise
 
     def _run_pr(a: argparse.Namespace) -> int:
+        from vlmpath.runner.shards import parse_shard
+
         try:
-            if a.engine_src and a.instructions:
-                raise VlmpathError("--instructions counts vlmpath's own routine cases: leave it out with --engine-src")
+            shard = parse_shard(a.shard) if a.shard else None
+            if a.engine_src and (a.instructions or shard):
+                raise VlmpathError("--instructions and --shard take vlmpath's own routine cases: leave them out "
+                                   "with --engine-src")
             res = _engine_pr_from_args(a) if a.engine_src else ci_flow.run_pr(
                 a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
                 trusted_results=a.trusted_results, instructions=a.instructions,
-                instructions_bench=a.instructions_bench, counter=a.counter)
+                instructions_bench=a.instructions_bench, counter=a.counter, shard=shard, pr=a.pr)
         except VlmpathError as exc:
             pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -103,13 +111,19 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     merge.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     merge.add_argument("--fail", action="store_true", help="exit 1 on a regression (default: report only)")
     merge.add_argument("--accepted", default=None, metavar="FILE",
-                       help="the PR head's benchmarks/accepted.yaml: regressions it lists do not fail")
+                       help="the PR head's benchmarks/accepted.yaml (its proposal: see --base-accepted)")
+    merge.add_argument("--base-accepted", default=None, metavar="FILE",
+                       help="the base branch's benchmarks/accepted.yaml: only --accepted entries also here "
+                       "accept; the PR's own await review and fail (without it: none of --accepted is trusted)")
+    merge.add_argument("--grant", default=None, metavar="FILE",
+                       help="`vlmpath ci label-grant`'s answer: a maintainer's label accepts the PR's own entries")
 
     def run_merge(a: argparse.Namespace) -> int:
         from vlmpath.pr import merge as ci_merge
 
         res = ci_merge.merge_artifacts(a.artifacts, a.out, head_sha=a.head_sha,
-                                       fail_on_regression=a.fail, thresholds=a.config, accepted=a.accepted)
+                                       fail_on_regression=a.fail, thresholds=a.config, accepted=a.accepted,
+                                       base_accepted=a.base_accepted, grant=a.grant)
         print((res.out_dir / pr_outputs.SUMMARY_FILE).read_text(encoding="utf-8"), end="")
         return res.exit_code
 
@@ -147,11 +161,14 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
     p.add_argument("--trusted", action="store_true", help="mark the results a trusted baseline (main workflow only)")
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="run only shard K of N of the selection (balanced by the last trusted run's costs)")
     engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
         from vlmpath.runner.options import RunInterrupted, RunOptions  # noqa: I001
         from vlmpath.runner.run import run as run_suite
+        from vlmpath.runner.shards import parse_shard
 
         extra = {}
         for kv in a.env:
@@ -169,7 +186,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                           html_dir=a.html_dir, reports_dir=a.reports_dir,
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
-                          publish=not a.no_publish, extra_env=extra, trusted=a.trusted)
+                          publish=not a.no_publish, extra_env=extra, trusted=a.trusted,
+                          shard=parse_shard(a.shard) if a.shard else None)
         from vlmpath.core.interrupt import interruptible
 
         try:
@@ -198,7 +216,10 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
 
     def run(a: argparse.Namespace) -> int:
+        from vlmpath.core.validate import check_int
         from vlmpath.runner.serve import make_server
+
+        check_int(a.port, "--port", lo=0, hi=65535, fix="pick a free TCP port, e.g. --port 8080 (0: any free one)")
 
         server = make_server(a.html_dir, a.port, a.bind)
         host, port = server.server_address[:2]

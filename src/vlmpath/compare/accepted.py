@@ -1,9 +1,10 @@
 """Which regressions has a maintainer accepted, and why?
 
-``benchmarks/accepted.yaml`` is a file in the repository, reviewed in the pull request like
-code. Each entry names a case (its benchmark name, or ``name (k=v, ...)``, literally or
-with ``*`` wildcards), where (a ``machine`` name pattern, or a ``backend``), which change
-(the head ``commit``, 7+ hex digits, or the ``pr`` number) and a ``reason``::
+``benchmarks/accepted.yaml`` is a file in the repository, reviewed like code. Each entry
+names a case (its benchmark name, or ``name (k=v, ...)``, literally or with ``*``
+wildcards; a pattern of wildcards only, ``*``, is refused), where (a ``machine`` name
+pattern, or a ``backend``), which change (the head ``commit``, 7+ hex digits, or the
+``pr`` number) and a ``reason``::
 
     schema_version: 1
     accepted:
@@ -12,10 +13,19 @@ with ``*`` wildcards), where (a ``machine`` name pattern, or a ``backend``), whi
         pr: 123
         reason: exact accuracy costs 15% tok/s on CPU (#123)
 
-A regression (or newly failing case) that an entry matches is shown as "accepted: reason"
-and does not fail the check; nothing else changes. Patterns are matched without compiling
-a regex (``*`` only, ``compare.selection``'s gap matcher): the list can reach the privileged
-comment job through an artifact.
+An entry is bounded to its change: a ``commit`` entry matches that commit only, a ``pr``
+entry only where the pull request is known and is that one (never a local ``compare``,
+main's ``ci alert``, or another PR's flow).
+
+Who granted it (docs/acceptance.md): where the comparison is of a pull request, the
+PR's file is its own proposal. An entry that is also on the base branch (the same entry,
+in the base revision's file) accepts; one the PR adds for itself only shows as "accepted by
+this PR's own change, awaiting review" and keeps failing, unless a maintainer applied the
+acceptance label (read through the API in the privileged job: ``vlmpath.github.label_grant``).
+Where no base is given (``vlmpath compare`` of a checkout, ``ci alert`` on main) the file
+read is the reviewed one and every entry counts. Patterns are matched without compiling a
+regex (``*`` only, ``compare.selection``'s gap matcher): the list reaches the privileged
+comment job.
 """
 
 from __future__ import annotations
@@ -33,9 +43,11 @@ from vlmpath.core.errors import VlmpathError
 
 #: Where the comparison looks for the list (relative to the repository root).
 ACCEPTED_FILE = "benchmarks/accepted.yaml"
-MAX_ENTRIES, MAX_TEXT = 200, 300
+MAX_ENTRIES, MAX_TEXT, MAX_BYTES = 200, 300, 1 << 20
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 _KEYS = {"case", "machine", "backend", "commit", "pr", "reason"}
+#: What a row an entry only the PR itself added says (it still fails).
+AWAITING = "accepted by this PR's own change, awaiting review"
 
 
 @dataclass(frozen=True)
@@ -48,11 +60,11 @@ class Accepted:
     pr: int | None = None
 
     def matches(self, c: Comparison, *, backend: str | None, head_commit: str, pr: int | None) -> bool:
-        # The change: the head commit, and the PR where it is known (a local compare or main's
-        # alert knows no PR: there the file in the checkout is what was reviewed).
+        # Bounded to its change: the head commit, or the PR, and only where that PR is
+        # known (a local compare or main's alert knows none: a PR's entry never mutes them).
         if self.commit is not None and not head_commit.lower().startswith(self.commit):
             return False
-        if self.pr is not None and pr is not None and self.pr != pr:
+        if self.pr is not None and self.pr != pr:
             return False
         if self.machine is not None and not glob(self.machine, c.machine):
             return False
@@ -72,6 +84,15 @@ def _text(v: Any, what: str, where: str) -> str:
         raise VlmpathError(f"{where}: {what} must be a non-empty string of at most {MAX_TEXT} characters, "
                            f"got {str(v)[:40]!r}")
     return v.strip()
+
+
+def _case(v: Any, where: str) -> str:
+    case = _text(v, "case", where)
+    if not any(ch.isalnum() for ch in case.replace("*", "")):
+        # "*", "*.*", "* (*)": every case of every benchmark, not one change's case.
+        raise VlmpathError(f"{where}: case {case[:40]!r} matches every case; name the benchmark "
+                           "(e.g. bench_embed.EmbedRoutine.track_tok_per_s*)")
+    return case
 
 
 def entries_from(raw: Any, where: str) -> tuple[Accepted, ...]:
@@ -96,27 +117,46 @@ def entries_from(raw: Any, where: str) -> tuple[Accepted, ...]:
         if pr is not None and (isinstance(pr, bool) or not isinstance(pr, int) or not 0 < pr < 10**10):
             raise VlmpathError(f"{here}: pr must be a pull request number, got {str(pr)[:20]!r}")
         out.append(Accepted(
-            case=_text(e.get("case"), "case", here), reason=_text(e.get("reason"), "reason", here),
+            case=_case(e.get("case"), here), reason=_text(e.get("reason"), "reason", here),
             machine=None if e.get("machine") is None else _text(e["machine"], "machine", here),
             backend=None if e.get("backend") is None else _text(e["backend"], "backend", here),
             commit=None if commit is None else commit.lower(), pr=pr))
     return tuple(out)
 
 
+def parse_yaml(text: str, where: str) -> Any:
+    """The one place the list's YAML is parsed (swap in core's bounded loader here)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise VlmpathError(f"{where}: not valid YAML ({str(exc).splitlines()[0]}); fix the file") from None
+
+
+def loads(data: bytes, where: str) -> tuple[Accepted, ...]:
+    """The entries of an accepted-regressions file's bytes."""
+    if len(data) > MAX_BYTES:
+        raise VlmpathError(f"{where}: larger than {MAX_BYTES} bytes; shorten the list")
+    return entries_from(parse_yaml(data.decode("utf-8", errors="replace"), where), where)
+
+
 def load(path: str | os.PathLike[str] | None) -> tuple[Accepted, ...]:
     """The entries of an accepted-regressions file; () when there is none."""
     if path is None or not Path(path).exists():
         return ()
-    import yaml
-
     from vlmpath.core.safe_json import read_capped
 
-    text = read_capped(path, "accepted-regressions file", 1 << 20).decode("utf-8", errors="replace")
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise VlmpathError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); fix the file") from None
-    return entries_from(raw, str(path))
+    return loads(read_capped(path, "accepted-regressions file", MAX_BYTES), str(path))
+
+
+def load_at(repo: str | os.PathLike[str], sha: str) -> tuple[Accepted, ...]:
+    """The entries of ``benchmarks/accepted.yaml`` as committed at ``sha`` (``git show``);
+    () when that revision has none: the base branch's list, whatever the checkout holds."""
+    from vlmpath.core.git import file_at
+
+    data = file_at(repo, sha, ACCEPTED_FILE, limit=MAX_BYTES)
+    return () if data is None else loads(data, f"{ACCEPTED_FILE} at {sha[:12]}")
 
 
 def to_list(entries: Iterable[Accepted]) -> list[dict[str, Any]]:
@@ -125,19 +165,43 @@ def to_list(entries: Iterable[Accepted]) -> list[dict[str, Any]]:
 
 
 def apply(report: ComparisonReport, entries: Sequence[Accepted], *, pr: int | None = None,
-          backends: Mapping[str, str] | None = None) -> ComparisonReport:
-    """``report`` with every failing row an entry matches marked ``accepted`` (its reason)."""
+          backends: Mapping[str, str] | None = None, base: Sequence[Accepted] | None = None,
+          grant: str | None = None) -> ComparisonReport:
+    """``report`` with every failing row an entry matches marked ``accepted`` (its reason).
+
+    ``base``: the base branch's entries, given where ``entries`` are a pull request's own
+    file. Those accept, whether or not the PR's branch has them (one landed on base after
+    the PR branched counts). An entry of ``entries`` absent from ``base`` is the PR's own
+    grant: its rows are marked ``awaiting_review`` and keep failing, unless ``grant`` (who
+    accepted them: a maintainer's label, read in the privileged job) is given.
+    ``base=None``: every entry counts (the file of a reviewed checkout)."""
+    trusted = set(base) if base is not None else None
+    entries = [*entries, *(e for e in base or () if e not in entries)]
     if not entries:
         return report
     from vlmpath.core.backends import backend_from_machine
+
+    awaiting: list[Comparison] = []
 
     def mark(c: Comparison) -> Comparison:
         if c.verdict not in FAILING_VERDICTS:
             return c
         backend = (backends or {}).get(c.machine) or backend_from_machine(c.machine)
-        hit = next((e for e in entries if e.matches(c, backend=backend, head_commit=report.head_commit, pr=pr)),
-                   None)
-        return c if hit is None else replace(c, accepted=hit.reason)
+        hits = [e for e in entries if e.matches(c, backend=backend, head_commit=report.head_commit, pr=pr)]
+        if not hits:
+            return c
+        on_base = next((e for e in hits if trusted is None or e in trusted), None)
+        if on_base is not None:
+            return replace(c, accepted=on_base.reason)
+        if grant is not None:
+            return replace(c, accepted=f"{hits[0].reason} ({grant})")
+        awaiting.append(c)
+        return replace(c, awaiting_review=hits[0].reason)
 
     machines = tuple(replace(m, comparisons=tuple(mark(c) for c in m.comparisons)) for m in report.machines)
-    return replace(report, machines=machines)
+    notes = report.notes
+    if awaiting:
+        notes += (f"{len(awaiting)} regression(s) {AWAITING}: the entries are in this PR's "
+                  f"{ACCEPTED_FILE} but not on the base branch, so they still fail; a maintainer accepts them "
+                  "with the acceptance label (docs/acceptance.md), or the entries land on the base branch first",)
+    return replace(report, machines=machines, notes=notes)

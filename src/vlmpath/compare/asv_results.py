@@ -28,8 +28,8 @@ from vlmpath.compare.records import (
     Metric,
     RunResults,
 )
+from vlmpath.compare.definitions import trusted_unit
 from vlmpath.compare.values import checked
-from vlmpath.core.asv_names import unit_from_name
 from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_PREFIX, failures_path, read_failures
@@ -84,6 +84,20 @@ def read_fingerprint(machine_dir: Path, commit: str) -> Fingerprint | None:
     if not isinstance(data, dict):
         raise VlmpathError(f"corrupted fingerprint file {path}: not a JSON object; delete it or re-run")
     return Fingerprint.from_dict(data)
+
+def read_quick(machine_dir: Path, commit: str) -> bool | None:
+    """Whether the run-info file ``vlmpath run`` / ``ci pr`` wrote beside the results says
+    the run was quick; None when there is none or it does not say (or is unreadable)."""
+    path = Path(machine_dir) / f"{RUN_INFO_PREFIX}{commit[:8]}.json"
+    if not path.is_file():
+        return None
+    try:
+        data = _read_json(path)
+    except VlmpathError:
+        return None
+    quick = data.get("quick") if isinstance(data, dict) else None
+    return quick if isinstance(quick, bool) else None
+
 
 def _attach_failures(metrics: tuple[Metric, ...], machine_dir: Path, commit: str) -> tuple[tuple[Metric, ...], str | None]:
     """Metrics with each failed case's own message (see the module docstring), and a note
@@ -140,7 +154,8 @@ def _metrics_from_asv(res, machine: str, bench_meta: Mapping[str, Mapping[str, A
     commit = res.commit_hash or ""
     for name in sorted(res.get_all_result_keys()):
         meta = bench_meta.get(name, {})
-        unit = str(meta.get("unit") or unit_from_name(name))
+        # The table's unit by method name; benchmarks.json's is only checked (compare.definitions).
+        unit, untrusted = trusted_unit(name, meta.get("unit"))
         params = res.get_result_params(name) or []
         names = list(meta.get("param_names") or [])
         if len(names) != len(params):
@@ -178,6 +193,7 @@ def _metrics_from_asv(res, machine: str, bench_meta: Mapping[str, Mapping[str, A
                 skipped=skipped,
                 commit=commit,
                 source="asv",
+                untrusted=untrusted,
             ))
     return out
 
@@ -238,6 +254,7 @@ def load_asv(results_dir: str | os.PathLike[str], commit: str) -> RunResults:
             fingerprint=fingerprint,
             missing=missing,
             notes=tuple(mnotes),
+            quick=read_quick(mdir, run_sha),
         ))
     if len(full_shas) > 1:
         raise VlmpathError(

@@ -29,7 +29,7 @@ class Verdict(enum.Enum):
     REMOVED = "removed"
     NEWLY_FAILING = "newly failing"
     FIXED = "fixed"
-    NOT_COMPARABLE = "not comparable"  # unit changed, skipped, failing on both, machine missing
+    NOT_COMPARABLE = "not comparable"  # untrusted definition, unit changed, skipped, failing on both, machine missing
 
 
 # Verdicts that fail CI: a benchmark that stops running is as bad as one that slows down.
@@ -51,7 +51,7 @@ class Comparison:
     base: float | None
     head: float | None
     verdict: Verdict
-    direction: str = "lower"  # "lower" | "higher" | "unknown" (compared as lower)
+    direction: str = "lower"  # "lower" | "higher" (a row with no known direction is not judged)
     method: str = ""  # "exact" | "mann-whitney" | "threshold" | ""
     factor: float | None = None
     significant: bool | None = None
@@ -68,6 +68,17 @@ class Comparison:
     #: The reason from ``benchmarks/accepted.yaml`` when a maintainer accepted this
     #: regression (``vlmpath.compare.accepted``): shown, never failing the check.
     accepted: str | None = None
+    #: The reason of an entry only the pull request's own accepted.yaml holds (absent from
+    #: the base branch, no maintainer's label): shown as awaiting review, still failing.
+    awaiting_review: str | None = None
+    #: Its meaning is not the metric table's (a method with no row, a unit the results
+    #: claim against the table: ``compare.definitions``): not judged, and never green.
+    untrusted: bool = False
+    #: When this row stands for a whole failed case (``core.metrics.case_of``: the class
+    #: and its parameters), the case's name, and how many of its other rows were left out
+    #: (a failed case is one failure: its leftover counters are never compared).
+    case: str = ""
+    left_out: int = 0
 
     @property
     def case_key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -160,13 +171,30 @@ class ComparisonReport:
         return [c for c in self.by_verdict(*FAILING_VERDICTS) if c.accepted is not None]
 
     @property
+    def awaiting_review(self) -> list[Comparison]:
+        """Failing rows only the PR's own accepted.yaml lists: still failing, said so."""
+        return [c for c in self.regressions if c.awaiting_review is not None]
+
+    @property
     def indicative(self) -> list[Comparison]:
         """Regressions from too few samples (e.g. quick mode): shown, not gating."""
         return [c for c in self.by_verdict(Verdict.REGRESSION) if c.indicative]
 
     @property
+    def indicative_moves(self) -> list[Comparison]:
+        """Every move (worse or better) from too few samples: shown and counted apart from
+        the gating ones, never failing the check (one rule for every row of the same kind)."""
+        return [c for c in self.by_verdict(Verdict.REGRESSION, Verdict.IMPROVEMENT) if c.indicative]
+
+    @property
     def improvements(self) -> list[Comparison]:
-        return self.by_verdict(Verdict.IMPROVEMENT)
+        """Improvements that were judged with the samples the test needs (not indicative)."""
+        return [c for c in self.by_verdict(Verdict.IMPROVEMENT) if not c.indicative]
+
+    @property
+    def untrusted(self) -> list[Comparison]:
+        """Rows whose definition is not the metric table's: not judged, and never green."""
+        return [c for c in self.all() if c.untrusted]
 
     @property
     def partial(self) -> bool:
@@ -185,12 +213,14 @@ class ComparisonReport:
 
     @property
     def incomplete(self) -> bool:
-        """Nothing was judged, or most cases were not: the verdict says little, and the exit
-        status says so (zero judged is never green, whatever the reason)."""
-        return self.judged == 0 or 2 * len(self.not_judged) > len(self.all())
+        """Nothing was judged, most cases were not, or a row's definition is untrusted: the
+        verdict says little (or what it says was defined by the results themselves), and the
+        exit status says so (zero judged is never green, whatever the reason)."""
+        return self.judged == 0 or 2 * len(self.not_judged) > len(self.all()) or bool(self.untrusted)
 
     def exit_code(self, fail_on_regression: bool = True) -> int:
-        """1 on a regression, else 3 when nothing or most cases were not judged, else 0 (0 without gating)."""
+        """1 on a regression, else 3 when nothing or most cases were not judged or a row's
+        definition is untrusted, else 0 (0 without gating)."""
         if not fail_on_regression:
             return EXIT_OK
         if self.regressions:

@@ -13,7 +13,8 @@ from ``vlmpath.core.metrics``). The benchmark name is ``ENGINE_BENCH.<leaf>`` an
 parameters are the workload (and the pipeline when the records hold more than one), so a
 comment reads ``Engine.accuracy multi_region``. A record that failed keeps what it
 measured: its accuracy (failed items count as misplaced) is still a value, and its tok/s
-is a failed case carrying the engine's message.
+is a failed row carrying the engine's message; the comparison shows the whole case as one
+failure with that message (``compare.verdict``: a failed case is one failure).
 """
 
 from __future__ import annotations

@@ -63,6 +63,10 @@ class Metric:
     invalid: str | None = None
     #: asv's benchmark version (a hash of its source) when the reader knows it.
     version: str | None = None
+    #: Why the row's meaning cannot be trusted: its method has no row in the metric table,
+    #: or the artifact claims a unit the table disagrees with (``compare.definitions``).
+    #: Such a row is not judged, and the comparison is never green.
+    untrusted: str | None = None
 
     @property
     def case(self) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -98,6 +102,7 @@ class Metric:
             source=d.get("source", "asv"),
             invalid=invalid or d.get("invalid"),
             version=d.get("version"),
+            untrusted=d.get("untrusted"),
         )
 
 
@@ -157,6 +162,9 @@ class MachineRun:
     fingerprint: Fingerprint | None = None
     missing: tuple[str, ...] = ()  # benchmarks asv knows about but this run lacks
     notes: tuple[str, ...] = ()
+    #: Whether the run was quick (one sample per timing), as its run-info file records it
+    #: (``vlmpath run`` / ``ci pr``); None when no run-info file says.
+    quick: bool | None = None
 
     @property
     def partial(self) -> bool:
@@ -212,6 +220,7 @@ class RunResults:
                 fingerprint=Fingerprint.from_dict(m["fingerprint"]) if m.get("fingerprint") else None,
                 missing=tuple(m.get("missing", ())),
                 notes=tuple(m.get("notes", ())),
+                quick=m.get("quick"),
             )
             for m in d["machines"]
         )
@@ -230,6 +239,10 @@ def backend_from_name(machine: str) -> str:
     return backend_from_machine(machine)
 
 
+def _either_quick(a: bool | None, b: bool | None) -> bool | None:
+    return None if a is None and b is None else bool(a) or bool(b)
+
+
 def merge_runs(a: RunResults, b: RunResults) -> RunResults:
     """One RunResults from two sources (asv + pytest-benchmark) of the same commit."""
     by_name: dict[str, MachineRun] = {m.machine: m for m in a.machines}
@@ -244,6 +257,7 @@ def merge_runs(a: RunResults, b: RunResults) -> RunResults:
                 fingerprint=old.fingerprint or m.fingerprint,
                 missing=old.missing + m.missing,
                 notes=old.notes + m.notes,
+                quick=_either_quick(old.quick, m.quick),
             )
     return RunResults(
         commit=a.commit or b.commit,

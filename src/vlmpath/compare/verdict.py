@@ -8,7 +8,15 @@ samples) and beyond the configured factor. ``Thresholds`` is read from the packa
 ``thresholds.yaml`` (the noise band is documented there) plus an optional user file.
 
 A failing case carries why it failed (``Comparison.error``: the head's message, the
-base's for ``FIXED``), when the run filed one (``results.Metric.message``).
+base's for ``FIXED``), when the run filed one (``results.Metric.message``). A case
+(``core.metrics.case_of``: a benchmark class and its parameters) that failed on a side is
+one row: none of its other rows are compared (a crashed case's leftover counters are no
+improvement), and the row names the case and its error once.
+
+A row's direction comes only from a trusted definition (the metric table by method name,
+``compare.definitions``); a row without one is not judged and marked ``untrusted``, never
+compared as lower-is-better. Quick runs (``quick``, or a side's run-info saying so) make
+every band verdict indicative, wherever the row comes from.
 """
 
 from __future__ import annotations
@@ -24,10 +32,12 @@ from vlmpath.compare.comparison import (
     Verdict,
 )
 from vlmpath.compare import dedupe, spread
+from vlmpath.compare.definitions import UNTRUSTED
 from vlmpath.compare.records import MachineRun, Metric, RunResults
 from vlmpath.compare.thresholds import Thresholds
 from vlmpath.compare.values import value_problem
 from vlmpath.core.backends import BACKENDS, Backend, vendor_backends
+from vlmpath.core.metrics import case_of, metric_for_method
 
 # --- comparing ----------------------------------------------------------------------------
 
@@ -61,6 +71,11 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False)
     ``quick``: the runs were quick (one sample): band verdicts are indicative only."""
     common = dict(machine=h.machine, benchmark=h.benchmark, params=h.params, unit=h.unit,
                   base=b.value, head=h.value)
+    why = h.untrusted or b.untrusted  # the artifact's claim, or a method the table lacks
+    if why:
+        side = "" if h.untrusted == b.untrusted else (" (head)" if h.untrusted else " (base)")
+        return Comparison(**{**common, "base": b.value if b.ok else None, "head": h.value if h.ok else None},
+                          verdict=Verdict.NOT_COMPARABLE, reason=why + side, untrusted=True)
     if b.unit != h.unit:
         return Comparison(**common, verdict=Verdict.NOT_COMPARABLE, reason=f"unit changed: {b.unit} -> {h.unit}")
     bad = _unjudgeable(b, h)
@@ -79,11 +94,14 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False)
         return Comparison(**common, verdict=Verdict.FIXED, reason=f"base: {b.error or 'failed'}", error=b.message)
 
     rule = cfg.unit_rule(h.unit)
-    direction = rule.direction if rule else "unknown"
+    if rule is None:  # no trusted direction: never "lower by default"
+        return Comparison(**common, verdict=Verdict.NOT_COMPARABLE, untrusted=True,
+                          reason=f"{UNTRUSTED}: unit {h.unit[:40]!r} has no rule in the metric table or thresholds")
+    direction = rule.direction
     lower_better = direction != "higher"
     bv, hv = float(b.value), float(h.value)  # type: ignore[arg-type]
     worse = hv > bv if lower_better else hv < bv
-    if rule is not None and rule.exact:
+    if rule.exact:
         same = math.isclose(bv, hv, rel_tol=1e-12, abs_tol=0.0)
         verdict = Verdict.UNCHANGED if same else (Verdict.REGRESSION if worse else Verdict.IMPROVEMENT)
         return Comparison(**common, verdict=verdict, direction=direction, method="exact", factor=0.0)
@@ -113,7 +131,7 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False)
     return Comparison(**common, verdict=verdict, direction=direction, method=method,
                       factor=factor, significant=significant,
                       base_ci=spread.interval(b.ci_99), head_ci=spread.interval(h.ci_99), mde=mde,
-                      indicative=not (rule is not None and rule.deterministic)
+                      indicative=not rule.deterministic
                       and spread.indicative(len(b.samples), len(h.samples), cfg.min_samples, quick),
                       too_noisy=too_noisy)
 
@@ -153,11 +171,15 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
         return MachineComparison(present.machine, "head-only" if b is None else "base-only", rows, notes=(note,))
 
     kind = _kind(rows, b, h)
+    quick = quick or bool(b.quick) or bool(h.quick)  # either side quick: one rule for every row
     base_by = {m.case: m for m in b.metrics}
     head_by = {m.case: m for m in h.metrics}
-    rows: list[Comparison] = []
+    failed = {case_key(m) for run in (b, h) for m in run.metrics if _failed(m)}
+    rows: list[Comparison] = [_failed_case(key, b, h) for key in sorted(failed)]
     for case in sorted(set(base_by) | set(head_by)):
         bm, hm = base_by.get(case), head_by.get(case)
+        if any(m is not None and case_key(m) in failed for m in (bm, hm)):
+            continue  # the case's one row stands for it (above)
         if bm is None:
             assert hm is not None
             if hm.ok:
@@ -172,13 +194,14 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
 
     notes: list[str] = []
     for side, run in (("base", b), ("head", h)):
-        failed = sum(1 for m in run.metrics if m.error is not None)
+        n_failed = len({case_key(m) for m in run.metrics if _failed(m)})
         if run.missing:
             shown = ", ".join(run.missing[:5]) + (" ..." if len(run.missing) > 5 else "")
             notes.append(f"{run.machine}: partial {side} run, {len(run.missing)} benchmark(s) missing: {shown}")
-        if failed:
-            notes.append(f"{run.machine}: {failed} case(s) failed in the {side} run")
+        if n_failed:
+            notes.append(f"{run.machine}: {n_failed} case(s) failed in the {side} run")
         notes.extend(f"{run.machine} ({side}): {n}" for n in run.notes)
+    rows.sort(key=lambda c: (c.benchmark, c.params))
     notes.extend(_one_sided_notes(h.machine, rows, base_by, head_by))
     changes: tuple[tuple[str, str | None, str | None], ...] = ()
     if b.fingerprint is not None and h.fingerprint is not None:
@@ -187,6 +210,57 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
         side = "base" if b.fingerprint is None else "head"
         notes.append(f"{h.machine}: no platform fingerprint for {side}; cannot confirm base and head used the same toolchain")
     return MachineComparison(h.machine, "both", tuple(rows), changes, tuple(notes))
+
+
+def _failed(m: Metric) -> bool:
+    """The benchmark failed (an error, or no value that is neither skipped nor invalid)."""
+    return m.error is not None or (m.value is None and not m.skipped and m.invalid is None)
+
+
+def case_key(m: Metric) -> tuple[str, tuple[tuple[str, str], ...], str]:
+    """The case a row belongs to: its benchmark class (``core.metrics.case_of``) and
+    parameters, as one instrument measured it (``source``: the instruction counts of a case
+    are their own process, not leftovers of its asv run)."""
+    return (case_of(m.benchmark), m.params, m.source)
+
+
+def _representative(rows: Sequence[Metric]) -> Metric:
+    """The failed row that names a failed case: one with the benchmark's own message first,
+    then a timing or headline metric (what the case is about), then by name."""
+    def rank(m: Metric):
+        spec = metric_for_method(m.benchmark)
+        main = spec is not None and (spec.headline or spec.name == "time")
+        return (m.message is None, not main, m.benchmark)
+
+    return min(rows, key=rank)
+
+
+def _failed_case(key, b: MachineRun, h: MachineRun) -> Comparison:
+    """One row for a case that failed on a side: the failing side's error, said once; the
+    case's other rows on that side are not compared (their count is ``left_out``)."""
+    b_rows = [m for m in b.metrics if case_key(m) == key]
+    h_rows = [m for m in h.metrics if case_key(m) == key]
+    b_fail, h_fail = [m for m in b_rows if _failed(m)], [m for m in h_rows if _failed(m)]
+    rep = _representative(h_fail or b_fail)
+    twin = next((m for m in (b_rows if h_fail else h_rows) if m.benchmark == rep.benchmark), None)
+    n_rows = len({m.benchmark for m in b_rows} | {m.benchmark for m in h_rows})
+    if h_fail and b_fail:
+        verdict, reason, error = Verdict.NOT_COMPARABLE, "failing on base and head", rep.message
+    elif h_fail:
+        verdict = Verdict.NEWLY_FAILING
+        reason = (f"new benchmark: {rep.error or 'failed'}" if not b_rows else rep.error or "failed")
+        error = rep.message
+    elif h_rows:
+        verdict, reason, error = Verdict.FIXED, f"base: {rep.error or 'failed'}", rep.message
+    else:
+        verdict, reason, error = Verdict.REMOVED, "not in head", None
+    if n_rows > 1:
+        reason += f"; the case's {n_rows - 1} other row(s) not compared"
+    ok_value = lambda m: m.value if m is not None and m.ok else None  # noqa: E731
+    base, head = (ok_value(twin), None) if h_fail else (None, ok_value(twin))
+    return Comparison(machine=rep.machine, benchmark=rep.benchmark, params=rep.params, unit=rep.unit,
+                      base=base, head=head, verdict=verdict, reason=reason, error=error,
+                      case=key[0], left_out=n_rows - 1)
 
 
 def _one_sided_notes(machine: str, rows: Sequence[Comparison], base_by, head_by) -> list[str]:
@@ -279,7 +353,7 @@ def compare(base: RunResults, head: RunResults, config: Thresholds | None = None
     machines = tuple(m for m, _ in folded)
     notes = list(dict.fromkeys(base.notes + head.notes))
     notes += [n for _, n in folded if n]
-    if quick:
+    if quick or any(m.quick for run in (base, head) for m in run.machines):
         notes.append("quick run: every timing is one sample; its verdicts are indicative and never fail the check")
     if not names:
         notes.append("no machines with results on either side")

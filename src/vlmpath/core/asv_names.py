@@ -2,8 +2,10 @@
 
 asv finds benchmarks by method-name prefix (``asv_runner.benchmarks``): ``time_`` (seconds),
 ``timeraw_`` (seconds, own process), ``mem_`` / ``peakmem_`` (bytes) and ``track_`` (any
-unit the benchmark declares). The suite's failure wrapper, the results reader and the
-renderers' short labels all need this list; it lived in four copies before.
+unit the benchmark declares). The suite's failure wrapper, the metric table's lookup by
+method name (``core.metrics.metric_for_method``: the unit a prefix implies is the table's,
+``IMPLIED_UNITS``) and the renderers' short labels all need this list; it lived in four
+copies before.
 """
 
 from __future__ import annotations
@@ -25,11 +27,7 @@ def strip_kind(leaf: str) -> str:
     return leaf[len(p):] if p else leaf
 
 
-def unit_from_name(name: str) -> str:
-    """The unit asv implies by the prefix (``track_`` declares its own: "unknown" here)."""
-    p = kind_prefix(name)
-    if p in ("time_", "timeraw_"):
-        return "seconds"
-    if p in ("peakmem_", "mem_"):
-        return "bytes"
-    return "unknown"
+
+#: What each prefix implies: ``time`` (seconds) and ``peakmem`` (bytes) are the metric
+#: table's ``IMPLIED_UNITS`` rows; ``track_`` methods are defined by a row of their own.
+IMPLIED_KIND = {"timeraw_": "time", "time_": "time", "peakmem_": "peakmem", "mem_": "peakmem"}

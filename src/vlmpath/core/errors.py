@@ -6,7 +6,14 @@ and says how to fix it. The CLI prints the message (no traceback) and exits with
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'batched'?)`` when a choice is close to ``name`` (difflib), else ``""``."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class VlmpathError(Exception):
@@ -19,7 +26,7 @@ class UnknownNameError(VlmpathError, KeyError):
     def __init__(self, kind: str, name: str, choices: Iterable[str]):
         self.kind, self.name, self.choices = kind, name, sorted(choices)
         super().__init__(
-            f"unknown {kind} {name!r}: choose one of {', '.join(self.choices)}"
+            f"unknown {kind} {name!r}{did_you_mean(name, self.choices)}: choose one of {', '.join(self.choices)}"
         )
 
     def __str__(self) -> str:  # KeyError would repr() the message otherwise

@@ -100,3 +100,21 @@ def sha_or_revision(repo: str | os.PathLike[str], rev: str) -> str:
     if re.fullmatch(r"[0-9a-fA-F]{7,40}", rev or ""):
         return rev.lower()
     return resolve_commit(repo_root(repo), rev)
+
+
+def file_at(repo: str | os.PathLike[str], sha: str, path: str, *, limit: int) -> bytes | None:
+    """The bytes of ``path`` as committed at ``sha`` (``git show SHA:PATH``); None when the
+    commit has no such file. Over ``limit`` bytes is a ``VlmpathError`` (sized before read)."""
+    spec = f"{sha}:{path}"
+    size = git(repo, "cat-file", "-s", spec, check=False)
+    if size.returncode != 0:
+        return None
+    if int(size.stdout.strip() or 0) > limit:
+        raise VlmpathError(f"{path} at {sha[:12]} is larger than {limit} bytes: shorten the file")
+    try:
+        r = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", spec], capture_output=True, check=False)
+    except FileNotFoundError:
+        raise VlmpathError("git is not installed or not on PATH: vlmpath names results by commit, install git") from None
+    if r.returncode != 0:
+        raise VlmpathError(f"git cat-file blob {spec} failed in {repo}: {r.stderr.decode(errors='replace').strip()}")
+    return r.stdout

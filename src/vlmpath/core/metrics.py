@@ -19,6 +19,13 @@ metrics (``compare.from_records``), the unit's direction and exactness in the co
 asv's own prefixes imply two more units (``time_`` seconds, ``peakmem_``/``mem_`` bytes):
 ``IMPLIED_UNITS`` lists them so the unit view (``unit_spec``) covers every unit the suite
 produces.
+
+The table is also the only source of a read row's meaning: ``metric_for_method`` maps a
+benchmark's method name (``track_accuracy``, ``time_routine``) to its row, whatever unit an
+artifact claims (``compare.asv_results``); a method with no row is not judged. Hand-written
+``track_`` methods (``benchmarks/``, the instruction counts of ``selfcheck.ir_cases``) have
+rows of their own for that reason. ``case_of`` groups a benchmark's rows into the case they
+measure (one failure per case, ``compare.verdict``).
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+
+from vlmpath.core.asv_names import IMPLIED_KIND, kind_prefix
 
 #: How a value is shown: ``scaled`` (seconds -> ms/µs/ns, bytes -> KiB/MiB/GiB), ``count``
 #: (a whole number when it is one), ``fraction`` (fixed decimals), ``plain`` (significant
@@ -50,9 +59,10 @@ class MetricSpec:
     that report it (a generated method each): the routine paths' ``*Metrics``/``*Routine``
     classes and ``engine`` (``bench_engine.Engine`` and the engine comparison). Every row
     that names a path is a field of the measured record (``suite.record.CaseRecord``).
-    ``report_failed``: reported even when the case failed (the lower accuracy IS the
-    finding); otherwise a failed case raises (a failed strategy made fewer encoder calls,
-    which must not read as an improvement). ``may_be_unmeasured``: None means "this device
+    ``report_failed``: recorded even when the case failed (the lower accuracy is in the
+    results); otherwise a failed case raises (a failed strategy made fewer encoder calls,
+    which must not read as an improvement). The comparison shows a failed case as one
+    failure either way (``compare.verdict``; ``case_of`` groups its rows). ``may_be_unmeasured``: None means "this device
     (or an older package) has no counter for it": asv skips it, never a 0
     (``suite.cases.require_measured``).
     """
@@ -124,6 +134,22 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("routine_aten_elements", "elements", "lower", False, "count", False,
                "elements aten operators write in one pass of the engine's routine (tower replayed)",
                routine=("engine",), may_be_unmeasured=True, deterministic=True),
+    # Hand-written tracks with no record field: each needs a row so that its meaning is
+    # the table's, never what benchmarks.json says (``metric_for_method``).
+    MetricSpec("hash_s", "seconds", "lower", False, "scaled", False,
+               "seconds the receiving side spends hashing items (bench_embed.EmbedRoutine.track_hash_s)"),
+    # The instruction counts of ``vlmpath instructions`` / ``ci pr --counts``
+    # (``selfcheck.ir_cases``): deterministic, judged by their thresholds.yaml bands.
+    MetricSpec("instructions", "instructions", "lower", False, "count", False,
+               "CPU instructions one pass executes (callgrind)", deterministic=True),
+    MetricSpec("routine_instructions", "instructions", "lower", False, "count", False,
+               "CPU instructions one pass of the routine executes, tower replayed (callgrind)",
+               deterministic=True),
+    MetricSpec("bytecodes", "bytecodes", "lower", False, "count", False,
+               "Python bytecodes one pass executes (the tower, or the pass with it)", deterministic=True),
+    MetricSpec("aten_elements", "elements", "lower", False, "count", False,
+               "elements aten operators write in one pass (the tower, or the pass with it)",
+               deterministic=True),
 )
 
 #: Units asv implies by a benchmark's prefix (no row of their own: ``time_``, ``peakmem_``).
@@ -187,3 +213,31 @@ def routine_metrics(path: str) -> tuple[MetricSpec, ...]:
     if path not in REPORTING_PATHS:
         raise ValueError(f"unknown routine path {path!r}: use one of {REPORTING_PATHS}")
     return tuple(m for m in METRICS if path in m.routine)
+
+
+def _implied(prefix: str | None) -> MetricSpec | None:
+    kind = IMPLIED_KIND.get(prefix or "")
+    return next((m for m in IMPLIED_UNITS if m.name == kind), None)
+
+
+def metric_for_method(benchmark: str) -> MetricSpec | None:
+    """The row that defines a benchmark by its method name: ``x.Y.track_accuracy`` ->
+    ``accuracy``, ``x.Y.time_routine`` -> asv's implied ``time``; None when the table has
+    no row for it (the comparison then does not judge it). Read when called, so that a row
+    added at run time is seen."""
+    leaf = benchmark.rsplit(".", 1)[-1]
+    prefix = kind_prefix(leaf)
+    if prefix == "track_":
+        return next((m for m in METRICS if m.track_method == leaf), None)
+    return _implied(prefix)
+
+
+def case_of(benchmark: str) -> str:
+    """The case a benchmark row measures: ``x.Engine.track_syncs`` and ``x.Engine.time_y``
+    belong to ``x.Engine`` (asv stores one result per method; with its parameters, the
+    class is the case). A pytest-benchmark row ``test_x.accuracy`` belongs to ``test_x``.
+    A name with no method leaf is its own case."""
+    head, dot, leaf = benchmark.rpartition(".")
+    if dot and (kind_prefix(leaf) is not None or any(m.name == leaf for m in METRICS)):
+        return head
+    return benchmark

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from vlmpath.core.errors import EngineError
+from vlmpath.core.errors import EngineError, did_you_mean
 from vlmpath.engines import registry
 
 if TYPE_CHECKING:  # torch stays out of parsing: the CLI parses specs before any measuring
@@ -138,10 +138,15 @@ def parse_engine(text: str | None, *, src: str | None = None) -> EngineSpec:
     if m:
         name, version = m.groups()
         if name not in registry.names():
-            raise EngineError(f"--engine {text!r}: unknown engine {name!r}; vlmpath drives "
+            raise EngineError(f"--engine {text!r}: unknown engine {name!r}{did_you_mean(name, registry.names())}; "
+                              "vlmpath drives "
                               f"{', '.join(registry.names())} ({_forms()})")
         return EngineSpec("release", name, version)
     name, sep, rest = text.partition("@src:")
     if sep and name in registry.names():
         return _src_spec(name, rest)
-    raise EngineError(f"--engine {text!r} is not an engine: write {_forms()}")
+    if text in registry.names():  # a name alone: which release?
+        raise EngineError(f"--engine {text!r} is not an engine spec without a release: write {text}==X.Y.Z (after `vlmpath engine "
+                          f"install {text}==X.Y.Z`), or pass --engine-src DIR for a source tree")
+    raise EngineError(f"--engine {text!r} is not an engine{did_you_mean(text, ['reference', *registry.names()])}: "
+                      f"write {_forms()}")

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from vlmpath.core.errors import EngineError, VlmpathError
+from vlmpath.core.errors import EngineError, VlmpathError, did_you_mean
 
 KNOWN_PACKAGE = "vlmpath.engines.known"
 ENTRY_POINT_GROUP = "vlmpath.engines"
@@ -175,7 +175,7 @@ def get(name: str) -> EngineEntry:
         if not isinstance(entry, EngineEntry) or entry.name != name:
             raise EngineError(f"engine plug-in {name!r} ({ep.value}) is not an EngineEntry named {name!r}")
         return entry
-    raise EngineError(f"unknown engine {name!r}: vlmpath drives {', '.join(names())} "
+    raise EngineError(f"unknown engine {name!r}{did_you_mean(name, names())}: vlmpath drives {', '.join(names())} "
                       f"(plug-ins add more through the {ENTRY_POINT_GROUP!r} entry points)")
 
 

@@ -166,9 +166,11 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            trusted_results: str | os.PathLike[str] | None = None,
            profile: bool | None = None, profiler=None, interleave: int = 0,
            instructions: bool = False, instructions_bench: str | None = None, counter: str = "ops",
-           accepted: str | os.PathLike[str] | None = None) -> FlowResult:
+           accepted: str | os.PathLike[str] | None = None, shard=None, pr: int | None = None) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them.
 
+    ``shard`` (a ``runner.shards.Shard``): only that shard's cases, the same on both sides
+    (``pr.shard``); its artifact joins the other shards' in ``ci merge``.
     ``trusted_results``: the trusted store a base may be reused from (default: the results
     directory). ``profile``: re-run each regressed routine case on both sides under
     torch.profiler (``vlmpath.pr.profile``); default: with the real suite runner only (a
@@ -177,7 +179,10 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     ``instructions``: also count each routine case's instructions on both sides (CPU only;
     ``pr.instructions``), merged into the same comparison; ``instructions_bench``: only the
     routine cases it matches (default: ``bench``'s); ``counter``: ``ops`` (native bytecodes and
-    aten elements, seconds) or ``callgrind`` (instructions, minutes; ``selfcheck.ir_cases``)."""
+    aten elements, seconds) or ``callgrind`` (instructions, minutes; ``selfcheck.ir_cases``).
+    ``accepted``: the PR's accepted-regressions file (default: head's committed one); only
+    its entries also in the base tip's committed file accept, and ``pr``-scoped ones only
+    for ``pr`` (``compare.accepted``: the PR's own entries show as awaiting review and fail)."""
     from vlmpath.pr import interleave as pr_interleave
     from vlmpath.compare import asv_results, records, verdict as compare
     from vlmpath.compare.paired import paired_report
@@ -219,12 +224,16 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     top_notice = notice(moved)
     if top_notice:
         notes.append(top_notice)
+    side_bench, shard_entry = bench, None
+    if shard is not None and shard.k != 1 and instructions:
+        instructions = False  # counted once, in shard 1 (pr.shard)
+        notes.append(f"shard {shard}: instruction counts are in shard 1/{shard.n}")
     child_env: dict[str, str] = {}
 
-    def request(sha: str, source: Path, bench_root: Path, results: Path = rdir, sel: str | None = bench,
+    def request(sha: str, source: Path, bench_root: Path, results: Path = rdir, sel: str | None = None,
                 reports: str | None = None) -> SuiteRequest:
         return SuiteRequest(commit=sha, source=source, bench_root=bench_root, results_dir=results,
-                            machine=machine, bench=sel, quick=quick, env=side_env(source, child_env),
+                            machine=machine, bench=sel or side_bench, quick=quick, env=side_env(source, child_env),
                             scale=scale, reports_dir=out / "runs" / (reports or sha[:8]))
 
     reused = False
@@ -243,6 +252,12 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         head_wt = stack.enter_context(worktree(root, head_sha, tmp / "head"))
         # The yardstick is base's: its asv.conf.json and benchmarks/ measure both sides.
         base_wt = head_wt if base_sha == head_sha else stack.enter_context(worktree(root, base_sha, tmp / "base"))
+        if shard is not None:  # chosen once, before either side runs, from the suite that judges (pr.shard)
+            from vlmpath.pr.shard import pick as pick_shard
+
+            picked = pick_shard(base_wt, head_wt, bench, shard, store, machine, child_env)
+            side_bench, shard_entry = picked.regex, picked.info
+            notes.append(picked.line)
         if interleave:  # ABAB...: never reuses base (see pr.interleave)
             pr_interleave.run_rounds(
                 interleave, out, rdir, machine, base_sha, head_sha,
@@ -257,7 +272,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
             notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
         else:
             why = "--rerun-base" if rerun_base else base_reuse_problem(
-                store, rdir, machine, base_sha, head_sha, bench=bench, quick=quick, scale=scale)
+                store, rdir, machine, base_sha, head_sha, bench=side_bench, quick=quick, scale=scale)
             reused = why is None
             if not reused:
                 notes.append(f"base {base_sha[:8]} measured: {why}")
@@ -266,7 +281,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
                 notes.append(f"base results for {base_sha[:8]} on {machine} reused from a trusted run in "
                              f"{store} (same options, toolchain and benchmark versions; --rerun-base "
                              "measures it again)")
-        if any(f.startswith(BENCHMARK_DIR + "/") for f in moved):
+        # Head's new or changed definitions: shown once (in shard 1 of a split check).
+        if any(f.startswith(BENCHMARK_DIR + "/") for f in moved) and (shard is None or shard.k == 1):
             definitions = _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env,
                                             out, machine, bench)
         copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
@@ -281,14 +297,16 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     report = compare.compare(*sides, cfg, quick=quick)
     if interleave:
         report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
-    report = drop_unselected(report, {machine: bench})
+    report = drop_unselected(report, {machine: side_bench})
     if definitions is not None:  # shown, never judged (pr.yardstick)
         report = with_definitions(report, definitions)
         notes.extend(definitions.notes)
     if top_notice:  # the comment's top notice (core.yardstick), also in run.json for ci merge
         report = replace(report, notes=(top_notice, *report.notes))
-    # Regressions the head's reviewed benchmarks/accepted.yaml lists: shown, not failing.
-    report = accepted_mod.apply(report, accepted_mod.load(accepted or Path(repo) / accepted_mod.ACCEPTED_FILE))
+    # The PR's benchmarks/accepted.yaml is its proposal: an entry accepts only when the base
+    # branch (its tip, committed) already holds it; the PR's own entries await review, failing.
+    proposed = accepted_mod.load(accepted) if accepted else accepted_mod.load_at(root, head_sha)
+    report = accepted_mod.apply(report, proposed, pr=pr, base=accepted_mod.load_at(root, base_tip))
     header = [f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
               *(f"note: {n}" for n in notes)]
@@ -305,7 +323,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         "base_sha": base_sha, "base_tip": base_tip, "head_sha": head_sha, "machine": machine,
         "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
         "interleave": interleave, "instructions": instructions, "counter": counter if instructions else None,
-        "instructions_bench": instructions_bench,
+        "instructions_bench": instructions_bench, "shard": shard_entry,
         "chart_notes": chart_notes,
         "regressions": len(report.regressions), "not_judged": len(report.not_judged),
         "incomplete": report.incomplete, "exit_code": code,

@@ -62,6 +62,17 @@ def read_pr_number(path: Path) -> int:
     return int(text)
 
 
+def artifacts_pr(artifacts: str | os.PathLike[str]) -> int:
+    """The one pull request number the artifacts name (each ``pr-number``, validated as
+    ``ci merge`` reads it); ``vlmpath ci label-grant`` asks the API about that PR."""
+    root = Path(artifacts)
+    prs = {read_pr_number(a / PR_NUMBER_FILE) for a in _artifact_dirs(root) if (a / PR_NUMBER_FILE).exists()}
+    if len(prs) != 1:
+        raise VlmpathError(f"artifacts under {root} name {len(prs)} pull request numbers {sorted(prs)[:5]}, "
+                           f"not one: each machine's artifact holds {PR_NUMBER_FILE}")
+    return prs.pop()
+
+
 def _artifact_dirs(root: Path) -> list[Path]:
     if not root.is_dir():
         raise VlmpathError(f"artifacts directory {root} does not exist: download the artifacts first")
@@ -173,8 +184,15 @@ def _append_ir_grew(root: Path, out: Path, names: Sequence[str]) -> None:
 def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                     head_sha: str | None = None, fail_on_regression: bool = False,
                     thresholds: str | os.PathLike[str] | None = None,
-                    accepted: str | os.PathLike[str] | None = None) -> FlowResult:
-    """One comparison and one comment from every machine's ``vlmpath ci pr`` artifact."""
+                    accepted: str | os.PathLike[str] | None = None,
+                    base_accepted: str | os.PathLike[str] | None = None,
+                    grant: str | os.PathLike[str] | None = None) -> FlowResult:
+    """One comparison and one comment from every machine's ``vlmpath ci pr`` artifact.
+
+    ``accepted``: the PR head's accepted.yaml (its proposal); ``base_accepted``: the base
+    branch's (trusted: its entries accept); ``grant``: ``vlmpath ci label-grant``'s file (a
+    maintainer's label accepts the PR's own entries). All three come from the privileged
+    workflow, never from an artifact."""
     from vlmpath.compare.thresholds import load_thresholds
 
     root = Path(artifacts)
@@ -188,9 +206,29 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         return _merge(root, out, staging, cfg, head_sha=head_sha, fail_on_regression=fail_on_regression,
-                      accepted=accepted)
+                      accepted=(accepted, base_accepted, grant))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _apply_accepted(report, accepted, base_accepted, grant, *, pr: int | None, head: str):
+    """The PR head's entries (``--accepted``), trusted where the base branch's file holds
+    them or a maintainer's label (``--grant``) covers this PR at this head; never read from
+    an artifact (PR code wrote those). Returns the report and notes on the label."""
+    from vlmpath.compare import accepted as accepted_mod
+    from vlmpath.github.label_grant import load_grant
+
+    g = None
+    if grant is not None:
+        g = load_grant(grant)
+        if (g.pr, g.head_sha) != (pr, head):
+            raise VlmpathError(f"--grant {grant} is for PR {g.pr} at {g.head_sha[:12]}, but the artifacts are "
+                               f"PR {pr} at {head[:12]}: read the label for this run")
+    proposed = accepted_mod.load(accepted)
+    report = accepted_mod.apply(report, proposed, pr=pr, base=accepted_mod.load(base_accepted),
+                                grant=g.accepted_text() if g is not None else None)
+    # Why the label did not count, where it would have mattered.
+    return report, [g.why] if g is not None and report.awaiting_review else []
 
 
 def _publish(staging: Path, out: Path) -> None:
@@ -202,7 +240,7 @@ def _publish(staging: Path, out: Path) -> None:
 
 
 def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
-           fail_on_regression: bool, accepted=None) -> FlowResult:
+           fail_on_regression: bool, accepted=(None, None, None)) -> FlowResult:
     from vlmpath.compare import asv_results, records, verdict as compare
     from vlmpath.core.atomic import write_text as write_text_atomic
 
@@ -214,6 +252,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     owner: dict[str, str] = {}
     engine_runs: list[tuple[records.RunResults, records.RunResults]] = []
     counts: list[tuple[records.RunResults, records.RunResults]] = []
+    shard_arts: dict[str, list] = {}  # machine -> its shard artifacts (pr.shard), merged below
     for art in _artifact_dirs(root):
         name = art.name
         if (art / PR_NUMBER_FILE).exists():
@@ -232,11 +271,20 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
             owner[data["machine"]] = name
             engine_runs.append(load_engine_artifact(art, data))
         else:
-            _merge_results(art / RESULTS_SUBDIR, dest, owner, name)
+            if data.get("shard") is not None:
+                shard_arts.setdefault(data["machine"], []).append((name, art, data))
+            else:
+                _merge_results(art / RESULTS_SUBDIR, dest, owner, name)
             counted = load_artifact(art, data["machine"], data["base_sha"], data["head_sha"])
             if counted is not None:  # instruction counts (``ci pr --instructions``) join the asv rows
                 counts.append(counted)
         runs.append((name, data))
+    for machine in shard_arts:
+        if machine in owner:
+            raise VlmpathError(f"machine {machine} appears as a shard and as a whole run (artifact {owner[machine]})")
+    from vlmpath.pr.shard import merge_shard_artifacts, missing_rows
+
+    gaps = merge_shard_artifacts(staging, dest, shard_arts, _merge_results)
     if len(prs) > 1:
         raise VlmpathError(f"artifacts disagree on the pull request number: {dict(sorted(prs.items()))}")
     pr = next(iter(prs), None)
@@ -265,12 +313,12 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     # Each machine's --bench, read as literal names (compare.selection): a pattern from an
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
     report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
-    # --accepted: the PR head's reviewed benchmarks/accepted.yaml, given by the workflow (never
-    # read from the artifact: PR code wrote that); an entry's pr must be this PR.
-    from vlmpath.compare import accepted as accepted_mod
-
-    report = accepted_mod.apply(report, accepted_mod.load(accepted), pr=pr)
-    notes = list(errors)
+    report, grant_notes = _apply_accepted(report, *accepted, pr=pr, head=head)
+    if any(missing for _, missing in gaps.values()):  # a shard that never arrived: named, never green
+        report = replace(report, machines=tuple(
+            replace(m, comparisons=m.comparisons + tuple(missing_rows(m.machine, *gaps[m.machine])))
+            if m.machine in gaps else m for m in report.machines))
+    notes = list(errors) + grant_notes
     for name, d in runs:
         notes.extend(f"{d['machine']}: {n}" for n in d.get("notes", ()) if isinstance(n, str))
     if notes:
@@ -281,7 +329,9 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     if pr is not None:
         write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
     profiles = _read_profiles(root, [name for name, _ in runs])  # inside the comment's size fit
-    code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles)
+    absent = [f"{m}: shard {k}/{n}" for m, (n, ks) in sorted(gaps.items()) for k in ks]
+    code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles,
+                         incomplete_because=f"missing {', '.join(absent)}" if absent else None)
     _append_ir_grew(root, out, [name for name, _ in runs])
     machines = tuple(d["machine"] for _, d in runs)
     return FlowResult(base_sha, head, machines, out, report, code, notes=tuple(notes))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from vlmpath.compare.comparison import EXIT_INCOMPLETE
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.escape import log_text
 
@@ -82,9 +83,12 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 
 def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
-                   thresholds_note: str | None = None, profiles: Sequence = ()) -> int:
+                   thresholds_note: str | None = None, profiles: Sequence = (),
+                   incomplete_because: str | None = None) -> int:
     """comment.md, comparison.json and summary.txt for ``report`` into OUT; returns the exit
-    code. ``profiles`` (regressed cases' profiles) are a section of the comment, in its fit."""
+    code. ``profiles`` (regressed cases' profiles) are a section of the comment, in its fit.
+    ``incomplete_because``: something the rows cannot show is missing (a shard that never
+    arrived): without a regression the check is incomplete (exit 3), never green."""
     from vlmpath.core.atomic import write_text as write_text_atomic
     from vlmpath.render import comment as render
 
@@ -101,8 +105,14 @@ def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
         verdict = f"no regressions among the judged cases, {len(report.not_judged)} not judged: exit {code}"
     else:
         verdict = f"no regressions: exit {code}"
+    if incomplete_because and not report.regressions:
+        code = EXIT_INCOMPLETE if fail else code
+        verdict = f"incomplete ({incomplete_because}): exit {code}"
     if report.accepted:  # benchmarks/accepted.yaml: counted, not failing
         verdict += f" ({len(report.accepted)} accepted regression(s) not failing)"
+    if report.awaiting_review:  # entries only this PR's own accepted.yaml holds: failing
+        verdict += (f" ({len(report.awaiting_review)} regression(s) accepted by this PR's own change, "
+                    "awaiting review: still failing)")
     text = "\n".join([*header, f"verdict: {verdict}", "", render.render_terminal(report)])
     write_text_atomic(out / SUMMARY_FILE, log_text(text))  # printed in the job log: no workflow commands
     return code

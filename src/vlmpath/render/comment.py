@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from vlmpath.core.yardstick import ENGINE_NOTICE, YARDSTICK_MARK, is_top_notice
+from vlmpath.compare.accepted import AWAITING
 from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict, dumps_report
 from vlmpath.render.escape import clip, html_escape, log_line, md_escape
 from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_ratio
@@ -61,9 +62,11 @@ def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) ->
             note = (note + "; " if note else "") + "direction unknown"
         # Every cell from the artifact goes through log_line: this text is printed in the
         # privileged comment job's log (no newline, control character or "::" gets through).
-        rows.append(tuple(log_line(x) for x in (c.machine, clip(case_text(c.benchmark, c.params), NAME_CHARS),
+        rows.append(tuple(log_line(x) for x in (c.machine, clip(case_text(c.case or c.benchmark, c.params), NAME_CHARS),
                                                 c.unit, b, h, fmt_change(c), verdict_text(c, c.verdict.value)
-                                                + (f" (accepted: {clip(c.accepted, 120)})" if c.accepted else ""),
+                                                + (f" (accepted: {clip(c.accepted, 120)})" if c.accepted else "")
+                                                + (f" ({AWAITING}: {clip(c.awaiting_review, 120)})"
+                                                   if c.awaiting_review else ""),
                                                 note)))
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(len(header))]
     lines = [f"vlmpath compare {report.base_commit[:8]}..{report.head_commit[:8]}"
@@ -132,15 +135,21 @@ def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
         verdict += f": {md_escape(clip(c.error))}"
     if c.accepted is not None:  # benchmarks/accepted.yaml: reviewed, shown, not failing
         verdict = f"✅ accepted: {md_escape(clip(c.accepted, 120))} (was {verdict})"
-    cells += [md_escape(clip(case_text(c.benchmark, c.params), NAME_CHARS)), unit, b, h, fmt_change(c), verdict]
+    elif c.awaiting_review is not None:  # the PR's own entry: still failing, said why
+        verdict += f" ⏳ {AWAITING}: {md_escape(clip(c.awaiting_review, 120))}"
+    cells += [md_escape(clip(case_text(c.case or c.benchmark, c.params), NAME_CHARS)), unit, b, h, fmt_change(c), verdict]
     if not with_machine:
         cells.append(md_escape(clip(note_text(c), 200)))
     return cells
 
 
 def _machine_summary(m: MachineComparison) -> str:
-    counts = Counter(c.verdict for c in m.comparisons)
+    # Indicative moves are counted apart, as the headline counts them (never as regressions).
+    counts = Counter(c.verdict for c in m.comparisons
+                     if not (c.indicative and c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)))
     bits = [f"{n} {v.value}" for v, n in sorted(counts.items(), key=lambda kv: VERDICT_ORDER[kv[0]])]
+    moves = sum(1 for c in m.comparisons if c.indicative and c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT))
+    bits += [f"{moves} indicative"] if moves else []
     status = "" if m.status == "both" else f" ({m.status})"
     return f"<b>{html_escape(m.machine)}</b>{status}: {html_escape(', '.join(bits) or 'no cases')}"
 

@@ -31,7 +31,9 @@ from pathlib import Path
 from vlmpath.core import atomic
 from vlmpath.core.atomic import write_text as write_text_atomic
 from vlmpath.core.errors import VlmpathError
+from vlmpath.render.landing import STYLE as LANDING_STYLE
 from vlmpath.render.report import CHART_DIR, MANIFEST
+from vlmpath.render.report_figure import EMPTY_MARK
 from vlmpath.render.summary import LATEST_JSON, LATEST_MD
 
 PAGE_DIR = "vlmpath"
@@ -109,8 +111,14 @@ img{max-width:100%;height:auto}figcaption{font-weight:600}.notes{font-weight:400
 pre{background:#f6f6f6;padding:1em;overflow-x:auto;white-space:pre-wrap}"""
 
 
-def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.PathLike[str]) -> Path:
-    """Copy charts and summary into ``<html_dir>/vlmpath/`` and write its index page; returns it."""
+def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.PathLike[str], *,
+                    results_dir: str | os.PathLike[str] | None = None, commit: str | None = None,
+                    machine: str | None = None) -> Path:
+    """Copy charts and summary into ``<html_dir>/vlmpath/`` and write its index page; returns it.
+
+    With ``results_dir`` the page leads with what ``commit`` (default the newest with
+    results) found on ``machine`` (``render.landing``: one tile per question, each with its
+    path's chart), then the history, then the summary and every other chart with data."""
     site, reports = Path(html_dir), Path(reports_dir)
     if not site.is_dir():
         raise VlmpathError(f"dashboard dir {site} does not exist: run `asv publish` (or "
@@ -124,12 +132,16 @@ def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.Path
         for f in chart["files"]:
             _copy_atomic(reports / f, page_dir / f)
     parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8>"
-             f"<title>vlmpath benchmarks</title><style>{_STYLE}</style></head><body>",
+             f"<title>vlmpath benchmarks</title><style>{_STYLE}\n{LANDING_STYLE}</style></head><body>",
              "<h1>vlmpath benchmarks</h1>"]
     if (site / "index.html").is_file():
         parts.append('<p><a href="../index.html">asv dashboard (every benchmark over commits)</a></p>')
     else:
         parts.append("<p>The asv dashboard has not been published here yet (<code>asv publish</code>).</p>")
+    used: set[str] = set()
+    if results_dir is not None:
+        front, used = _front(results_dir, commit, machine, charts)
+        parts.append(front)
     parts.append("<h2>Latest summary</h2>")
     where = latest_summary_dir(reports)
     found = [name for name in SUMMARY_FILES if (where / name).is_file()]
@@ -146,15 +158,38 @@ def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.Path
                          f"{html.escape(text)}</pre></details>")
     else:
         parts.append(f"<p>No summary yet ({' / '.join(SUMMARY_FILES)} not found in the reports dir).</p>")
-    parts.append("<h2>Charts</h2>")
-    if charts:
-        parts.extend(_figure_html(c) for c in charts)
-    else:
+    rest = [c for c in charts if c.get("name") not in used and not (results_dir is not None and _empty(c))]
+    parts.append("<h2>Charts</h2>" if results_dir is None else "<h2>More charts</h2>")
+    if rest:
+        parts.extend(_figure_html(c) for c in rest)
+    elif results_dir is None:
         parts.append("<p>No charts yet: run <code>vlmpath report</code>.</p>")
+    elif not used:
+        parts.append("<p>No chart has data yet.</p>")
+    skipped = [c for c in charts if c.get("name") not in used and results_dir is not None and _empty(c)]
+    if skipped:  # drawn as a note only (no GPU results on a CPU box): named, not shown empty
+        parts.append("<p class=meta>Not shown (nothing to draw here): " + "; ".join(
+            html.escape(f"{c.get('name')}: {(c.get('notes') or ['no data'])[0]}") for c in skipped) + "</p>")
     parts.append("</body></html>\n")
     index = page_dir / "index.html"
     write_text_atomic(index, "\n".join(parts))
     return index
+
+
+def _empty(chart: dict) -> bool:
+    """A chart drawn without data (only its note): ``report_figure.draw_empty`` marks it."""
+    return EMPTY_MARK in chart.get("marks", ())
+
+
+def _front(results_dir, commit, machine, charts) -> tuple[str, set[str]]:
+    from vlmpath.render.landing import landing_html
+    from vlmpath.render.report_data import load_history
+
+    history = load_history(results_dir, None)
+    run = history.find(commit) if commit else history.latest
+    date = next((d for r, d in zip(history.runs, history.dates) if run is not None and r.commit == run.commit), None)
+    figures = {str(c.get("name")): _figure_html(c) for c in charts if not _empty(c)}
+    return landing_html(run, machine, [r.commit for r in history.runs], figures, date_ms=date)
 
 
 def _inline_markdown(line: str) -> str:

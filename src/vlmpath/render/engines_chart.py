@@ -20,6 +20,7 @@ from pathlib import Path
 
 from matplotlib.patches import Patch
 
+from vlmpath.render.chart_axes import use_log
 from vlmpath.render.fmt import fmt_value
 from vlmpath.render.report_figure import (
     HATCHES,
@@ -71,7 +72,8 @@ def engines_figure(records: Sequence[CaseRecord], title: str | None = None):
             bar = top.bar(x, r.tok_per_s, width, color=colour, hatch=hatch, edgecolor="black", linewidth=0.4)[0]
             acc = "-" if r.accuracy is None else f"{r.accuracy:.2f}"
             mark(bar, f"{eng} {wl}: tok/s {r.tok_per_s:.0f}, accuracy {acc}")
-            top.annotate(f"acc {acc}", (x, r.tok_per_s), xytext=(0, 2), textcoords="offset points",
+            n = len(r.samples) or 1  # timed passes behind the median
+            top.annotate(f"acc {acc}, n={n}", (x, r.tok_per_s), xytext=(0, 2), textcoords="offset points",
                          rotation=90, ha="center", va="bottom", fontsize=7,
                          color="black" if r.accuracy in (None, 1.0) else "#D55E00")
             if r.syncs is not None:
@@ -80,7 +82,13 @@ def engines_figure(records: Sequence[CaseRecord], title: str | None = None):
                 calls = "-" if r.encoder_calls is None else fmt_value(r.encoder_calls, "calls")
                 bottom.annotate(f"{calls} calls", (x, r.syncs), xytext=(0, 2), textcoords="offset points",
                                 rotation=90, ha="center", va="bottom", fontsize=7)
-    top.set_ylabel(direction_label(top, "tok/s", "tok/s (higher is better)"))
+    rates = [r.tok_per_s for r in records if r.tok_per_s and not r.error]
+    if use_log(rates):  # one workload (cache_reuse) would flatten the rest
+        top.set_yscale("log")
+        top.set_ylim(min(rates) / 3, max(rates) * 12)
+        mark(top.yaxis, "log scale tok/s")
+    top.set_ylabel(direction_label(top, "tok/s", "tok/s (higher is better)" + (", log scale" if use_log(rates) else "")))
+    bottom.set_xlabel("workload")
     bottom.set_ylabel(direction_label(bottom, "syncs", "syncs outside the tower\n(lower is better)"))
     bottom.set_xticks(range(len(workloads)), workloads, rotation=20, ha="right")
     top.set_title(title or "engines side by side: " + ", ".join(engines))

@@ -22,14 +22,22 @@ if TYPE_CHECKING:  # only a type: formatting must stay import-light
 _SELF_DESCRIBING = units_with("scaled") + ("",)
 
 
+#: Seconds shown as the largest of these at or below the value.
+TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def time_scale(seconds: float) -> tuple[float, str]:
+    """(divide by, suffix) for showing ``seconds`` (a chart axis picks it from its top)."""
+    return next(((f, s) for f, s in TIME_SCALES if abs(seconds) >= f), TIME_SCALES[-1])
+
+
 def _scaled(v: float, unit: str, digits: int) -> str:
     # How a unit is shown is the metric table's ``fmt`` (``vlmpath.core.metrics``).
     spec = unit_spec(unit)
     shape = spec.fmt if spec is not None else "plain"
     if unit == "seconds":
-        for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-            if abs(v) >= scale or scale == 1e-9:
-                return f"{v / scale:.{digits}g} {suffix}"
+        scale, suffix = time_scale(v)
+        return f"{v / scale:.{digits}g} {suffix}"
     if unit == "bytes":
         for scale, suffix in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")):
             if abs(v) >= scale or scale == 1:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from vlmpath.compare.accepted import AWAITING
 from vlmpath.compare.comparison import Comparison, ComparisonReport, Verdict
 from vlmpath.compare.records import GPU_KEY_PREFIX
 from vlmpath.core.asv_names import strip_kind
@@ -46,8 +47,11 @@ def case_text(benchmark: str, params: Sequence[tuple[str, str]]) -> str:
 
 def short_label(c: Comparison) -> str:
     """``Embed.tok_per_s multi_region``: last two name parts, kind prefix dropped, values."""
-    parts = c.benchmark.split(".")
-    name = ".".join(parts[-2:-1] + [strip_kind(parts[-1])])
+    if c.case:  # a whole failed case: its class, not one of its metric rows
+        name = c.case.split(".")[-1]
+    else:
+        parts = c.benchmark.split(".")
+        name = ".".join(parts[-2:-1] + [strip_kind(parts[-1])])
     values = " ".join(v for _, v in c.params)
     return clip(f"{name} {values}".strip(), LABEL_CHARS)  # a 70k-character value stays short
 
@@ -100,25 +104,39 @@ def _headline_items(shown: Sequence[Comparison]) -> str:
     return "; ".join(out)
 
 
+def _indicative_text(report: ComparisonReport, inside_parens: bool = False) -> str | None:
+    """How many moves rest on too few samples (quick runs, plain tracks): counted apart."""
+    n = len(report.indicative_moves)
+    what = f"{n} indicative move{'' if n == 1 else 's'}"
+    return None if not n else f"{what}, not gating" if inside_parens else f"{what} (too few samples, not gating)"
+
+
 def headline(report: ComparisonReport, max_items: int = 3) -> str:
-    """The first visible line: the verdict in words."""
+    """The first visible line: the verdict in words. It counts the gating findings only;
+    indicative moves (too few samples) are counted apart, never as regressions."""
     regs = sorted(report.regressions, key=_sort_key)
     counts = Counter(c.verdict for c in report.all())
+    indicative = _indicative_text(report)
     if regs:
         where = _machines_text(dict.fromkeys(c.machine for c in regs))
         items = _headline_items(regs[:max_items])
         more = f" (+{len(regs) - max_items} more)" if len(regs) > max_items else ""
-        ok = Counter(c.verdict for c in report.accepted)  # accepted ones are not counted as failing
-        n_reg, n_fail = (counts[Verdict.REGRESSION] - ok[Verdict.REGRESSION],
-                         counts[Verdict.NEWLY_FAILING] - ok[Verdict.NEWLY_FAILING])
+        gating = Counter(c.verdict for c in regs)  # not indicative, not accepted
+        n_reg, n_fail = gating[Verdict.REGRESSION], gating[Verdict.NEWLY_FAILING]
         what = ", ".join(([_plural(n_reg, "regression")] if n_reg else [])
                          + ([f"{n_fail} newly failing"] if n_fail else []))
         line = f"**{what} on {where}**: {items}{more}"
-        if report.accepted:
-            line += f" ({len(report.accepted)} accepted)"
+        indicative = _indicative_text(report, inside_parens=True)
+        extra = ([f"{len(report.accepted)} accepted"] if report.accepted else []) + ([indicative] if indicative else [])
+        if report.awaiting_review:  # the PR's own entries: failing, and why
+            extra.append(f"{len(report.awaiting_review)} {AWAITING}")
+        if extra:
+            line += f" ({'; '.join(extra)})"
     else:
         where = _machines_text(m.machine for m in report.machines)
-        bits = [_plural(counts[Verdict.IMPROVEMENT], "improvement"), f"{counts[Verdict.UNCHANGED]} unchanged"]
+        bits = [_plural(len(report.improvements), "improvement"), f"{counts[Verdict.UNCHANGED]} unchanged"]
+        if indicative:
+            bits.append(indicative)
         if report.accepted:  # listed in benchmarks/accepted.yaml: shown, not failing
             bits.append(f"{len(report.accepted)} accepted")
         for v, word in ((Verdict.FIXED, "fixed"), (Verdict.NEW, "new"), (Verdict.REMOVED, "removed"),
@@ -131,6 +149,8 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
             reasons = ", ".join(f"{r}: {n}" for r, n in why.most_common(4)) + (", ..." if len(why) > 4 else "")
             judged = report.judged
             lead = ("**Incomplete: nothing judged**" if not judged else
+                    f"**Incomplete: {_plural(len(report.untrusted), 'untrusted definition')}**"
+                    if report.untrusted else
                     "**Incomplete**" if report.incomplete else f"**No regressions among {judged} judged**")
             line = (f"{lead}: {len(skipped)} of {len(report.all())} cases not judged ({md_escape(reasons)}); "
                     f"{', '.join(bits)} on {where}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from vlmpath.compare.comparison import Verdict
@@ -27,6 +28,16 @@ from vlmpath.render.report_data import (
     primary_benchmarks,
     split_params,
 )
+from vlmpath.render.chart_axes import (
+    axis_unit,
+    draw_spread,
+    group_label,
+    measure_label,
+    role_of,
+    strategy_label,
+    use_log,
+)
+from vlmpath.render.landing_data import value_count
 from vlmpath.render.report_figure import (
     BASE_GREY,
     FAIL,
@@ -75,7 +86,7 @@ def path_chart(run: RunResults | None, path: str, *, thresholds: Thresholds) -> 
             panels.append((machine, bench))
     fig = new_figure(9.0, 0.8 + 3.0 * max(1, len(panels)))
     commit = f" @ {run.commit[:8]}" if run else ""
-    fig.suptitle(f"{path} path: strategies per workload{commit}", fontweight="bold")
+    fig.suptitle(f"{path} path: strategies side by side{commit}", fontweight="bold")
     if not panels:
         draw_empty(fig.add_subplot(), f"no throughput results for the {path} path")
         add_note(fig, f"no {path} results" + (f" for commit {run.commit[:8]}" if run else " yet")
@@ -96,9 +107,11 @@ def _draw_strategies(ax, machine: MachineRun, bench: str, thresholds: Thresholds
     acc = accuracy_of(machine, bench)
     unit = metrics[0].unit
     workloads = list(dict.fromkeys(split_params(m.params)[0] for m in metrics))
-    strategies = sorted({split_params(m.params)[1] for m in metrics})
+    strategies = sorted({split_params(m.params)[1] for m in metrics}, key=lambda s: (role_of(s) != "default", s))
     width = 0.8 / len(strategies)
-    top = max((m.value for m in metrics if m.ok), default=1.0) or 1.0
+    shown = [m.value for m in metrics if m.ok]
+    factor, shown_unit = axis_unit(unit, shown)
+    log = use_log(shown)
     missing_acc = False
     for s_i, strategy in enumerate(strategies):
         for w_i, workload in enumerate(workloads):
@@ -115,26 +128,38 @@ def _draw_strategies(ax, machine: MachineRun, bench: str, thresholds: Thresholds
             if not m.ok:
                 draw_failed_marker(ax, x, f"FAILED, {acc_txt}" if a is not None else "FAILED")
                 continue
-            ax.bar(x, m.value, width * 0.92, color=PALETTE[s_i % len(PALETTE)],
+            value = m.value / factor
+            ax.bar(x, value, width * 0.92, color=PALETTE[s_i % len(PALETTE)],
                    hatch=HATCHES[s_i % len(HATCHES)],
                    edgecolor=FAIL if wrong else "black", linewidth=2.0 if wrong else 0.6)
-            if a is not None:
-                ax.annotate(acc_txt, (x, m.value), xytext=(0, 2), textcoords="offset points",
-                            rotation=90, ha="center", va="bottom", fontsize=7,
-                            color=FAIL if wrong or not a.ok else "black",
-                            fontweight="bold" if wrong else "normal")
-    ax.set_ylim(0, top * 1.45)  # room for the accuracy labels above the bars
+            top_y = draw_spread(ax, x, m, factor)
+            label = f"n={value_count(m)}" if a is None else f"{acc_txt}, n={value_count(m)}"
+            mark(ax.annotate(label, (x, top_y), xytext=(0, 2), textcoords="offset points",
+                             rotation=90, ha="center", va="bottom", fontsize=7,
+                             color=FAIL if wrong or (a is not None and not a.ok) else "black",
+                             fontweight="bold" if wrong else "normal"),
+                 f"bar {strategy} {workload}: {label}")
+    if log:
+        ax.set_yscale("log")
+        lo, hi = min(shown) / factor, max(shown) / factor
+        ax.set_ylim(lo / 3, hi * 12)  # a decade above for the labels
+        mark(ax.yaxis, f"log scale {unit}")
+    else:
+        ax.set_ylim(0, (max(shown, default=1.0) / factor or 1.0) * 1.55)  # room for the labels above the bars
     ax.set_xlim(-0.5, len(workloads) - 0.5)  # markers and labels do not autoscale
     many = len(workloads) > 3  # long preset names would run into each other
     ax.set_xticks(range(len(workloads)), workloads or [""], rotation=20 if many else 0,
                   ha="right" if many else "center")
-    ax.set_xlabel("workload")
-    _ylabel(ax, f"{leaf_of(bench)} ({unit})", unit, thresholds)
+    ax.set_xlabel(group_label(metrics[0].params))
+    scale_word = ", log scale" if log else ""
+    _ylabel(ax, f"{measure_label(bench, unit)} ({shown_unit}{scale_word})", unit, thresholds)
     ax.set_title(f"{bench} on {machine.machine} ({machine.backend})", loc="left")
     handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=HATCHES[i % len(HATCHES)],
-                     edgecolor="black", label=s) for i, s in enumerate(strategies)]
+                     edgecolor="black", label=strategy_label(s)) for i, s in enumerate(strategies)]
     handles += [fail_handle(), Patch(facecolor="white", edgecolor=FAIL, linewidth=2,
-                                      label="accuracy < 1 (wrong rows)")]
+                                      label="accuracy < 1 (wrong rows)"),
+                Line2D([], [], color="black", marker="|", linestyle="none", markersize=9,
+                       label="spread: sample range (n>1)")]
     ax.legend(handles=handles, title="strategy", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return missing_acc
 

@@ -93,9 +93,13 @@ def direction_label(ax, unit: str, text: str) -> str:
     return text
 
 
+#: The mark of a chart drawn without data (only its message): pages leave it out.
+EMPTY_MARK = "no data"
+
+
 def draw_empty(ax, message: str) -> None:
-    ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center",
-            fontsize=11, color="#444444", wrap=True)
+    mark(ax.text(0.5, 0.5, message, transform=ax.transAxes, ha="center", va="center",
+                 fontsize=11, color="#444444", wrap=True), EMPTY_MARK)
     ax.set_xticks([])
     ax.set_yticks([])
 

@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vlmpath.core.asv_names import strip_kind
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.metrics import METRIC_BY_NAME, unit_spec
 from vlmpath.render.fmt import fmt_with_unit
 
 SCHEMA_VERSION = 1
@@ -38,6 +40,13 @@ class Row:
     samples: int
     state: str                # ok | failed | skipped | missing
     error: str | None = None  # failed rows: the benchmark's message, else a generic marker
+    reason: str | None = None  # skipped and missing rows: why there is no value
+
+    @property
+    def better(self) -> str:
+        """``higher`` / ``lower`` (the metric table's direction of the unit), else ``""``."""
+        spec = unit_spec(self.unit)
+        return spec.direction if spec else ""
 
     @property
     def params_text(self) -> str:
@@ -112,11 +121,15 @@ def summarize(results_dir: str | Path, commit: str, machine: str, *,
     for key in keys:
         m = by_case.get(key)
         if m is None:
-            rows.append(Row(key[0], tuple((f"param{i + 1}", v) for i, v in enumerate(key[1])), "", None, 0, "missing"))
+            rows.append(Row(key[0], tuple((f"param{i + 1}", v) for i, v in enumerate(key[1])), "", None, 0,
+                            "missing", reason=MISSING_REASON))
             continue
         state = "skipped" if m.skipped else ("ok" if m.ok else "failed")
-        rows.append(Row(m.benchmark, m.params, m.unit, m.value, len(m.samples), state,
-                        m.error if state == "failed" else None))
+        # A track_ method returns one value (asv keeps no samples): n is 1, not 0.
+        n = len(m.samples) or (1 if m.value is not None else 0)
+        rows.append(Row(m.benchmark, m.params, m.unit, m.value, n, state,
+                        m.error if state == "failed" else None,
+                        skip_reason(m.benchmark) if state == "skipped" else None))
 
     counts = {s: sum(r.state == s for r in rows) for s in ("ok", "failed", "missing")}
     if interrupted:
@@ -133,6 +146,23 @@ def summarize(results_dir: str | Path, commit: str, machine: str, *,
                    options=dict(options or {}), notes=tuple(notes))
 
 
+MISSING_REASON = "selected but no result: asv stopped before it, or the benchmark file lacks it"
+
+
+def skip_reason(benchmark: str) -> str:
+    """Why asv recorded n/a for ``benchmark``: the metric table says which numbers a device
+    or routine may not measure (``MetricSpec.may_be_unmeasured``)."""
+    spec = METRIC_BY_NAME.get(strip_kind(benchmark.rsplit(".", 1)[-1]))
+    if spec is not None and spec.may_be_unmeasured:
+        return (f"not measured here: {spec.name} ({spec.description}) needs a counter this device or "
+                "routine lacks (e.g. no allocator pool on CPU, no counts for the reference engine)")
+    return "skipped by the benchmark (asv n/a): not supported on this machine or scale"
+
+
+def _state_text(r: Row) -> str:
+    return f"{r.state} ({r.reason})" if r.reason and r.state == "skipped" else r.state
+
+
 def render_terminal(s: Summary) -> str:
     from vlmpath.render.tables import text_table
 
@@ -141,10 +171,14 @@ def render_terminal(s: Summary) -> str:
             f"{c['skipped']} skipped, {c['missing']} missing")
     if s.duration_s is not None:
         head += f" in {s.duration_s:.0f} s"
-    body = text_table(["benchmark", "params", "value", "n", "state"],
-                      [[r.benchmark, r.params_text, fmt_with_unit(r.value, r.unit), r.samples, r.state] for r in s.rows])
+    body = text_table(["benchmark", "params", "value", "n", "better", "state"],
+                      [[r.benchmark, r.params_text, fmt_with_unit(r.value, r.unit), r.samples, r.better, r.state]
+                       for r in s.rows])
     why = "".join(f"failed: {r.benchmark}({r.params_text}): {_one_line(r.error, ERROR_CHARS)}\n"
                   for r in s.rows if r.state == "failed" and r.error)
+    reasons = dict.fromkeys(f"skipped: {strip_kind(r.benchmark.rsplit('.', 1)[-1])}: {r.reason}"
+                            for r in s.rows if r.state == "skipped" and r.reason)
+    why += "".join(f"{line}\n" for line in reasons)  # once per benchmark, not per row
     notes = list(s.notes)
     if s.options.get("quick"):  # issue 12: a quick number is a hint, not a measurement
         notes.append("quick run: every number is ONE sample (n = 1); indicative only, never a regression by itself")
@@ -165,7 +199,7 @@ def render_markdown(s: Summary) -> str:
     c = s.counts()
     lines = [f"### vlmpath run: `{s.machine}` @ `{s.commit[:8]}` ({s.status})", "",
              f"{c['ok']} ok, {c['failed']} failed, {c['skipped']} skipped, {c['missing']} missing", "",
-             "| benchmark | params | value | samples | state |", "|---|---|---:|---:|---|"]
+             "| benchmark | params | value | n | better | state |", "|---|---|---:|---:|---|---|"]
     from vlmpath.render.escape import (
         md_escape,  # messages come from benchmarks: make them inert
     )
@@ -174,7 +208,11 @@ def render_markdown(s: Summary) -> str:
         state = r.state if r.state == "ok" else f"**{r.state}**"
         if r.state == "failed" and r.error:
             state += f": {md_escape(_one_line(r.error, ERROR_CHARS))}"
-        lines.append(f"| `{r.benchmark}` | {r.params_text} | {fmt_with_unit(r.value, r.unit)} | {r.samples} | {state} |")
+        elif r.reason:
+            state += f": {md_escape(r.reason)}"
+        better = f"{r.better} is better" if r.better else ""
+        lines.append(f"| `{r.benchmark}` | {r.params_text} | {fmt_with_unit(r.value, r.unit)} | {r.samples} | "
+                     f"{better} | {state} |")
     lines += [f"> {n}" for n in s.notes]
     return "\n".join(lines) + "\n"
 

@@ -24,7 +24,7 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 
 #: The columns around the metrics: what ran, then how it ran.
-_LEAD = ["engine", "workload", "encode", "inject", "count", "hash"]
+_LEAD = ["engine", "workload", "pipeline", "encode", "inject", "count", "hash"]
 _TAIL = ["hits", "threads", "error"]
 
 
@@ -50,6 +50,17 @@ def _stages(r: CaseRecord) -> list:
     return [r.engine_seams.get(k, "?") for k in keys] if keys else ["?"] * 4
 
 
+def pipeline_name(r: CaseRecord) -> str:
+    """Which named pipeline (``engines.pipelines``) a reference case ran: ``default``,
+    ``legacy``, else ``custom`` (stages chosen one by one); ``-`` for an engine's own code."""
+    if r.engine != "reference" and r.engine_seams:
+        return "-"
+    from vlmpath.engines.pipelines import NAMED_PIPELINES
+
+    stages = {k: r.pipeline.get(k) for k in ("encode", "inject", "count", "hash")}
+    return next((name for name, p in NAMED_PIPELINES.items() if p.to_dict() == stages), "custom")
+
+
 def _metric_cell(value: float | None, unit: str) -> str | None:
     return None if value is None else fmt_value(value, unit)  # None: the table's "-"
 
@@ -59,7 +70,7 @@ def measure_table(records: Sequence[CaseRecord]) -> str:
     error column says only which case failed ("yes", see below), and every failed case's
     whole message follows the table (a message cut to 60 characters once hid which item
     did not fit)."""
-    rows = [[r.engine, r.workload, *_stages(r),
+    rows = [[r.engine, r.workload, pipeline_name(r), *_stages(r),
              *(_metric_cell(getattr(r, m.name), m.unit) for m in record_metrics()),
              r.cache_hits, r.threads, "yes" if r.error else ""] for r in records]
     errors = [f"error: {r.engine} {r.workload}/{'+'.join(map(str, _stages(r)))}: {r.error}"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.runner.shards import Shard
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class RunOptions:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     engine: str | None = None            # an engine spec (vlmpath.engines.base); None: reference
     engine_python: str | None = None     # interpreter for an --engine-src tree
+    shard: Shard | None = None           # run only this shard's part (vlmpath.runner.shards)
 
 
 @dataclass(frozen=True)

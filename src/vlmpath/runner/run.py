@@ -18,7 +18,9 @@
    ``<results>/<machine>/vlmpath-fingerprint-<sha8>.json`` and why benchmarks failed as
    ``<results>/<machine>/vlmpath-failures-<sha8>.json`` (see below), ``asv publish`` the
    dashboard, and write the summary (``vlmpath.render.summary``) under ``reports_dir``, from
-   results JSON.
+   results JSON; then the charts and the landing page in front of the dashboard
+   (``publish_pages``: ``<html_dir>/vlmpath/index.html``, linked from asv's index), read
+   from the same results.
 
 Why a benchmark failed: asv records a raising benchmark as ``null`` and keeps its message
 only in the log. The suite (``benchmarks/_common.report_failures``) appends one JSON line
@@ -115,6 +117,33 @@ def store_files(machine: str, commit: str):
     return touched
 
 
+def busy_warning() -> str | None:
+    """The busy-machine warning (``measure.pinning.load_warning``) for the load right now."""
+    from vlmpath.measure.pinning import load_warning
+
+    try:
+        return load_warning(os.getloadavg()[0])
+    except OSError:  # no load average on this platform
+        return None
+
+
+def publish_pages(results_dir: Path, html_dir: Path, reports_dir: Path, commit: str, machine: str) -> Path:
+    """The charts (``render.report``, into ``<reports_dir>/charts``) and the landing page in
+    front of asv's dashboard (``render.dashboard``/``render.landing``), from the results
+    just filed: nothing is measured again. Returns the page."""
+    # Imported here: the charts pull in matplotlib.
+    from vlmpath.compare.thresholds import load_thresholds
+    from vlmpath.render.dashboard import write_dashboard
+    from vlmpath.render.landing import link_from_asv, show_single_points
+    from vlmpath.render.report import write_report
+
+    write_report(results_dir, reports_dir, thresholds=load_thresholds(None), head=commit)
+    page = write_dashboard(html_dir, reports_dir, results_dir=results_dir, commit=commit, machine=machine)
+    link_from_asv(html_dir)
+    show_single_points(html_dir)
+    return page
+
+
 def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     """Run the asv suite once for one commit on this machine (see the module docstring)."""
     from vlmpath.core.scales import check_scale
@@ -162,9 +191,19 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict
 
     benchmark_dir = abs_path(repo, conf.get("benchmark_dir", "benchmarks"))
     chosen = select(discover(benchmark_dir, python, env), opts.bench)
+    bench, shard_entry = opts.bench, None
+    if opts.shard is not None:  # this runner's part of the selection (vlmpath.runner.shards)
+        from vlmpath.runner.shard_costs import pick_shard
+
+        picked = pick_shard(chosen, opts.shard, results_dir, machine)
+        chosen, bench, shard_entry = picked.chosen, picked.regex, picked.info
+        out.write(f"vlmpath run: {picked.line}\n")
     out.write(f"vlmpath run: benchmarks import vlmpath from {package_location(python, env)}\n")
     out.write(f"vlmpath run: {len(chosen)} benchmark cases on {machine} ({plat.backend}), commit {commit[:8]}, "
               f"scale {opts.scale}{', quick' if opts.quick else ''}, launch {method}\n")
+    busy = busy_warning()
+    if busy:  # once per run, before asv's own processes add to the load
+        out.write(f"vlmpath run: WARNING: {busy}\n")
     out.flush()
 
     # A write error (a full disk) anywhere below leaves the store as it was: no new results
@@ -179,19 +218,20 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict
             asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
             failure_lines = Path(tmp) / "failures.jsonl"
             try:
-                rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, opts.bench),
+                rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, bench),
                              {**env, FAILURES_ENV: str(failure_lines)}, repo, out)
             except KeyboardInterrupt as exc:
                 status, rc = "interrupted", getattr(exc, "exit_code", 130)
                 # Recorded: results of this commit are nobody's baseline until a complete run.
                 write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
-                               bench=opts.bench, trusted=False, partial=f"interrupted ({exc or 'SIGINT'})")
+                               bench=opts.bench, trusted=False, shard=shard_entry,
+                               partial=f"interrupted ({exc or 'SIGINT'})")
             if status != "interrupted":
                 write_json_atomic(fingerprint_path(results_dir, machine, commit), fingerprint(opts.python, env, machine))
                 write_failures(results_dir, machine, commit, failure_lines, chosen, out)
                 # How these results were measured: base reuse checks it (vlmpath.pr.base_reuse).
                 write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
-                               bench=opts.bench, trusted=opts.trusted)
+                               bench=opts.bench, trusted=opts.trusted, shard=shard_entry)
                 if opts.publish:
                     asv(["publish", "--config", str(cfg)], env, repo, "publish")
                     # asv's pages load their scripts from CDNs; GPU boxes are often offline.
@@ -205,6 +245,8 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict
             duration_s=time.monotonic() - t0, options={"quick": opts.quick, "bench": opts.bench, "scale": opts.scale},
         )
         paths = summary_mod.write_summary(summ, reports_dir)
+        if opts.publish and status != "interrupted":
+            out.write(f"vlmpath run: landing page {publish_pages(results_dir, html_dir, reports_dir, commit, machine)}\n")
     out.write(summary_mod.render_terminal(summ))
     out.flush()
     outcome = RunOutcome(commit=commit, machine=machine, results_dir=results_dir,

@@ -1,0 +1,73 @@
+"""Which cases does this runner measure when a PR check is split into shards, and how do
+the shards' artifacts come back together?
+
+``ci pr --shard K/N``: the shard's part of the selection is chosen **once**, before either
+side runs (``pick``), from the suite that judges and the trusted store's costs, and both
+sides get that exact selection: base and head of a shard measure the same cases, paired.
+The instruction counts (``--instructions``: seconds, deterministic) run in shard 1 only,
+so the merged comparison holds them once.
+
+``ci merge``: artifacts of one machine that say they are shards (``run.json`` ``shard``)
+are merged into one results file per commit (``runner.shard_store``); a shard of 1..N
+that did not arrive is a not-judged row naming it and keeps the check from reading green
+(``missing_rows``, exit ``EXIT_INCOMPLETE`` at best).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from vlmpath.compare.comparison import Comparison, Verdict
+from vlmpath.runner.shard_costs import ShardPick, pick_shard
+from vlmpath.runner.shards import Shard
+
+
+def pick(bench_root: Path, source: Path, bench: str | None, shard: Shard, store: Path, machine: str,
+         env: Mapping[str, str]) -> ShardPick:
+    """This shard's cases of ``bench_root``'s suite (imported against ``source``)."""
+    import sys
+
+    from vlmpath.pr.side import side_env
+    from vlmpath.runner.discovery import discover, select
+
+    chosen = select(discover(bench_root / "benchmarks", sys.executable, side_env(source, env)), bench)
+    return pick_shard(chosen, shard, store, machine)
+
+
+def missing_rows(machine: str, n: int, missing: list[int]) -> list[Comparison]:
+    """One not-judged row per shard that did not arrive."""
+    return [Comparison(machine=machine, benchmark=f"(shard {k}/{n})", params=(), unit="", base=None, head=None,
+                       verdict=Verdict.NOT_COMPARABLE,
+                       reason=f"shard {k}/{n} of {machine} is missing: its cases were not judged")
+            for k in missing]
+
+
+def merge_shard_artifacts(staging: Path, dest: Path, by_machine: Mapping[str, list], copy_checked) -> dict:
+    """Each machine's shard artifacts (``(name, dir, run.json)``) merged into ``dest``;
+    ``copy_checked(src, into, owner, name)`` is the merge's own validated copy of one
+    artifact's results. Returns machine -> (N, missing shard numbers)."""
+    from vlmpath.core.errors import VlmpathError
+    from vlmpath.pr.outputs import RESULTS_SUBDIR
+    from vlmpath.runner.shard_merge import missing_shards, shard_info
+    from vlmpath.runner.shard_store import add_to_store
+
+    gaps: dict[str, tuple[int, list[int]]] = {}
+    for machine, arts in sorted(by_machine.items()):
+        sources, entries, ns, ks = [], {}, set(), []
+        for name, art, data in arts:
+            k, n, _ = shard_info(data)  # type: ignore[misc]  # malformed: refused there
+            if data.get("machine") != machine:
+                raise VlmpathError(f"artifact {name}: shard of {data.get('machine')!r} filed under {machine!r}")
+            stage = staging / "shards" / name
+            copy_checked(art / RESULTS_SUBDIR, stage, {}, name)
+            sources.append(stage)
+            entries[str(stage)] = data
+            ns.add(n)
+            ks.append(k)
+        if len(ns) > 1:
+            raise VlmpathError(f"machine {machine}: shard artifacts disagree on N ({sorted(ns)})")
+        add_to_store(dest, sources, shards=entries)
+        n = ns.pop()
+        gaps[machine] = (n, missing_shards(n, ks))
+    return gaps

@@ -1,0 +1,107 @@
+"""Bad input read at a glance: one line, a "did you mean" for a close name, refused before
+torch is imported; the port range; the trace: prefix; revisions for report --base; the
+measure table's pipeline column."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vlmpath.cli import main
+from vlmpath.core.choice_names import PRESET_NAMES, STAGE_NAMES
+from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.core.validate import check_choices
+from vlmpath.render.tables import measure_table, pipeline_name
+from vlmpath.suite.record import CaseRecord
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_close_name_gets_a_did_you_mean_and_a_far_one_does_not():
+    assert "(did you mean 'batched'?)" in str(UnknownNameError("encode strategy", "batchd", ["batched", "per_request"]))
+    assert "did you mean" not in str(UnknownNameError("encode strategy", "zzz", ["batched", "per_request"]))
+
+
+def test_the_torch_free_names_are_the_registries_names():
+    """The table the CLI checks before importing torch must not drift from the registries."""
+    from vlmpath.measure.workload import PRESETS
+    from vlmpath.paths.count import COUNTERS
+    from vlmpath.paths.encode import ENCODE_STRATEGIES
+    from vlmpath.paths.hashing import HASH_PATHS
+    from vlmpath.paths.inject import INJECTORS
+
+    registries = {"encode": ENCODE_STRATEGIES, "inject": INJECTORS, "count": COUNTERS, "hash": HASH_PATHS}
+    for flag, reg in registries.items():
+        kind, names = STAGE_NAMES[flag]
+        assert (kind, sorted(names)) == (reg.kind, sorted(reg)), f"core/choice_names.py STAGE_NAMES[{flag!r}]"
+    assert PRESET_NAMES == tuple(PRESETS)
+
+
+def test_check_choices_refuses_unknown_names_and_a_path_without_trace(tmp_path):
+    check_choices({"encode": ["batched"], "hash": ["forwarded"]}, ["video", "trace:x.jsonl"])  # all known
+    with pytest.raises(UnknownNameError, match=r"unknown inject strategy 'masked_scater' \(did you mean 'masked_scatter'"):
+        check_choices({"inject": ["masked_scater"]}, None)
+    with pytest.raises(UnknownNameError, match="did you mean 'video'"):
+        check_choices({}, ["vidoe"])
+    trace = tmp_path / "t.jsonl"
+    for given in (str(trace), "t.jsonl", "traces/t"):
+        with pytest.raises(VlmpathError, match=rf"a trace file is named trace:PATH, e.g. --workload trace:{given}"):
+            check_choices({}, [given])
+
+
+def test_measure_refuses_a_bad_name_before_importing_torch():
+    code = ("import sys\nfrom vlmpath.cli import main\n"
+            "rc = main(['measure', '--encode', 'batchd', '--workload', 'video'])\n"
+            "print('RC', rc, 'torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    assert proc.stdout.strip().endswith("RC 2 False"), proc.stdout + proc.stderr
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and "did you mean 'batched'" in err[0]
+
+
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_serve_refuses_a_port_out_of_range_in_one_line(port, capsys, tmp_path):
+    assert main(["serve", "--port", port, "--html-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--port must be" in err[0] and "65535" in err[0]
+
+
+def test_report_base_takes_a_revision_as_compare_does(capsys, tmp_path, monkeypatch):
+    results = ROOT / "tests" / "fixtures" / "asv_report_results"  # commits of another repository
+    monkeypatch.chdir(ROOT)  # a git checkout: HEAD resolves
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    assert main(["report", "--base", "HEAD", "--head", "HEAD", "--results", str(results),
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "not a hex sha" not in err and head in err  # resolved, then no results for it
+
+
+def test_the_measure_table_says_which_pipeline_each_row_ran():
+    from vlmpath.engines.pipelines import LEGACY_PIPELINE, Pipeline
+
+    rows = [CaseRecord("video", pipeline=Pipeline().to_dict()), CaseRecord("video", pipeline=LEGACY_PIPELINE.to_dict()),
+            CaseRecord("video", pipeline=Pipeline(encode="per_request").to_dict())]
+    assert [pipeline_name(r) for r in rows] == ["default", "legacy", "custom"]
+    table = measure_table(rows).splitlines()
+    assert table[0].split()[:3] == ["engine", "workload", "pipeline"]
+    assert [line.split()[2] for line in table[2:5]] == ["default", "legacy", "custom"]
+
+
+def test_a_busy_machine_is_warned_about_once_per_measure_not_once_per_case(monkeypatch, capsys):
+    import vlmpath.suite.engine_run as engine_run
+
+    def fake(cases, spec, **kw):  # what was measured does not matter here, only the load seen
+        return [CaseRecord(c.workload if isinstance(c.workload, str) else "w", load_avg=999.0) for c in cases]
+
+    monkeypatch.setattr(engine_run, "measure_cases", fake)
+    assert main(["measure", "--workload", "video", "--workload", "mixed", "--workload", "cache_reuse"]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if "WARNING" in line]
+    import re
+
+    n = re.search(r"WARNING \((\d+) of (\d+) cases measured on a busy machine", warnings[0]) if warnings else None
+    assert len(warnings) == 1 and n and n.group(1) == n.group(2) and int(n.group(1)) >= 3

