@@ -110,8 +110,8 @@ def test_regression_is_reported_from_the_commits_own_code(repo, tmp_path):
     suite = FakeSuite()
     res = run(repo, tmp_path, good, bad, suite)
     assert suite.commits() == [bad, good]
-    # Both sides ran head's benchmark files, each with its own code.
-    assert suite.calls[0].bench_root == suite.calls[1].bench_root
+    # Both sides ran base's benchmark files (the yardstick), each with its own code.
+    assert suite.calls[0].bench_root == suite.calls[1].bench_root == suite.calls[1].source
     assert suite.calls[0].source != suite.calls[1].source
     assert res.exit_code == 1
     reg = res.report.regressions

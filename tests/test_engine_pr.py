@@ -194,7 +194,10 @@ def test_identical_commit_exits_0(repo, tmp_path):
     res = engine_pr.run_engine_pr(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
                                   machine="cpu-test", measure=FakeMeasure(), charts=False)
     assert res.exit_code == 0
-    assert (tmp_path / "out" / "comment.md").read_text().splitlines()[1].startswith("**No regressions**")
+    lines = (tmp_path / "out" / "comment.md").read_text().splitlines()
+    assert lines[1].startswith("**No regressions**")
+    # The yardstick is vlmpath's own, never the engine PR's: said under the verdict.
+    assert any("never the engine pull request" in ln.replace("\\", "") for ln in lines[:6])
 
 
 def test_baseline_is_the_merge_base_not_the_moved_base_tip(repo, tmp_path):
@@ -274,6 +277,7 @@ def test_comment_workflow_merges_engine_artifacts_of_several_machines(repo, tmp_
     comment = (tmp_path / "merged" / "comment.md").read_text()
     assert "tampered" not in comment
     assert comment.splitlines()[1].replace("\\", "").startswith("**2 regressions on cpu-ci, cuda-ci**")
+    assert comment.count("never the engine pull request") == 1  # each machine's note, said once
     assert (tmp_path / "merged" / "pr-number").read_text() == "7\n"
 
     (tmp_path / "artifacts" / "bench-cuda-ci" / "records" / "head.jsonl").write_text("{not json\n")

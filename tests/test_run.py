@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import threading
 import urllib.request
 from pathlib import Path
@@ -272,9 +273,19 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     env = dict(os.environ, HOME=str(tmp_path), PYTHONPATH=str(clone / "src"), VLMPATH_MACHINE="cpu-e2e")
     regex = (r"bench_inject\.Inject\.track_syncs\('masked_scatter', 'few_large_images'\)"
              r"|bench_embed\.EmbedRoutine\.track_(syncs|tok_per_s)\('default', 'video'\)")
-    proc = subprocess.run([sys.executable, "-m", "vlmpath.cli", "run", "--quick", "--bench", regex],
-                          cwd=clone, env=env, check=False, capture_output=True, text=True, timeout=600)
+    cmd = [sys.executable, "-m", "vlmpath.cli", "run", "--quick", "--bench", regex]
+    first = subprocess.Popen(cmd, cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A second run on the same results directory, while the first holds it: refused in one
+    # line naming the first (core.run_lock); the first's results below are whole.
+    lock = clone / ".asv" / "results" / ".vlmpath-run.lock"
+    deadline = time.monotonic() + 300
+    while not (lock.is_file() and lock.read_text().strip()) and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    second = subprocess.run(cmd, cwd=clone, env=env, check=False, capture_output=True, text=True, timeout=600)
+    out, err = first.communicate(timeout=600)
+    proc = subprocess.CompletedProcess(cmd, first.returncode, out, err)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert second.returncode == 2 and f"in use by another run (pid {first.pid}" in second.stderr, second.stderr
     assert "%] ··· bench_" in proc.stdout  # asv's progress lines were streamed
     assert f"benchmarks import vlmpath from {clone / 'src' / 'vlmpath'}" in proc.stdout
 
@@ -288,7 +299,7 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     assert fp["machine"] == "cpu-e2e" and fp["backend"] == "cpu"
     assert json.loads((results / "cpu-e2e" / f"vlmpath-failures-{head[:8]}.json").read_text()) == []  # none failed
     info = json.loads((results / "cpu-e2e" / f"vlmpath-run-{head[:8]}.json").read_text())
-    assert info == {"commit": head, "quick": True, "scale": "tiny", "bench": regex, "trusted": False}
+    assert info == {"commit": head, "quick": True, "scale": "tiny", "bench": regex, "trusted": False, "partial": None}
     summary = json.loads((clone / "reports" / "out" / f"run-cpu-e2e-{head[:8]}.json").read_text())
     assert summary["status"] == "complete" and summary["counts"]["ok"] == 3 and summary["commit"] == head
     index = json.loads((clone / ".asv" / "html" / "index.json").read_text())

@@ -379,9 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VlmpathError as exc:
         _say(args, f"vlmpath {args.command}: error: {exc}")
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # core.interrupt.Interrupted carries SIGTERM's 143
         print(f"vlmpath {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return getattr(exc, "exit_code", 130)
     except OSError as exc:  # a full disk, a quota, a read-only output: one line, not a traceback
         where = f" ({exc.filename})" if exc.filename else ""
         _say(args, f"vlmpath {args.command}: error: {exc.strerror or exc}{where}; free space or fix the "

@@ -25,7 +25,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr = ci.add_parser(
         "pr", help="benchmark merge-base(BASE, HEAD) and HEAD on this machine and compare",
         description="Checks both commits out into temporary git worktrees, runs the suite for "
-        "each (head's benchmark files, each side's src/ via ASV_PYTHONPATH), and writes "
+        "each (base's benchmark files and thresholds, each side's src/ via ASV_PYTHONPATH), and writes "
         "comment.md, comparison.json, summary.txt, run.json and results/ into --out. "
         "Exit 1 on a regression (unless --no-fail), 2 on bad input, 3 if most cases were not judged.",
     )
@@ -64,6 +64,20 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     _engine_src_arguments(pr)  # --engine-src REPO: two commits of an engine instead
 
     def run_pr(a: argparse.Namespace) -> int:
+        from vlmpath.core.interrupt import interruptible
+
+        try:
+            with interruptible():  # SIGTERM/SIGINT: children ended, worktrees and temp dirs removed
+                return _run_pr(a)
+        except KeyboardInterrupt as exc:
+            from pathlib import Path
+
+            Path(a.out).mkdir(parents=True, exist_ok=True)
+            pr_outputs.write_error(a.out, f"vlmpath ci pr: interrupted ({exc or 'SIGINT'}) before it finished: "
+                                   "its children were ended and its worktrees removed; nothing was compared")
+            raise
+
+    def _run_pr(a: argparse.Namespace) -> int:
         from vlmpath.runner.shards import parse_shard
 
         try:
@@ -176,12 +190,15 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                           package_src=a.package_src, launch_method=a.launch_method,
                           publish=not a.no_publish, extra_env=extra, trusted=a.trusted,
                           shard=parse_shard(a.shard) if a.shard else None)
+        from vlmpath.core.interrupt import interruptible
+
         try:
-            outcome = run_suite(opts)
+            with interruptible():  # SIGTERM/SIGINT end asv and its benchmark processes too
+                outcome = run_suite(opts)
         except RunInterrupted as exc:
             print(f"vlmpath run: interrupted; summary (marked interrupted): {exc.outcome.summary_paths[0]}",
                   file=sys.stderr)
-            return 130
+            return exc.outcome.asv_returncode if exc.outcome.asv_returncode > 128 else 130
         print(f"summary: {', '.join(str(x) for x in outcome.summary_paths)}")
         if outcome.html_dir is not None:
             print(f"dashboard: {outcome.html_dir}/index.html (vlmpath serve --html-dir {outcome.html_dir})")

@@ -90,8 +90,9 @@ def table_unit_rules() -> dict[str, UnitRule]:
     return {unit: UnitRule(spec.direction, spec.exact, spec.deterministic) for unit, spec in metric_by_unit().items()}
 
 
-def _packaged_config() -> dict[str, Any]:
-    text = resources.files("vlmpath.compare").joinpath("thresholds.yaml").read_text(encoding="utf-8")
+def _packaged_config(text: str | None = None) -> dict[str, Any]:
+    if text is None:
+        text = resources.files("vlmpath.compare").joinpath("thresholds.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
 
@@ -145,12 +146,18 @@ def _parse_config(d: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def load_thresholds(path: str | Path | None = None) -> Thresholds:
+def load_thresholds(path: str | Path | None = None, *, packaged: tuple[str, str] | None = None) -> Thresholds:
     """Packaged defaults (the metric table's units plus the yaml), overridden by the YAML
-    file at ``path`` when given."""
-    base = _parse_config(_packaged_config(), "packaged thresholds.yaml")
+    file at ``path`` when given. ``packaged`` (text, name): another revision's packaged
+    yaml in place of this package's (the PR flow judges with the base's, not head's)."""
+    text, name = packaged if packaged is not None else (None, "packaged thresholds.yaml")
+    try:
+        raw = _packaged_config(text)
+    except yaml.YAMLError as exc:
+        raise VlmpathError(f"{name} is not valid YAML: {exc}") from None
+    base = _parse_config(raw, name)
     base["units"] = {**table_unit_rules(), **base["units"]}
-    source = "defaults"
+    source = "defaults" if packaged is None else name
     if path is not None:
         p = Path(path)
         if not p.exists():

@@ -17,7 +17,8 @@ A PR comparison reuses stored base results only when they are as good as a fresh
 comment can say why the base was measured again.
 
 The run-info file: ``<results>/<machine>/vlmpath-run-<sha8>.json`` with ``quick``,
-``scale``, ``bench``, ``trusted`` and ``commit``.
+``scale``, ``bench``, ``trusted``, ``partial`` (why the last run did not finish, or null)
+and ``commit``.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def reuse_problem(base_dir: Path, base_files: Sequence[Path], head_dir: Path, he
     if not base_files:
         return f"no stored results for {base_sha[:8]} on {machine}"
     info = read_run_info(base_dir, machine, base_sha)
+    if info is not None and info.get("partial"):
+        return f"the last run of the stored base did not finish ({str(info['partial'])[:80]})"
     if info is None or info.get("trusted") is not True:
         return "stored base results were not written by a trusted (main/nightly) run"
     if bool(info.get("quick")) != bool(quick) or (info.get("scale") or DEFAULT_SCALE) != (scale or DEFAULT_SCALE):

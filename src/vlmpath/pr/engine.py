@@ -28,7 +28,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vlmpath.pr.outputs import (
@@ -44,6 +44,7 @@ from vlmpath.pr.side import _log
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
 from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.core.yardstick import ENGINE_NOTICE
 from vlmpath.suite import record
 from vlmpath.suite.record import CaseRecord
 
@@ -201,6 +202,9 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
         run_from_records(base_recs, machine=machine, commit=base_sha, where=f"base records ({base_sha[:8]})"),
         run_from_records(head_recs, machine=machine, commit=head_sha, where=f"head records ({head_sha[:8]})"),
         cfg)
+    # The yardstick is this vlmpath's (cases, thresholds, instruments), never the engine PR's.
+    notes.append(ENGINE_NOTICE)
+    report = replace(report, notes=(ENGINE_NOTICE, *report.notes))
     header = [f"engine: {root} ({sub or '.'})",
               f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {head} -> {head_sha}", f"machine: {machine}",

@@ -5,8 +5,8 @@
 1. resolve ``--base`` and ``--head`` to commits and take their **merge-base** as the
    baseline (comparing against the live base tip would blame the PR for whatever landed on
    the base branch meanwhile);
-2. check head (and, when needed, the merge-base) out into temporary ``git worktree``\\ s,
-   removed again afterwards, also when anything fails;
+2. check head and the merge-base out into temporary ``git worktree``\\ s (the merge-base's
+   benchmarks/ measure both sides), removed again afterwards, also when anything fails;
 3. run the asv suite once per side with ``--set-commit-hash <sha>``, the same ``--machine``
    and the same results directory, so both runs land in one asv results tree;
 4. copy just those two runs into ``OUT/results`` and compare them there, writing
@@ -28,11 +28,20 @@ them in the image first. Before each run the flow checks, in a subprocess with e
 that path, that ``vlmpath`` imports from the worktree, so a shadowing install cannot
 silently benchmark the wrong code.
 
-Which benchmark files run: **head's** ``asv.conf.json`` and ``benchmarks/`` for both
-sides (the asv convention: one checkout's suite measures every commit). The same
-measuring code on both sides means a difference comes from the library, not from a
-changed benchmark; a benchmark the base cannot run shows as failing on base / fixed, not
-as a silent change. The runner (``vlmpath run``) is this process's own vlmpath.
+Which benchmark files run: **base's** ``asv.conf.json`` and ``benchmarks/`` for both
+sides, and base's packaged ``thresholds.yaml`` judges (``vlmpath.pr.yardstick``): head's
+package code is what is under test, base's definitions are the yardstick, so a PR that
+rewrites a benchmark to read less decides nothing. Head's new or changed definitions are
+run too (head's suite, head's package, a results directory of their own) and shown as
+"new definition, not judged". When head changes the yardstick (benchmarks, thresholds,
+instruments: ``core.yardstick``), the comment says so at its top and lists the files. The
+runner (``vlmpath run``) is this process's own vlmpath.
+
+Runs are exclusive and leave nothing behind: the results directory is locked for the
+whole flow (``core.run_lock``; a second run refuses, naming the first), every temporary
+file of the flow, its runs and asv lives under one temporary directory, and an
+interrupted flow (``core.interrupt``, in the CLI) ends its children, removes its worktrees
+and that directory on the way out.
 
 Base results for the merge-base on this machine are reused only when they are valid for
 this comparison (``vlmpath.pr.base_reuse``): written by a trusted run (the main/nightly
@@ -53,8 +62,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
+from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 from vlmpath.pr.outputs import (  
@@ -65,10 +77,21 @@ from vlmpath.pr.outputs import (
     RUN_FILE,
     RUN_SCHEMA_VERSION,
     FlowResult,
+    _selected,
     draw_charts,
     drop_unselected,
     write_json,
     write_outputs,
+)
+from vlmpath.pr.yardstick import (
+    BENCHMARK_DIR,
+    DEFINITIONS_SUBDIR,
+    base_thresholds,
+    changed_definitions,
+    definition_rows,
+    moved_files,
+    names_pattern,
+    with_definitions,
 )
 from vlmpath.pr.side import (
     RunSuite,
@@ -82,7 +105,10 @@ from vlmpath.pr.side import (
 )
 from vlmpath.compare import accepted as accepted_mod
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
+from vlmpath.core.git import git, merge_base, repo_root, resolve_commit, worktree
+from vlmpath.core.interrupt import scratch_env
+from vlmpath.core.run_lock import results_lock
+from vlmpath.core.yardstick import notice
 
 
 def _default_machine() -> str:
@@ -105,6 +131,30 @@ def _profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler) -
     write_text_atomic(out / PROFILES_FILE, profiles_to_json(profiles))  # `ci merge` shows them too
     write_text_atomic(out / COMMENT_FILE, render_markdown(report, profiles=profiles))  # within the size fit
     return [f"profiled {len(profiles)} regressed case(s) on base and head: {out / 'profiles'}"]
+
+
+def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: str, env, out: Path,
+                      machine: str, bench: str | None):
+    """Head's new or changed benchmark definitions, run with head's suite and shown as not
+    judged (``pr.yardstick``); None when there are none. A failure here is a note: the
+    verdict never depends on these rows."""
+    names, base_names = changed_definitions(base_wt, head_wt, sys.executable, side_env(head_wt, env))
+    if not names:
+        return None
+    defs = out / DEFINITIONS_SUBDIR
+    shutil.rmtree(defs, ignore_errors=True)
+    defs.mkdir(parents=True)
+    try:
+        _run_side(runner, request(head_sha, head_wt, head_wt, results=defs, sel=names_pattern(names),
+                                  reports=DEFINITIONS_SUBDIR))
+    except VlmpathError as exc:
+        _log(f"head's new or changed benchmark definitions not measured: {exc}")
+        return None
+    block = definition_rows(defs, head_sha, machine, base_names)
+    if block is not None and bench:
+        block = replace(block, comparisons=tuple(c for c in block.comparisons
+                                                 if _selected(bench, c.benchmark, c.params)))
+    return block if block is not None and block.comparisons else None
 
 
 def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str | os.PathLike[str] = ".",
@@ -135,7 +185,6 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     for ``pr`` (``compare.accepted``: the PR's own entries show as awaiting review and fail)."""
     from vlmpath.pr import interleave as pr_interleave
     from vlmpath.compare import asv_results, records, verdict as compare
-    from vlmpath.compare.thresholds import load_thresholds
     from vlmpath.compare.paired import paired_report
 
     for flag, pattern in (("--bench", bench), ("--instructions-bench", instructions_bench)):
@@ -155,7 +204,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     out.mkdir(parents=True, exist_ok=True)
     if (out / RESULTS_SUBDIR).exists():
         shutil.rmtree(out / RESULTS_SUBDIR)  # a stale copy would be compared as if new
-    cfg = load_thresholds(thresholds)
+    cfg = base_thresholds(root, base_sha, thresholds)  # base's packaged yaml, never head's (pr.yardstick)
     if interleave:
         pr_interleave.check_rounds(interleave)
         shutil.rmtree(out / pr_interleave.ROUNDS_SUBDIR, ignore_errors=True)  # no stale rounds
@@ -171,57 +220,74 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     _log(f"base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {head} -> {head_sha[:8]}; "
          f"machine {machine}; results {rdir}")
 
+    moved = moved_files(root, base_sha, head_sha)
+    top_notice = notice(moved)
+    if top_notice:
+        notes.append(top_notice)
     side_bench, shard_entry = bench, None
     if shard is not None and shard.k != 1 and instructions:
         instructions = False  # counted once, in shard 1 (pr.shard)
         notes.append(f"shard {shard}: instruction counts are in shard 1/{shard.n}")
+    child_env: dict[str, str] = {}
 
-    def request(sha: str, source: Path, bench_root: Path) -> SuiteRequest:
-        return SuiteRequest(commit=sha, source=source, bench_root=bench_root, results_dir=rdir,
-                            machine=machine, bench=side_bench, quick=quick, env=side_env(source, env),
-                            scale=scale, reports_dir=out / "runs" / sha[:8])
+    def request(sha: str, source: Path, bench_root: Path, results: Path = rdir, sel: str | None = None,
+                reports: str | None = None) -> SuiteRequest:
+        return SuiteRequest(commit=sha, source=source, bench_root=bench_root, results_dir=results,
+                            machine=machine, bench=sel or side_bench, quick=quick, env=side_env(source, child_env),
+                            scale=scale, reports_dir=out / "runs" / (reports or sha[:8]))
 
     reused = False
     store = Path(trusted_results).resolve() if trusted_results else rdir
-    tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
-    try:
-        with worktree(root, head_sha, tmp / "head") as head_wt:
-            if shard is not None:  # chosen once, before either side runs (pr.shard)
-                from vlmpath.pr.shard import pick as pick_shard
+    definitions = None
+    # Left in reverse: the worktrees, then the temporary directory, then the results lock.
+    with ExitStack() as stack:
+        lock_env = stack.enter_context(results_lock(rdir, "vlmpath ci pr " + " ".join(sys.argv[1:])))
+        # After tmp is gone: a worktree interrupted while git was still adding it is pruned.
+        stack.callback(git, root, "worktree", "prune", check=False)
+        tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
+        stack.callback(shutil.rmtree, tmp, ignore_errors=True)
+        (tmp / "t").mkdir()
+        # asv's and the runs' own temporary files land in tmp too: an interrupted run's go with it.
+        child_env.update({**(os.environ if env is None else env), **lock_env, **scratch_env(tmp / "t")})
+        head_wt = stack.enter_context(worktree(root, head_sha, tmp / "head"))
+        # The yardstick is base's: its asv.conf.json and benchmarks/ measure both sides.
+        base_wt = head_wt if base_sha == head_sha else stack.enter_context(worktree(root, base_sha, tmp / "base"))
+        if shard is not None:  # chosen once, before either side runs, from the suite that judges (pr.shard)
+            from vlmpath.pr.shard import pick as pick_shard
 
-                picked = pick_shard(head_wt, head_wt, bench, shard, store, machine, env or os.environ)
-                side_bench, shard_entry = picked.regex, picked.info
-                notes.append(picked.line)
-            if interleave:  # ABAB...: never reuses base (see pr.interleave)
-                with worktree(root, base_sha, tmp / "base") as base_wt:
-                    pr_interleave.run_rounds(
-                        interleave, out, rdir, machine, base_sha, head_sha,
-                        lambda: _run_side(runner, request(base_sha, base_wt, head_wt)),
-                        lambda: _run_side(runner, request(head_sha, head_wt, head_wt)), _log)
+            picked = pick_shard(base_wt, head_wt, bench, shard, store, machine, child_env)
+            side_bench, shard_entry = picked.regex, picked.info
+            notes.append(picked.line)
+        if interleave:  # ABAB...: never reuses base (see pr.interleave)
+            pr_interleave.run_rounds(
+                interleave, out, rdir, machine, base_sha, head_sha,
+                lambda: _run_side(runner, request(base_sha, base_wt, base_wt)),
+                lambda: _run_side(runner, request(head_sha, head_wt, base_wt)), _log)
+        else:
+            _run_side(runner, request(head_sha, head_wt, base_wt))
+        if interleave:  # the base was measured in the rounds: nothing reused
+            notes.append(f"{interleave} interleaved rounds (base, head, base, ...); timings judged on pairs")
+        elif base_sha == head_sha:
+            reused = True
+            notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
+        else:
+            why = "--rerun-base" if rerun_base else base_reuse_problem(
+                store, rdir, machine, base_sha, head_sha, bench=side_bench, quick=quick, scale=scale)
+            reused = why is None
+            if not reused:
+                notes.append(f"base {base_sha[:8]} measured: {why}")
+                _run_side(runner, request(base_sha, base_wt, base_wt))
             else:
-                _run_side(runner, request(head_sha, head_wt, head_wt))
-            if interleave:  # the base was measured in the rounds: nothing reused
-                notes.append(f"{interleave} interleaved rounds (base, head, base, ...); timings judged on pairs")
-            elif base_sha == head_sha:
-                reused = True
-                notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
-            else:
-                why = "--rerun-base" if rerun_base else base_reuse_problem(
-                    store, rdir, machine, base_sha, head_sha, bench=side_bench, quick=quick, scale=scale)
-                reused = why is None
-                if not reused:
-                    notes.append(f"base {base_sha[:8]} measured: {why}")
-                    with worktree(root, base_sha, tmp / "base") as base_wt:
-                        _run_side(runner, request(base_sha, base_wt, head_wt))
-                else:
-                    notes.append(f"base results for {base_sha[:8]} on {machine} reused from a trusted run in "
-                                 f"{store} (same options, toolchain and benchmark versions; --rerun-base "
-                                 "measures it again)")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+                notes.append(f"base results for {base_sha[:8]} on {machine} reused from a trusted run in "
+                             f"{store} (same options, toolchain and benchmark versions; --rerun-base "
+                             "measures it again)")
+        # Head's new or changed definitions: shown once (in shard 1 of a split check).
+        if any(f.startswith(BENCHMARK_DIR + "/") for f in moved) and (shard is None or shard.k == 1):
+            definitions = _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env,
+                                            out, machine, bench)
+        copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
+                     sources={base_sha: store} if reused and base_sha != head_sha else None)
 
-    copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
-                 sources={base_sha: store} if reused and base_sha != head_sha else None)
     sides = [asv_results.load_asv(out / RESULTS_SUBDIR, sha) for sha in (base_sha, head_sha)]
     if instructions:  # the counts join each side's results: same comparison, comment and exit code
         ir = pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
@@ -232,6 +298,11 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     if interleave:
         report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
     report = drop_unselected(report, {machine: side_bench})
+    if definitions is not None:  # shown, never judged (pr.yardstick)
+        report = with_definitions(report, definitions)
+        notes.extend(definitions.notes)
+    if top_notice:  # the comment's top notice (core.yardstick), also in run.json for ci merge
+        report = replace(report, notes=(top_notice, *report.notes))
     # The PR's benchmarks/accepted.yaml is its proposal: an entry accepts only when the base
     # branch (its tip, committed) already holds it; the PR's own entries await review, failing.
     proposed = accepted_mod.load(accepted) if accepted else accepted_mod.load_at(root, head_sha)

@@ -1,7 +1,7 @@
 """How is one side (base or head) of a PR comparison benchmarked, and its results found?
 
 ``SuiteRequest`` is one run of the suite as the PR flow asks a runner for it;
-``run_suite_subprocess`` is the real runner (``vlmpath run`` of this package with head's
+``run_suite_subprocess`` is the real runner (``vlmpath run`` of this package with base's
 suite importing the commit's code through ``ASV_PYTHONPATH``, see ``vlmpath.pr.flow``);
 ``check_import`` proves a benchmark process would import the commit under test;
 ``base_reusable`` / ``base_reuse_problem`` say whether stored base results are valid for
@@ -33,6 +33,7 @@ from vlmpath.pr.outputs import write_json
 from vlmpath.runner.run_files import fingerprint_path
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import failures_path
+from vlmpath.core.interrupt import end_group
 
 
 def _log(msg: str) -> None:
@@ -45,7 +46,7 @@ class SuiteRequest:
 
     commit: str  # full sha, recorded with --set-commit-hash
     source: Path  # worktree of that commit; its src/ is what the benchmarks import
-    bench_root: Path  # checkout whose asv.conf.json and benchmarks/ run (head's)
+    bench_root: Path  # checkout whose asv.conf.json and benchmarks/ run (base's: the yardstick)
     results_dir: Path
     machine: str
     bench: str | None
@@ -95,7 +96,7 @@ def check_import(source: Path, env: Mapping[str, str]) -> None:
 
 
 def run_suite_subprocess(req: SuiteRequest) -> None:
-    """The real runner: ``vlmpath run`` of this package, with head's suite (``--repo``)
+    """The real runner: ``vlmpath run`` of this package, with base's suite (``--repo``)
     importing the commit's code (``--package-src``), filed under ``--set-commit-hash``.
     No dashboard is published per side (``--no-publish``); the flow draws its charts once."""
     cmd = [sys.executable, "-m", "vlmpath.cli", "run", "--repo", str(req.bench_root),
@@ -111,19 +112,28 @@ def run_suite_subprocess(req: SuiteRequest) -> None:
         cmd += ["--bench", req.bench]
     _log(f"running the suite for {req.commit[:8]} (code from {req.source}): {' '.join(cmd[1:])}")
     log = run_log_path(req)
+    # Its own session: a terminal's Ctrl-C reaches this flow only, which ends the run's
+    # process group (core.interrupt) and, through the subreaper, whatever asv left.
     if log is None:
-        r = subprocess.run(cmd, cwd=req.bench_root, env=dict(req.env))
+        r = subprocess.Popen(cmd, cwd=req.bench_root, env=dict(req.env), start_new_session=True)
+        try:
+            r.wait()
+        finally:
+            end_group(r)
     else:
         # The run's (and asv's) output goes to the job log and into the output folder, so
         # that a side that wrote no results can be explained after the fact.
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("w", encoding="utf-8", errors="replace") as fh:
             r = subprocess.Popen(cmd, cwd=req.bench_root, env=dict(req.env), stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, errors="replace")
-            for line in r.stdout:  # type: ignore[union-attr]
-                sys.stdout.write(line)
-                fh.write(line)
-            r.wait()
+                                 stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+            try:
+                for line in r.stdout:  # type: ignore[union-attr]
+                    sys.stdout.write(line)
+                    fh.write(line)
+                r.wait()
+            finally:
+                end_group(r)
     if r.returncode != 0:
         # A run whose benchmarks failed still files results (the failures are data):
         # run_pr checks that a new results file was written and compares it.

@@ -16,8 +16,9 @@ from __future__ import annotations
 import html
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from vlmpath.core.yardstick import ENGINE_NOTICE, YARDSTICK_MARK, is_top_notice
 from vlmpath.compare.accepted import AWAITING
 from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict, dumps_report
 from vlmpath.render.escape import clip, html_escape, log_line, md_escape
@@ -157,6 +158,13 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
                     max_chars: int = DEFAULT_MAX_CHARS, profiles: Sequence = ()) -> str:
     """The PR comment body (GitHub-flavoured markdown), at most ``max_chars`` long, every
     section included in the fit (``profiles``: ``CaseProfile`` records of regressed cases)."""
+    # The yardstick moved (benchmarks, thresholds or instruments changed by the PR,
+    # core.yardstick): said right under the verdict, kept whatever the fit drops, once
+    # (each machine's artifact of ``ci merge`` brings the same note), not again as a warning.
+    moved = [n for n in report.notes if is_top_notice(n)]
+    report = replace(report, notes=tuple(n for n in report.notes if n not in moved))
+    once = dict.fromkeys(n[min(n.find(m) for m in (YARDSTICK_MARK, ENGINE_NOTICE) if m in n):] for n in moved)
+    notice = [f"> ⚠️ **{md_escape(clip(n, 600))}**  " for n in list(once)[:MAX_WARNINGS]]
     top = [MARKER, headline(report)]
     n_cases = len(report.all())
     top.append(
@@ -164,6 +172,8 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
         f" · {_plural(n_cases, 'case')} on {_plural(len(report.machines), 'machine')}"
         f" · thresholds: {md_escape(report.thresholds_source)}</sub>"
     )
+    if notice:
+        top.extend(["", *notice])
     shown = warnings(report, md_escape)
     if shown:  # at most MAX_WARNINGS: notes must not crowd the tables out of the comment
         top.append("")
@@ -198,7 +208,7 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
 
         blocks.append(_Block(["", HEADING, ""], rows=profile_chunks(profiles), priority=1,
                              what="profiled cases", section="the profiles"))
-    return _fit(blocks, max_chars)
+    return _fit(blocks, max_chars, keep=_KEEP_TOP + (1 + len(notice) if notice else 0))
 
 
 def _safe_url(url: str) -> str:
@@ -210,11 +220,12 @@ def _size(lines: Iterable[str]) -> int:
     return sum(len(s) + 1 for s in lines)
 
 
-#: Lines of the top block always kept: the marker, the verdict line, the commits line.
+#: Lines of the top block always kept: the marker, the verdict line, the commits line (and
+#: the yardstick notice above the verdict, when there is one).
 _KEEP_TOP = 3
 
 
-def _fit(blocks: list[_Block], max_chars: int) -> str:
+def _fit(blocks: list[_Block], max_chars: int, keep: int = _KEEP_TOP) -> str:
     """Fit the blocks into ``max_chars``: drop rows (lowest priority first), then whole
     sections, then warnings, each with a line saying what was left out; the marker and the
     verdict line are always kept."""
@@ -243,16 +254,16 @@ def _fit(blocks: list[_Block], max_chars: int) -> str:
         notes.append(f"{len(dropped)} section(s) left out ({', '.join(dropped[:5])}{', ...' if len(dropped) > 5 else ''})")
     top = blocks[0].head
     cut = 0
-    while len(top) > _KEEP_TOP and _size(line for x in blocks for line in x.lines()) + reserve > max_chars:
+    while len(top) > keep and _size(line for x in blocks for line in x.lines()) + reserve > max_chars:
         top.pop()
         cut += 1
     if cut:
         notes.append(f"{cut} warning line(s) left out")
     if notes:
-        top[_KEEP_TOP:_KEEP_TOP] = ["", f"_truncated: {'; '.join(notes)}; full comparison in the artifact_"]
+        top[keep:keep] = ["", f"_truncated: {'; '.join(notes)}; full comparison in the artifact_"]
     text = "\n".join(line for b in blocks for line in b.lines()) + "\n"
     if len(text) > max_chars:  # cannot happen with the clipped verdict line; kept as the last guard
-        text = "\n".join(top[:_KEEP_TOP]) + "\n\n_truncated: comment cut at the size limit_\n"
+        text = "\n".join(top[:keep]) + "\n\n_truncated: comment cut at the size limit_\n"
     return text[:max_chars]
 
 

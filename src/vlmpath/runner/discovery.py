@@ -24,6 +24,7 @@ class Discovered:
     name: str
     params: tuple[tuple[str, ...], ...]   # asv's repr strings per axis
     unit: str
+    version: str = ""  # asv's hash of the benchmark's source: a changed definition has another
 
     def combos(self) -> list[tuple[str, ...]]:
         import itertools
@@ -40,7 +41,7 @@ from asv_runner.discovery import disc_benchmarks
 out = []
 for b in disc_benchmarks(sys.argv[1]):
     out.append({"name": b.name, "params": [[str(p) for p in axis] for axis in b.params],
-                "unit": getattr(b, "unit", "")})
+                "unit": getattr(b, "unit", ""), "version": str(getattr(b, "version", ""))})
 json.dump(out, open(sys.argv[2], "w"))
 """
 
@@ -58,7 +59,7 @@ def discover(benchmark_dir: Path, python: str, env: Mapping[str, str]) -> list[D
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
             raise VlmpathError(f"importing the benchmark suite in {benchmark_dir} failed with {python}:\n{tail}")
         raw = json.loads(out.read_text(encoding="utf-8"))
-    return [Discovered(d["name"], tuple(tuple(a) for a in d["params"]), d["unit"]) for d in raw]
+    return [Discovered(d["name"], tuple(tuple(a) for a in d["params"]), d["unit"], d.get("version", "")) for d in raw]
 
 
 def select(benchmarks: Sequence[Discovered], regex: str | None) -> list[tuple[Discovered, tuple[str, ...]]]:

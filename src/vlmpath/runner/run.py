@@ -52,8 +52,11 @@ cores and short kernels, waiting for a second OpenMP thread dominated (10 ms sta
 
 Interruption: asv saves a commit's results only after all its benchmarks ran, so an
 interrupted run leaves no new results file (previous results stay as they were); the
-fingerprint and summary are written atomically, and the summary of an interrupted run is
-marked ``interrupted``.
+fingerprint and summary are written atomically, the summary of an interrupted run is
+marked ``interrupted`` and its run-info file ``partial`` (so no PR reuses that commit's
+results as a base). SIGTERM is an interruption too (``core.interrupt``, in the CLI),
+which also ends asv's benchmark processes. One run per results directory at a time
+(``core.run_lock``): a second refuses, naming the first.
 """
 
 from __future__ import annotations
@@ -88,6 +91,8 @@ from vlmpath.runner.options import RunInterrupted, RunOptions, RunOutcome
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_ENV
 from vlmpath.core.git import dirty_paths, head, repo_root, resolve_commit
+from vlmpath.core.interrupt import scratch_env
+from vlmpath.core.run_lock import results_lock
 from vlmpath.core.store_guard import unchanged_on_write_error
 
 
@@ -141,19 +146,13 @@ def publish_pages(results_dir: Path, html_dir: Path, reports_dir: Path, commit: 
 
 def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     """Run the asv suite once for one commit on this machine (see the module docstring)."""
-    from vlmpath.runner.launch import engine_machine
-    from vlmpath.measure.platform import machine_name, probe
     from vlmpath.core.scales import check_scale
-    from vlmpath.render import summary as summary_mod
 
     out = sys.stdout if out is None else out
     t0 = time.monotonic()
     check_scale(opts.scale)
     repo = repo_root(opts.repo)
     conf = load_config(repo / "asv.conf.json")
-    plat = probe()
-    machine = machine_name(plat.backend, plat.device_name, opts.machine or os.environ.get("VLMPATH_MACHINE"))
-    machine = engine_machine(machine, opts.engine)
     if not opts.allow_dirty:
         dirty = dirty_paths(repo)
         if dirty:
@@ -165,6 +164,21 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     html_dir = abs_path(repo, opts.html_dir or conf.get("html_dir", ".asv/html")).resolve()
     reports_dir = abs_path(repo, opts.reports_dir or "reports/out").resolve()
     check_writable(results_dir, "results dir")
+    # One run per results directory (core.run_lock): a second one refuses, naming this one,
+    # before it has read or written anything there.
+    with results_lock(results_dir, "vlmpath run " + " ".join(sys.argv[1:])):
+        return _run_locked(opts, out, t0, repo, conf, commit, results_dir, html_dir, reports_dir)
+
+
+def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict, commit: str,
+                results_dir: Path, html_dir: Path, reports_dir: Path) -> RunOutcome:
+    from vlmpath.runner.launch import engine_machine
+    from vlmpath.measure.platform import machine_name, probe
+    from vlmpath.render import summary as summary_mod
+
+    plat = probe()
+    machine = machine_name(plat.backend, plat.device_name, opts.machine or os.environ.get("VLMPATH_MACHINE"))
+    machine = engine_machine(machine, opts.engine)
     check_writable(reports_dir, "reports dir")
     if opts.publish:
         check_writable(html_dir, "html dir")
@@ -197,14 +211,21 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     with unchanged_on_write_error(results_dir, store_files(machine, commit), "vlmpath run"):
         status, rc = "complete", 0
         with tempfile.TemporaryDirectory(prefix="vlmpath-asv-") as tmp:
+            # asv's own temporary files (its fork server's) go with this directory, even when
+            # asv is killed before it removes them.
+            env = {**env, **scratch_env(Path(tmp))}
             cfg = write_config(conf, repo, results_dir, html_dir, Path(tmp) / "asv.conf.json")
             asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
             failure_lines = Path(tmp) / "failures.jsonl"
             try:
                 rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, bench),
                              {**env, FAILURES_ENV: str(failure_lines)}, repo, out)
-            except KeyboardInterrupt:
-                status, rc = "interrupted", 130
+            except KeyboardInterrupt as exc:
+                status, rc = "interrupted", getattr(exc, "exit_code", 130)
+                # Recorded: results of this commit are nobody's baseline until a complete run.
+                write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
+                               bench=opts.bench, trusted=False, shard=shard_entry,
+                               partial=f"interrupted ({exc or 'SIGINT'})")
             if status != "interrupted":
                 write_json_atomic(fingerprint_path(results_dir, machine, commit), fingerprint(opts.python, env, machine))
                 write_failures(results_dir, machine, commit, failure_lines, chosen, out)

@@ -101,12 +101,15 @@ def run_info_path(results_dir: Path, machine: str, commit: str) -> Path:
 
 
 def write_run_info(results_dir: Path, machine: str, commit: str, *, quick: bool, scale: str | None,
-                   bench: str | None, trusted: bool, shard: dict | None = None) -> Path:
+                   bench: str | None, trusted: bool, shard: dict | None = None,
+                   partial: str | None = None) -> Path:
     """Record how ``commit``'s results on ``machine`` were measured (atomically); ``shard``:
-    which shard of the suite this run was and the units it owned (``runner.shard_costs``)."""
+    which shard of the suite this run was and the units it owned (``runner.shard_costs``);
+    ``partial``: why the last run of it did not finish (interrupted): such results are
+    nobody's baseline (``pr.base_reuse``) until a complete run replaces the file."""
     path = run_info_path(results_dir, machine, commit)
     data = {"commit": commit, "quick": bool(quick), "scale": scale or DEFAULT_SCALE,
-            "bench": bench, "trusted": bool(trusted)}
+            "bench": bench, "trusted": bool(trusted) and partial is None, "partial": partial}
     if shard is not None:
         data["shard"] = shard
     write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")

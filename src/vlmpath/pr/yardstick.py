@@ -1,0 +1,104 @@
+"""With which definitions and thresholds is a pull request judged, and what did it change of them?
+
+The base's, always (``docs/pr-flow.md``): both sides run the base revision's
+``asv.conf.json`` and ``benchmarks/`` (each against its own side's package), and the
+comparison uses the base revision's packaged ``thresholds.yaml``, read from git
+(``base_thresholds``), never the file of the vlmpath that runs the flow (which may be the
+PR's). What the PR changed of the yardstick (``core.yardstick``) is found with
+``git diff --name-only base...head`` (``moved_files``) and said at the top of the comment.
+
+Head's new or changed benchmark definitions (asv's ``version``, its hash of a
+benchmark's source, differs from base's, or base has no such benchmark) are run too, with
+head's suite against head's package, in a results directory of their own
+(``definitions_run``), and shown as "new definition, not judged" rows
+(``definition_rows``): they can never pass or fail the check, so a benchmark the PR
+rewrote to read less decides nothing. A changed helper outside the benchmark's own
+source (``benchmarks/_common.py``) does not change asv's version: it is listed in the
+notice, and the base's definitions still judge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from vlmpath.compare.comparison import Comparison, MachineComparison, Verdict
+from vlmpath.core.errors import VlmpathError
+from vlmpath.core.git import git
+from vlmpath.core.yardstick import yardstick_files
+
+THRESHOLDS_PATH = "src/vlmpath/compare/thresholds.yaml"
+BENCHMARK_DIR = "benchmarks"
+DEFINITIONS_SUBDIR = "head-definitions"
+NEW_DEFINITION = "new definition, not judged"
+#: Most head definitions run (a PR that rewrites the whole suite is shown in part).
+MAX_DEFINITIONS = 200
+
+
+def moved_files(root: Path, base_sha: str, head_sha: str) -> list[str]:
+    """The yardstick files ``git diff --name-only base...head`` names (renames count twice)."""
+    r = git(root, "diff", "--name-only", "--no-renames", "-z", f"{base_sha}...{head_sha}")
+    return yardstick_files(p for p in r.stdout.split("\0") if p)
+
+
+def base_thresholds(root: Path, base_sha: str, path=None):
+    """The thresholds the PR is judged with: the base revision's packaged yaml (plus the
+    user's ``--config``); this package's own when the base has none (an older layout)."""
+    from vlmpath.compare.thresholds import load_thresholds
+
+    r = git(root, "show", f"{base_sha}:{THRESHOLDS_PATH}", check=False)
+    if r.returncode != 0:
+        return load_thresholds(path)
+    return load_thresholds(path, packaged=(r.stdout, f"base {base_sha[:8]} {THRESHOLDS_PATH}"))
+
+
+def changed_definitions(base_wt: Path, head_wt: Path, python: str,
+                        env: Mapping[str, str]) -> tuple[list[str], set[str]]:
+    """(benchmarks whose definition in head's ``benchmarks/`` is new or differs from base's,
+    base's benchmark names), both suites discovered against head's package (``env``)."""
+    from vlmpath.runner.discovery import discover
+
+    try:
+        base = {b.name: b.version for b in discover(base_wt / BENCHMARK_DIR, python, env)}
+    except VlmpathError as exc:
+        raise VlmpathError(f"base's benchmarks/ (the yardstick both sides are measured with) do not load "
+                           f"against head's package: {exc}. Keep them loading (a shim in benchmarks/_compat.py "
+                           "on the base branch first)") from None
+    try:
+        head = discover(head_wt / BENCHMARK_DIR, python, env)
+    except VlmpathError:
+        return [], set(base)  # head's own suite does not load: nothing of it to show; base's judged
+    return sorted(b.name for b in head if base.get(b.name) != b.version)[:MAX_DEFINITIONS], set(base)
+
+
+def names_pattern(names: Sequence[str]) -> str:
+    """An ``asv run -b`` regex selecting exactly these benchmarks (any parameters)."""
+    return "^(?:" + "|".join(re.escape(n) for n in names) + r")(?:\(|$)"
+
+
+def definition_rows(defs_dir: Path, head_sha: str, machine: str, base_names: set[str]) -> MachineComparison | None:
+    """Head's new or changed definitions as not-judged rows of one machine block."""
+    from vlmpath.compare.asv_results import load_asv
+
+    try:
+        run = load_asv(defs_dir, head_sha)
+    except VlmpathError:
+        return None
+    rows = []
+    for m in (x for mr in run.machines for x in mr.metrics):
+        why = "changed in head; base's definition is the one judged" if m.benchmark in base_names else "not in base"
+        rows.append(Comparison(machine=f"{machine} (head's definitions)", benchmark=m.benchmark, params=m.params,
+                               unit=m.unit, base=None, head=m.value, verdict=Verdict.NEW,
+                               reason=f"{NEW_DEFINITION} ({why})", error=m.error))
+    if not rows:
+        return None
+    return MachineComparison(f"{machine} (head's definitions)", "head-only", tuple(rows),
+                             notes=(f"{machine}: {len(rows)} case(s) of head's new or changed benchmark definitions "
+                                    f"measured, {NEW_DEFINITION}",))
+
+
+def with_definitions(report, block: MachineComparison | None):
+    from dataclasses import replace
+
+    return report if block is None else replace(report, machines=(*report.machines, block))
