@@ -9,6 +9,9 @@ model code in both engines, not the shared path); and the planted fault of the t
 that workload (``Fault``): ``raise`` makes the engine's step raise ``RuntimeError(MESSAGE)``,
 ``flip`` hands the engine each encoder call's rows in reverse order (a misplacement the
 accuracy must see), and an engine may know more kinds (vLLM: ``device_mask``).
+``VLMPATH_ENGINE_FAULT=*:bare`` (tests only) runs every routine of the process without the
+engine server's TP=1 state (``sglang_server_state``, ``vllm_server_state``): what a test
+needs to show that state matters (``server_state_wanted``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ class Fault:
         if target != name or not kind:
             return cls()
         return cls(kind, message or cls.message)
+
+    @classmethod
+    def server_state_wanted(cls) -> bool:
+        """True unless ``*:bare`` asks for routines without the server's state."""
+        target, _, kind = os.environ.get(FAULT_ENV, "").partition(":")
+        return not (target == "*" and kind.partition(":")[0] == "bare")
 
     @property
     def flip(self) -> bool:

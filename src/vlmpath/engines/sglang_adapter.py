@@ -26,6 +26,11 @@ and builds ``SglangRoutine``s, which the suite drives exactly like the reference
 planted in the engine's function, seen through the suite's failed-case path.
 ``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order: a planted
 misplacement that the accuracy must see.
+
+*server state*: before the first routine the engine sets up what sglang's server holds at
+TP=1 on the table's device (``sglang_server_state``: published server args, distributed
+environment and model-parallel groups), and ``close()`` takes it down; the seam
+``server_state`` says which pieces (``*:bare``, tests only: none, to show the difference).
 """
 
 from __future__ import annotations
@@ -158,10 +163,31 @@ class SglangEngine:
         self.label = label
         self.version = self.api.version
         self.seams = dict(self.api.seams)
+        self._state = None
+
+    def _server_state(self, device: torch.device) -> None:
+        """The server's TP=1 state, set up once, on the first routine's device."""
+        if self._state is not None or "server_state" in self.seams:
+            return
+        if not adapter_common.Fault.server_state_wanted():
+            self.seams["server_state"] = "none (planted: bare)"
+            return
+        from vlmpath.engines.sglang_server_state import SglangServerState
+
+        self._state = SglangServerState(device)
+        self.seams["server_state"] = self._state.seam
+
+    def close(self) -> None:
+        """Take the server state down (destroy the groups, restore the globals)."""
+        if self._state is not None:
+            self._state.close()
+            self._state = None
+            self.seams.pop("server_state", None)
 
     def routine(self, workload: Workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
                 encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> SglangRoutine:
         # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
+        self._server_state(table.device)
         return SglangRoutine(self.api, workload, encoder, table, cache_bytes=cache_bytes,
                              encoder_region=encoder_region)
 
