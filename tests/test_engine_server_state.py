@@ -80,31 +80,40 @@ def test_a_tp_query_in_the_embed_path_runs_as_in_a_tp1_server_and_fails_without_
           f"bare {[(w, r.error) for w, r in bare.items()]}")
 
 
-def test_the_server_state_is_taken_down_and_the_globals_restored(engine_env):
-    code = r'''
-import torch
-from vlmpath.engines.sglang_adapter import SglangEngine
-e = SglangEngine("sglang")  # imports the release (after vlmpath's torchvision shim)
-from sglang.srt.distributed import parallel_state as ps
+TEARDOWN = r'''
+import importlib, sys, torch
+from vlmpath.suite.worker import load_engine
+e = load_engine(sys.argv[1])  # imports the release (after vlmpath's torchvision shim)
+ps = importlib.import_module(sys.argv[2])
 before = ps.model_parallel_is_initialized(), torch.distributed.is_initialized()
-e._server_state(torch.device("cpu"))
+e.ensure_server_state(torch.device("cpu"))
 during = ps.get_tensor_model_parallel_world_size(), ps.get_tp_group().world_size, e.seams["server_state"]
 e.close()
 after = ps.model_parallel_is_initialized(), torch.distributed.is_initialized(), "server_state" in e.seams
-try:
+if sys.argv[1].startswith("sglang"):
     from sglang.srt import runtime_context as rc
     published = rc.get_context()._server_args is not None
-except ImportError:
-    published = None
+else:
+    from vllm.config import get_current_vllm_config_or_none as current
+    published = current() is not None
 print(repr((before, during, after, published)))
 '''
+
+
+@pytest.mark.parametrize("name,module", [("sglang", "sglang.srt.distributed.parallel_state"),
+                                         ("vllm", "vllm.distributed.parallel_state")])
+def test_the_server_state_is_taken_down_and_the_globals_restored(name, module):
+    from vlmpath.engines import envs
     from vlmpath.suite.engine_run import vlmpath_src
 
-    r = subprocess.run([str(engine_env.python), "-c", code], capture_output=True, text=True,
+    env = envs.env_for_tests(name)
+    if env is None:
+        pytest.skip(f"no complete {name} engine environment: `vlmpath engine install {name}==X`")
+    r = subprocess.run([str(env.python), "-c", TEARDOWN, env.spec.label, module], capture_output=True, text=True,
                        env={"PYTHONPATH": str(vlmpath_src()), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr[-3000:]
     before, during, after, published = eval(r.stdout.strip().splitlines()[-1])
     assert before == (False, False)
-    assert during[:2] == (1, 1) and "groups(tp=1,gloo)" in during[2]
+    assert during[:2] == (1, 1) and "groups(tp=1,gloo)" in during[2], during
     assert after == (False, False, False)
-    assert published in (False, None)  # the process's own context is as it was
+    assert published is False  # the process's own context / current config is as it was

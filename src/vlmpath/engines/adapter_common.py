@@ -77,3 +77,31 @@ class EngineRoutineBase:
             raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in {self.engine} "
                               f"({self.evs_where}); the adapter cannot drive it")
         self.fault = Fault.for_workload(workload.name)
+
+
+class ServerStateHolder:
+    """The engine's server state (TP=1: ``sglang_server_state``, ``vllm_server_state``) set up
+    once, on the first routine's device, and taken down by ``close()``; the seam
+    ``server_state`` says which pieces. An adapter sets ``seams`` and ``server_state_class``."""
+
+    seams: dict
+    _state = None
+
+    def server_state_class(self):
+        raise NotImplementedError
+
+    def ensure_server_state(self, device: torch.device) -> None:
+        if self._state is not None or "server_state" in self.seams:
+            return
+        if not Fault.server_state_wanted():
+            self.seams["server_state"] = "none (planted: bare)"
+            return
+        self._state = self.server_state_class()(device)
+        self.seams["server_state"] = self._state.seam
+
+    def close(self) -> None:
+        """Take the server state down (destroy the groups, restore the globals)."""
+        if self._state is not None:
+            self._state.close()
+            self._state = None
+        self.seams.pop("server_state", None)

@@ -155,7 +155,7 @@ def _raising(message: str):
     return embed_mm_inputs
 
 
-class SglangEngine:
+class SglangEngine(adapter_common.ServerStateHolder):
     """An imported sglang release, as the suite's engine: routines, arrival, labels."""
 
     def __init__(self, label: str, api: SglangApi | None = None):
@@ -163,31 +163,16 @@ class SglangEngine:
         self.label = label
         self.version = self.api.version
         self.seams = dict(self.api.seams)
-        self._state = None
 
-    def _server_state(self, device: torch.device) -> None:
-        """The server's TP=1 state, set up once, on the first routine's device."""
-        if self._state is not None or "server_state" in self.seams:
-            return
-        if not adapter_common.Fault.server_state_wanted():
-            self.seams["server_state"] = "none (planted: bare)"
-            return
+    def server_state_class(self):
         from vlmpath.engines.sglang_server_state import SglangServerState
 
-        self._state = SglangServerState(device)
-        self.seams["server_state"] = self._state.seam
-
-    def close(self) -> None:
-        """Take the server state down (destroy the groups, restore the globals)."""
-        if self._state is not None:
-            self._state.close()
-            self._state = None
-            self.seams.pop("server_state", None)
+        return SglangServerState
 
     def routine(self, workload: Workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
                 encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> SglangRoutine:
         # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
-        self._server_state(table.device)
+        self.ensure_server_state(table.device)
         return SglangRoutine(self.api, workload, encoder, table, cache_bytes=cache_bytes,
                              encoder_region=encoder_region)
 
