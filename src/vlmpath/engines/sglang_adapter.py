@@ -43,6 +43,7 @@ import torch
 from vlmpath.core.errors import EngineError
 from vlmpath.engines import adapter_common
 from vlmpath.engines.adapter_common import EngineRoutineBase
+from vlmpath.engines.behaviour import StepCalls
 from vlmpath.engines.sglang_api import SglangApi, load_api
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.items import Step
@@ -99,6 +100,8 @@ class SglangRoutine(EngineRoutineBase):
         self._ours: dict[int, object] = {}  # engine hash -> our Item (same content, same hash)
         self._inputs: dict[int, object] = {}
         self._ids: dict[int, torch.Tensor] = {}
+        self.calls = StepCalls()  # what each encoder call held, per step (engines.behaviour)
+        self._rid: dict[int, int] = {}  # id of the engine's item -> its request
         for r in workload.requests:
             ids, items = r.input_ids.clone(), []
             for it in r.items:
@@ -109,6 +112,7 @@ class SglangRoutine(EngineRoutineBase):
                 for a, b in it.offsets:
                     ids[a:b + 1] = torch.tensor(api.padding(e, b - a + 1), dtype=torch.int64)
                 self._ours[e.hash] = it
+                self._rid[id(e)] = r.rid
                 items.append(e)
             self._ids[r.rid] = ids
             if items:
@@ -126,12 +130,14 @@ class SglangRoutine(EngineRoutineBase):
             raise EngineError(f"the engine asked to encode an item whose hash {exc} no request holds") from exc
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(ours)
+        self.calls.call(self._rid[id(it)] for it in items if id(it) in self._rid)
         with self.encoder_region():
             rows = self.encoder.encode(ours).embeddings
         return rows.flip(0) if self.fault.flip else rows
 
     def run_step(self, step: Step) -> torch.Tensor:
         self._hits.stored.clear()
+        self.calls.step()
         ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
         ids = ids.to(self.device, non_blocking=True)
         mm = [e for e in step.entries if e.rid in self._inputs]

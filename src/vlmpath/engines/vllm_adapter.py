@@ -52,6 +52,7 @@ import torch
 from vlmpath.core.errors import EngineError
 from vlmpath.engines import adapter_common
 from vlmpath.engines.adapter_common import EngineRoutineBase
+from vlmpath.engines.behaviour import StepCalls
 from vlmpath.engines.vllm_api import VllmApi, load_api
 from vlmpath.engines.vllm_runners import V1Driver, V2Driver
 from vlmpath.measure.content_hash import HashStats
@@ -128,6 +129,9 @@ class VllmRoutine(EngineRoutineBase):
         super().__init__(api, workload, encoder, table, encoder_region=encoder_region)
         self._items = list(workload.items)
         index = {id(it): k for k, it in enumerate(self._items)}
+        rid_of = {id(it): r.rid for r in workload.requests for it in r.items}
+        self._rid = [rid_of.get(id(it)) for it in self._items]
+        self.calls = StepCalls()  # what each encoder call held, per step (engines.behaviour)
         placeholder = table.shape[0] - 1  # any in-vocabulary id: the mask says where rows go
         inputs = api.inputs
         self._ids, self._reqs = {}, {}
@@ -200,6 +204,7 @@ class VllmRoutine(EngineRoutineBase):
         idx = kwargs["vlmpath_item"]
         idx = idx.flatten().tolist() if isinstance(idx, torch.Tensor) else [int(t) for t in idx]
         ours = [self._items[k] for k in idx]
+        self.calls.call(self._rid[k] for k in idx if self._rid[k] is not None)
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(ours)
         with self.encoder_region():
@@ -211,6 +216,7 @@ class VllmRoutine(EngineRoutineBase):
         if self.fault.raises:
             raise RuntimeError(self.fault.raises)
         self._hits.allocated.clear()
+        self.calls.step()
         budget = self._budget
         scheduled: dict[str, list[int]] = {}
         for e in step.entries:
