@@ -9,6 +9,9 @@ model code in both engines, not the shared path); and the planted fault of the t
 that workload (``Fault``): ``raise`` makes the engine's step raise ``RuntimeError(MESSAGE)``,
 ``flip`` hands the engine each encoder call's rows in reverse order (a misplacement the
 accuracy must see), and an engine may know more kinds (vLLM: ``device_mask``).
+``VLMPATH_ENGINE_FAULT=*:bare`` (tests only) runs every routine of the process without the
+engine server's TP=1 state (``sglang_server_state``, ``vllm_server_state``): what a test
+needs to show that state matters (``server_state_wanted``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ class Fault:
             return cls()
         return cls(kind, message or cls.message)
 
+    @classmethod
+    def server_state_wanted(cls) -> bool:
+        """True unless ``*:bare`` asks for routines without the server's state."""
+        target, _, kind = os.environ.get(FAULT_ENV, "").partition(":")
+        return not (target == "*" and kind.partition(":")[0] == "bare")
+
     @property
     def flip(self) -> bool:
         return self.kind == "flip"
@@ -68,3 +77,31 @@ class EngineRoutineBase:
             raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in {self.engine} "
                               f"({self.evs_where}); the adapter cannot drive it")
         self.fault = Fault.for_workload(workload.name)
+
+
+class ServerStateHolder:
+    """The engine's server state (TP=1: ``sglang_server_state``, ``vllm_server_state``) set up
+    once, on the first routine's device, and taken down by ``close()``; the seam
+    ``server_state`` says which pieces. An adapter sets ``seams`` and ``server_state_class``."""
+
+    seams: dict
+    _state = None
+
+    def server_state_class(self):
+        raise NotImplementedError
+
+    def ensure_server_state(self, device: torch.device) -> None:
+        if self._state is not None or "server_state" in self.seams:
+            return
+        if not Fault.server_state_wanted():
+            self.seams["server_state"] = "none (planted: bare)"
+            return
+        self._state = self.server_state_class()(device)
+        self.seams["server_state"] = self._state.seam
+
+    def close(self) -> None:
+        """Take the server state down (destroy the groups, restore the globals)."""
+        if self._state is not None:
+            self._state.close()
+            self._state = None
+        self.seams.pop("server_state", None)

@@ -26,6 +26,11 @@ and builds ``SglangRoutine``s, which the suite drives exactly like the reference
 planted in the engine's function, seen through the suite's failed-case path.
 ``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order: a planted
 misplacement that the accuracy must see.
+
+*server state*: before the first routine the engine sets up what sglang's server holds at
+TP=1 on the table's device (``sglang_server_state``: published server args, distributed
+environment and model-parallel groups), and ``close()`` takes it down; the seam
+``server_state`` says which pieces (``*:bare``, tests only: none, to show the difference).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import torch
 from vlmpath.core.errors import EngineError
 from vlmpath.engines import adapter_common
 from vlmpath.engines.adapter_common import EngineRoutineBase
+from vlmpath.engines.behaviour import StepCalls
 from vlmpath.engines.sglang_api import SglangApi, load_api
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.items import Step
@@ -94,6 +100,8 @@ class SglangRoutine(EngineRoutineBase):
         self._ours: dict[int, object] = {}  # engine hash -> our Item (same content, same hash)
         self._inputs: dict[int, object] = {}
         self._ids: dict[int, torch.Tensor] = {}
+        self.calls = StepCalls()  # what each encoder call held, per step (engines.behaviour)
+        self._rid: dict[int, int] = {}  # id of the engine's item -> its request
         for r in workload.requests:
             ids, items = r.input_ids.clone(), []
             for it in r.items:
@@ -104,6 +112,7 @@ class SglangRoutine(EngineRoutineBase):
                 for a, b in it.offsets:
                     ids[a:b + 1] = torch.tensor(api.padding(e, b - a + 1), dtype=torch.int64)
                 self._ours[e.hash] = it
+                self._rid[id(e)] = r.rid
                 items.append(e)
             self._ids[r.rid] = ids
             if items:
@@ -121,12 +130,14 @@ class SglangRoutine(EngineRoutineBase):
             raise EngineError(f"the engine asked to encode an item whose hash {exc} no request holds") from exc
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(ours)
+        self.calls.call(self._rid[id(it)] for it in items if id(it) in self._rid)
         with self.encoder_region():
             rows = self.encoder.encode(ours).embeddings
         return rows.flip(0) if self.fault.flip else rows
 
     def run_step(self, step: Step) -> torch.Tensor:
         self._hits.stored.clear()
+        self.calls.step()
         ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
         ids = ids.to(self.device, non_blocking=True)
         mm = [e for e in step.entries if e.rid in self._inputs]
@@ -150,7 +161,7 @@ def _raising(message: str):
     return embed_mm_inputs
 
 
-class SglangEngine:
+class SglangEngine(adapter_common.ServerStateHolder):
     """An imported sglang release, as the suite's engine: routines, arrival, labels."""
 
     def __init__(self, label: str, api: SglangApi | None = None):
@@ -158,10 +169,30 @@ class SglangEngine:
         self.label = label
         self.version = self.api.version
         self.seams = dict(self.api.seams)
+        self._towers: dict[int, object] = {}  # our encoder's id -> its copy on sglang's tower
+
+    def engine_tower(self, encoder):
+        """``encoder`` with sglang's own vision tower (``--tower engine``: ``sglang_tower``),
+        built once per encoder inside the server state; the records say so (seam ``tower``)."""
+        from vlmpath.engines.sglang_tower import TOWER_SEAM, engine_tower
+
+        tower = getattr(encoder, "tower", None)  # none: engine_tower refuses it, naming it
+        if tower is not None:
+            self.ensure_server_state(next(tower.parameters()).device)
+        if id(encoder) not in self._towers:
+            self._towers[id(encoder)] = (encoder, engine_tower(encoder))  # the key's object kept alive
+        self.seams["tower"] = TOWER_SEAM
+        return self._towers[id(encoder)][1]
+
+    def server_state_class(self):
+        from vlmpath.engines.sglang_server_state import SglangServerState
+
+        return SglangServerState
 
     def routine(self, workload: Workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
                 encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> SglangRoutine:
         # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
+        self.ensure_server_state(table.device)
         return SglangRoutine(self.api, workload, encoder, table, cache_bytes=cache_bytes,
                              encoder_region=encoder_region)
 

@@ -32,6 +32,11 @@ means what it would on a GPU.
 ``VLMPATH_ENGINE_FAULT`` as for sglang: ``WORKLOAD:raise:MESSAGE`` makes the step raise;
 ``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order;
 ``WORKLOAD:device_mask`` leaves vLLM's host mask unmarked (as if it lived on the device).
+
+*worker state*: before the first routine (or the engine's tower) the engine sets up what a
+vLLM worker holds at TP=1 on that device (``vllm_server_state``: the current ``VllmConfig``,
+distributed environment and model-parallel groups); ``close()`` takes it down; the seam
+``server_state`` says which pieces (``*:bare``, tests only: none).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ import torch
 from vlmpath.core.errors import EngineError
 from vlmpath.engines import adapter_common
 from vlmpath.engines.adapter_common import EngineRoutineBase
+from vlmpath.engines.behaviour import StepCalls
 from vlmpath.engines.vllm_api import VllmApi, load_api
 from vlmpath.engines.vllm_runners import V1Driver, V2Driver
 from vlmpath.measure.content_hash import HashStats
@@ -123,6 +129,9 @@ class VllmRoutine(EngineRoutineBase):
         super().__init__(api, workload, encoder, table, encoder_region=encoder_region)
         self._items = list(workload.items)
         index = {id(it): k for k, it in enumerate(self._items)}
+        rid_of = {id(it): r.rid for r in workload.requests for it in r.items}
+        self._rid = [rid_of.get(id(it)) for it in self._items]
+        self.calls = StepCalls()  # what each encoder call held, per step (engines.behaviour)
         placeholder = table.shape[0] - 1  # any in-vocabulary id: the mask says where rows go
         inputs = api.inputs
         self._ids, self._reqs = {}, {}
@@ -195,6 +204,7 @@ class VllmRoutine(EngineRoutineBase):
         idx = kwargs["vlmpath_item"]
         idx = idx.flatten().tolist() if isinstance(idx, torch.Tensor) else [int(t) for t in idx]
         ours = [self._items[k] for k in idx]
+        self.calls.call(self._rid[k] for k in idx if self._rid[k] is not None)
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(ours)
         with self.encoder_region():
@@ -206,6 +216,7 @@ class VllmRoutine(EngineRoutineBase):
         if self.fault.raises:
             raise RuntimeError(self.fault.raises)
         self._hits.allocated.clear()
+        self.calls.step()
         budget = self._budget
         scheduled: dict[str, list[int]] = {}
         for e in step.entries:
@@ -233,7 +244,7 @@ class VllmRoutine(EngineRoutineBase):
         return embeds
 
 
-class VllmEngine:
+class VllmEngine(adapter_common.ServerStateHolder):
     """An imported vLLM release, as the suite's engine: routines, arrival, labels."""
 
     def __init__(self, label: str, api: VllmApi | None = None):
@@ -243,11 +254,19 @@ class VllmEngine:
         self.seams = dict(self.api.seams)
         self._towers: dict[int, object] = {}  # our encoder's id -> its copy on vLLM's tower
 
+    def server_state_class(self):
+        from vlmpath.engines.vllm_server_state import VllmServerState
+
+        return VllmServerState
+
     def engine_tower(self, encoder):
         """``encoder`` with vLLM's own vision tower (``--tower engine``: ``vllm_tower``),
         built once per encoder; the records say so (seam ``tower``)."""
         from vlmpath.engines.vllm_tower import TOWER_SEAM, engine_tower
 
+        tower = getattr(encoder, "tower", None)  # none: engine_tower refuses it, naming it
+        if tower is not None:
+            self.ensure_server_state(next(tower.parameters()).device)
         if id(encoder) not in self._towers:
             self._towers[id(encoder)] = (encoder, engine_tower(encoder))  # the key's object kept alive
         self.seams["tower"] = TOWER_SEAM
@@ -256,6 +275,7 @@ class VllmEngine:
     def routine(self, workload: Workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
                 encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> VllmRoutine:
         # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
+        self.ensure_server_state(table.device)
         return VllmRoutine(self.api, workload, encoder, table, cache_bytes=cache_bytes,
                            encoder_region=encoder_region)
 

@@ -288,6 +288,16 @@ def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator,
         # puts step boundaries inside the video.
         specs = [RequestSpec((t(), MediaSpec("video", (shapes.evs_grid,), evs=True), t()))]
         return specs, shapes.long_chunk
+    if name == "interleaved_modalities":
+        # Cache misses whose modalities alternate in prompt order, within a request (image,
+        # video, image) and across requests (the first's last image, then video, image), in
+        # one step, at row counts that differ per modality: an encoder runner that groups by
+        # modality and hands the outputs back in grouped order misplaces rows here (vLLM
+        # #15605, #32249), and nowhere else (``mixed`` misses are already grouped).
+        video = lambda: MediaSpec("video", (shapes.video_grid,))  # noqa: E731
+        specs = [RequestSpec((t(), _image(shapes.small_px), t(), video(), t(), _image(shapes.small_px), t())),
+                 RequestSpec((t(), video(), t(), _image(shapes.small_px), t()))]
+        return specs, -1
     raise AssertionError(name)  # guarded by PRESETS
 
 
@@ -296,7 +306,7 @@ def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator,
 PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
     "many_small_images": "qwen2_5_vl", "few_large_images": "qwen2_5_vl", "video": "qwen2_5_vl",
     "multi_region": "multi_region", "chunked_long": "qwen2_5_vl", "cache_reuse": "qwen2_5_vl",
-    "mixed": "qwen2_5_vl", "evs_video": "evs",
+    "mixed": "qwen2_5_vl", "evs_video": "evs", "interleaved_modalities": "qwen2_5_vl",
 })
 PRESETS = tuple(PRESET_ENCODERS)
 

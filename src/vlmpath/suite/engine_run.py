@@ -38,7 +38,7 @@ from vlmpath.suite.record import CaseRecord, read_records, write_records
 from vlmpath.suite.worker import case_to_dict, error_text, failed_record
 
 #: Which vision tower an engine case runs: ours (the seeded transformers tower, the default)
-#: or the engine's own (its adapter's ``engine_tower``: vLLM's Qwen2.5-VL).
+#: or the engine's own (its adapter's ``engine_tower``: vLLM's or sglang's Qwen2.5-VL).
 TOWERS = ("ours", "engine")
 
 

@@ -172,7 +172,7 @@ def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool =
     its registry entry); None runs the reference routine.
     ``threads``: torch's intra-op threads for this case (None: as set); recorded.
     ``tower``: ``ours`` (the seeded transformers tower) or ``engine`` (the engine's own, where
-    its adapter offers ``engine_tower``: vLLM's)."""
+    its adapter offers ``engine_tower``: vLLM's, sglang's)."""
     with pinned(threads) as in_effect:
         load0 = load_average()
         rec = _measure(case, session, repeat, count, cache_bytes, engine, tower)
@@ -189,7 +189,7 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
         swap = getattr(engine, "engine_tower", None)
         if swap is None:
             raise EngineError(f"--tower engine: {engine.label if engine else 'the reference'} has no tower of "
-                              "its own that vlmpath drives (vLLM's Qwen2.5-VL has); use --tower ours")
+                              "its own that vlmpath drives (vLLM's and sglang's Qwen2.5-VL have); use --tower ours")
         encoder = swap(encoder)
     golden = session.golden(wl, encoder)
     make: Callable[..., Routine] = EmbedRoutine if engine is None else engine.routine
@@ -256,11 +256,20 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
         syncs=syncs, encoder_syncs=encoder_syncs, sync_events=events, device=str(session.device),
         peak_bytes=memory.allocated, reserved_bytes=memory.reserved, memory=memory.to_dict(),
         **({} if engine is None else {"engine": engine.label, "engine_version": engine.version,
-                                      "engine_seams": dict(engine.seams)}),
+                                      "engine_seams": _labelled_seams(engine, routine, syncs, events, hstats)}),
         **({} if counts is None else {"routine_bytecodes": counts.bytecodes,
                                       "routine_aten_elements": counts.elements, "counts_error": counts.error,
                                       "counts_top": counts.top}),
     )
+
+
+def _labelled_seams(engine, routine, syncs, events, hstats) -> dict:
+    """The engine's seams with the labels its measured behaviour gives (``engines.behaviour``)."""
+    from vlmpath.engines.behaviour import labelled, observed
+
+    name = engine.label.split("==")[0].split("@")[0]
+    seen = observed(getattr(routine, "calls", None), syncs, events, hstats.sha256_digests, name)
+    return labelled(dict(engine.seams), seen)
 
 
 def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=None,

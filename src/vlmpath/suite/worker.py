@@ -9,7 +9,8 @@ case (``suite.record.dumps_record``), in order, appending as it goes, so that a 
 leaves the records measured so far (``engine_run`` fills in the rest).
 
 A case that raises is a failed record carrying the error, and the next case runs; an
-engine that does not load at all gives every case the same failed record.
+engine that does not load at all gives every case the same failed record. An adapter's
+``close()`` (where it has one: the server state it set up) runs after the last case.
 """
 
 from __future__ import annotations
@@ -84,17 +85,22 @@ def run_job(job: dict, out) -> int:
         return len(cases)
     session = Session(device, job.get("weights"))
     failures = 0
-    for case in cases:
-        print(f"worker: {label} {case.label}", file=sys.stderr, flush=True)
-        try:
-            rec = measure_case(case, session, repeat=int(job.get("repeat", 3)),
-                               count=bool(job.get("count", True)), engine=engine,
-                               threads=job.get("threads"), tower=job.get("tower") or "ours")
-        except Exception as exc:  # one case's failure is a result; the run goes on
-            rec = failed_record(case, error_text(exc), label, engine.version, engine.seams, device)
-        failures += rec.error is not None
-        out.write(dumps_record(rec) + "\n")
-        out.flush()
+    try:
+        for case in cases:
+            print(f"worker: {label} {case.label}", file=sys.stderr, flush=True)
+            try:
+                rec = measure_case(case, session, repeat=int(job.get("repeat", 3)),
+                                   count=bool(job.get("count", True)), engine=engine,
+                                   threads=job.get("threads"), tower=job.get("tower") or "ours")
+            except Exception as exc:  # one case's failure is a result; the run goes on
+                rec = failed_record(case, error_text(exc), label, engine.version, engine.seams, device)
+            failures += rec.error is not None
+            out.write(dumps_record(rec) + "\n")
+            out.flush()
+    finally:  # what the adapter set up around the engine (a server's groups) is taken down
+        close = getattr(engine, "close", None)
+        if close is not None:
+            close()
     return failures
 
 

@@ -1,0 +1,112 @@
+"""Does the interleaved-modalities preset catch a runner that hands encoder outputs back grouped?
+
+Engines group encoder inputs by modality and must give the outputs back in prompt order
+(vLLM #15605, #32249). Per engine, a released tree with that step undone (``engine_tree``):
+
+- sglang: ``embed_mm_inputs`` scatters every modality's rows at once, concatenated in
+  modality order, into the union of the modalities' masks (prompt order);
+- vLLM: the v2 ``EncoderRunner.execute_mm_encoder`` returns its outputs in the sorted
+  (grouped) order instead of restoring the input order.
+
+Each must read below 1.00 accuracy on ``interleaved_modalities`` and 1.00 on every preset
+the adapter drives whose steps do not interleave modalities where the plant acts: vLLM's
+runner sees a step's cache *misses* (only the new preset interleaves those); sglang's scatter
+sees every placeholder of a step, hits included, and ``mixed`` has a cache-hit image after
+a video in one step, so the sglang plant is red there too (``interleaves``, computed from
+the workloads). Skipped per engine without a complete engine environment, or where the
+release lacks the code to plant in.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from engine_adapter_env import EVS
+from engine_tree import patched_tree
+
+from vlmpath.engines.base import parse_engine
+from vlmpath.measure.workload import PRESETS, preset
+from vlmpath.suite.engine_run import measure_cases
+from vlmpath.suite.measure import plan_cases
+
+pytestmark = [pytest.mark.e2e, pytest.mark.engine]
+
+INTERLEAVED = "interleaved_modalities"
+SCATTER = "    # 4. scatter embeddings into input embedding\n"
+GROUPED_SCATTER = SCATTER.replace("# 4.", "# vlmpath test: one scatter, rows in modality order (grouped);") + (
+    "    keep = [(e, m) for e, m in zip(embeddings, masks) if e is not None and m is not None]\n"
+    "    if len(keep) > 1:\n"
+    "        embeddings = [torch.cat([e for e, _ in keep])]\n"
+    "        masks = [torch.stack([m for _, m in keep]).any(0)]\n"
+    "        modalities = modalities[:1]\n")
+RESTORE = re.compile(r"return \[encoder_outputs\[i\] for i in np\.argsort\(order\)\]")
+
+
+def sglang_grouped(text: str) -> str:
+    assert text.count(SCATTER) == 1, "embed_mm_inputs' scatter step not found"
+    return text.replace(SCATTER, GROUPED_SCATTER)
+
+
+def vllm_grouped(text: str) -> str:
+    assert len(RESTORE.findall(text)) == 1, "execute_mm_encoder's order restore not found"
+    return RESTORE.sub("return encoder_outputs  # vlmpath test: grouped order", text)
+
+
+# (file, plant, what the plant reorders: "misses" or "placeholders" of a step)
+PLANTS = {"sglang": ("srt/managers/mm_utils.py", sglang_grouped, "placeholders"),
+          "vllm": ("v1/worker/gpu/mm/encoder_runner.py", vllm_grouped, "misses")}
+
+
+def interleaves(wl, what: str) -> bool:
+    """Whether some step holds items (``misses``: first sight of a hash) whose modalities, in
+    prompt order, are not in grouped order (images before videos: vLLM sorts by the modality's
+    name, sglang walks ``Modality.all()``, images first)."""
+    seen: set[int] = set()
+    by_rid = {r.rid: r for r in wl.requests}
+    for step in wl.steps:
+        order = []
+        for e in step.entries:
+            for it in sorted(by_rid[e.rid].items, key=lambda x: x.offsets[0][0]):
+                if it.offsets[0][0] < e.prefix + e.extend and it.offsets[-1][1] >= e.prefix:
+                    if what == "placeholders" or it.hash not in seen:
+                        order.append(it.modality)
+                    seen.add(it.hash)
+        if order != sorted(order):  # "image" < "video"
+            return True
+    return False
+
+
+def _package_dir(python, name: str) -> Path:
+    code = f"import importlib.util as u; print(list(u.find_spec('{name}').submodule_search_locations)[0])"
+    return Path(subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.strip())
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("name", sorted(PLANTS))
+def test_a_runner_returning_grouped_order_is_red_on_interleaved_only(name, tmp_path):
+    from vlmpath.engines import envs
+
+    env = envs.env_for_tests(name)
+    if env is None:
+        pytest.skip(f"no complete {name} engine environment: `vlmpath engine install {name}==X`")
+    pkg = _package_dir(env.python, name)
+    path, plant, acts_on = PLANTS[name]
+    if not (pkg / path).is_file():
+        pytest.skip(f"{name} {env.spec.version} has no {path} to plant in")
+    tree = patched_tree(pkg, tmp_path, {path: plant})
+    drivable = [w for w in PRESETS if w != EVS]
+    cases = plan_cases(workloads=drivable, pipelines=["default"])
+    recs = {r.workload: r for r in measure_cases(cases, parse_engine(name, src=str(tree)), repeat=1, count=False,
+                                                  python=str(env.python))}
+    acc = {w: r.accuracy for w, r in recs.items()}
+    print(f"FIGURE {name} grouped-order plant: {acc}")
+    # red: rows misplaced, or the engine's own row-count check refusing them (a failed case)
+    assert acc[INTERLEAVED] < 1.0, acc
+    caught = {w for w in drivable if interleaves(preset(w), acts_on)}
+    assert INTERLEAVED in caught and len(caught) <= 2, caught
+    assert all(acc[w] < 1.0 for w in caught), (acc, caught)
+    others = {w: acc[w] for w in drivable if w not in caught}
+    assert len(others) >= len(drivable) - 2 and all(a == 1.0 for a in others.values()), others
