@@ -12,7 +12,7 @@ time is the comparison and the renderer, on those records, exactly as ``vlmpath 
 ``render.comment``).
 
     .venv/bin/python ci/comment-guide.py --check     # exit 1 when the page is stale (CI)
-    .venv/bin/python ci/comment-guide.py --write     # regenerate the page's generated parts
+    .venv/bin/python ci/comment-guide.py --write     # regenerate the page's generated parts and the chart
     .venv/bin/python ci/comment-guide.py --measure   # re-measure here (about a minute), then --write
 
 Only the parts between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` are
@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "reading-a-pr-comment.md"
 RECORDS = ROOT / "docs" / "comment-guide" / "records.json"
+CHART = ROOT / "docs" / "img" / "pr-chart.png"  # the README's picture: the same comparison as the PR chart
 WORKLOADS = ("many_small_images", "multi_region", "chunked_long")
 REPEAT = 7  # passes per case: at 7 samples per side the tok/s rows get the Mann-Whitney test
 BASE_ARGS = ("--pipeline", "default")
@@ -66,12 +67,11 @@ def _src_path() -> None:
         sys.path.insert(0, src)
 
 
-def comment_from(frozen: dict) -> str:
-    """The PR comment the renderer writes for the frozen records (the code under check)."""
+def report_from(frozen: dict):
+    """The comparison of the frozen records, as ``ci pr --engine-src`` judges them."""
     _src_path()
     from vlmpath.compare import verdict
     from vlmpath.compare.from_records import run_from_records
-    from vlmpath.render.comment import render_markdown
     from vlmpath.suite.record import loads_record
 
     machine = frozen["machine"]
@@ -79,7 +79,26 @@ def comment_from(frozen: dict) -> str:
     report = verdict.compare(
         run_from_records(sides["base"], machine=machine, commit=BASE_SHA, where="base records"),
         run_from_records(sides["head"], machine=machine, commit=HEAD_SHA, where="head records"))
-    return render_markdown(report)
+    return report
+
+
+def comment_from(frozen: dict) -> str:
+    """The PR comment the renderer writes for the frozen records (the code under check)."""
+    from vlmpath.render.comment import render_markdown
+
+    return render_markdown(report_from(frozen))
+
+
+def draw_chart(frozen: dict) -> None:
+    """The PR chart of the same comparison (``render.report_history.pr_chart``), the picture
+    of the README; drawn by --write, not compared by --check (PNG bytes vary by matplotlib)."""
+    from vlmpath.compare.thresholds import Thresholds
+    from vlmpath.render.report_figure import save_figure
+    from vlmpath.render.report_history import pr_chart
+
+    fig = pr_chart(report_from(frozen), thresholds=Thresholds.default())
+    save_figure(fig, CHART)
+    fig.clear()
 
 
 def planted_table(frozen: dict) -> str:
@@ -121,10 +140,13 @@ def fill(page: str, parts: dict[str, str]) -> str:
     return page
 
 
+def frozen_records() -> dict:
+    return json.loads(RECORDS.read_text(encoding="utf-8"))
+
+
 def expected_page() -> tuple[str, str]:
-    frozen = json.loads(RECORDS.read_text(encoding="utf-8"))
     current = PAGE.read_text(encoding="utf-8")
-    return current, fill(current, generated(frozen))
+    return current, fill(current, generated(frozen_records()))
 
 
 def _measure_side(args: tuple[str, ...], out: Path) -> list[dict]:
@@ -164,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--check", action="store_true", help="exit 1 when the page differs from what --write writes")
-    g.add_argument("--write", action="store_true", help="rewrite the page's generated parts")
+    g.add_argument("--write", action="store_true", help="rewrite the page's generated parts and docs/img/pr-chart.png")
     g.add_argument("--measure", action="store_true", help="re-measure the records on this machine, then --write")
     a = ap.parse_args(argv)
     if a.measure:
@@ -180,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = PAGE.with_suffix(".md.tmp")
         tmp.write_text(want, encoding="utf-8")
         os.replace(tmp, PAGE)  # atomic: a crash leaves the old page, never half of one
+    draw_chart(frozen_records())
     return 0
 
 

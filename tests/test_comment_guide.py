@@ -28,6 +28,7 @@ def guide(tmp_path, monkeypatch):
     shutil.copyfile(mod.PAGE, page)
     monkeypatch.setattr(mod, "ROOT", tmp_path)
     monkeypatch.setattr(mod, "PAGE", page)
+    monkeypatch.setattr(mod, "CHART", tmp_path / "docs" / "img" / "pr-chart.png")
     return mod
 
 
@@ -43,6 +44,7 @@ def test_a_hand_edited_comment_row_is_seen_and_write_restores_it(guide):
     assert guide.main(["--check"]) == 1
     assert guide.main(["--write"]) == 0
     assert guide.PAGE.read_text(encoding="utf-8") == text
+    assert guide.CHART.stat().st_size > 10_000  # the README's picture, drawn from the same comparison
 
 
 def test_the_frozen_records_show_the_planted_regressions(guide):
