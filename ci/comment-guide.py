@@ -168,7 +168,7 @@ def measure() -> None:
         head = _measure_side(HEAD_ARGS, Path(tmp) / "head.jsonl")
     loads = [r["load_avg"] for r in base + head if r.get("load_avg") is not None]
     show = lambda args: "vlmpath measure " + " ".join(f"--workload {w}" for w in WORKLOADS) + " " \
-        + " ".join(args) + f" --repeat {REPEAT} --json SIDE.jsonl"
+        + " ".join(args) + f" --repeat {REPEAT} --json reports/measure/SIDE.jsonl"
     frozen = {
         "about": "frozen input of ci/comment-guide.py (re-measure: ci/comment-guide.py --measure)",
         "machine": probe().machine,
