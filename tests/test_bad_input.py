@@ -336,13 +336,14 @@ def test_comment_missing_body_points_at_the_command_that_writes_it(tmp_path, cap
     assert "vlmpath report" not in line
 
 
-def test_readme_example_outputs_are_git_ignored():
+def test_readme_and_docs_example_outputs_are_git_ignored():
     import re
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in docs)
     ignored = [ln.strip().lstrip("/") for ln in (ROOT / ".gitignore").read_text().splitlines()
                if ln.strip().endswith("/") and not ln.startswith("#")]
-    outs = re.findall(r"--(?:json|markdown|body-file|out) ([\w./-]+)", readme)
+    outs = re.findall(r"--(?:json|markdown|body-file|out) ([\w./-]+)", text)
     assert len(outs) >= 4
     for o in outs:
-        assert any((o.rstrip("/") + "/").startswith(d) for d in ignored), f"README example writes {o}, not git-ignored"
+        assert any((o.rstrip("/") + "/").startswith(d) for d in ignored), f"an example in the docs writes {o}, not git-ignored"

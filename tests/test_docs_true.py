@@ -1,8 +1,10 @@
-"""Do the README and the code's comments name things that exist?
+"""Do the README, the docs site's pages and the code's comments name things that exist?
 
-- every relative link and every backticked repository path in the README resolves to a
-  file or folder inside this repository (``../shared/docs/...`` pointed outside it);
-- the README's strategy table lists every registered strategy of each stage
+- every relative link (from the file's own folder) and every backticked repository path in
+  the README and docs/*.md resolves to a file or folder inside this repository
+  (``../shared/docs/...`` pointed outside it); mkdocs' strict build (.ci/run) checks the
+  links between pages and their anchors;
+- docs/measures.md's strategy table lists every registered strategy of each stage
   (``cumsum_index_copy`` was missing);
 - every ``src/vlmpath/...py`` / ``vlmpath/...py`` path and every dotted ``vlmpath.x.y``
   name in the repository's text files is a module or package that exists (comments named
@@ -20,6 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 README = ROOT / "README.md"
+MEASURES = ROOT / "docs" / "measures.md"
 TEXT_SUFFIXES = {".py", ".md", ".yml", ".yaml", ".sh", ".toml", ".json", ".txt", ".cfg", ".Dockerfile"}
 SKIP_PARTS = {".git", ".venv", "__pycache__", "node_modules", ".asv", "build", "dist"}
 _PATH = re.compile(r"(?<![\w/.-])((?:src/)?vlmpath/[\w/]+\.py)")
@@ -27,7 +30,8 @@ _DOTTED = re.compile(r"(?<![\w.])(vlmpath(?:\.\w+)+)")
 _ALLOWED_DOTTED = {"vlmpath.x"}  # tests/test_layers.py's example of a module name
 #: Files that plant names which do not exist, on purpose (each says why).
 PLANTING = {"tests/test_docs_true.py": "the planted stale names of this test",
-            "tests/test_one_home.py": "plants modules into a temporary copy of src/"}
+            "tests/test_one_home.py": "plants modules into a temporary copy of src/",
+            "tests/test_recipes.py": "writes the recipes' toy modules into a temporary copy of src/"}
 
 
 def _text_files() -> list[Path]:
@@ -75,32 +79,46 @@ def test_a_planted_stale_module_name_is_seen():
     assert stale_names("src/vlmpath/paths/inject.py, vlmpath.paths.inject.INJECTORS") == []
 
 
-def outside_or_missing(text: str) -> list[str]:
-    targets = re.findall(r"\]\((?!https?:|#|mailto:)([^)\s]+)\)", text)
-    targets += re.findall(r"`((?:\.\./|src/|docs/|docker/|ci/|tests/|benchmarks/)[\w./-]+)`", text)
+def outside_or_missing(text: str, folder: Path = ROOT) -> list[str]:
+    """Links (relative to ``folder``, the file's own) and backticked repository paths
+    (relative to the root) that leave the repository or name nothing."""
+    links = re.findall(r"\]\((?!https?:|#|mailto:)([^)\s]+)\)", text)
+    paths = re.findall(r"`((?:\.\./|src/|docs/|docker/|ci/|tests/|benchmarks/)[\w./-]+)`", text)
     out = []
-    for t in targets:
-        path = (ROOT / t.split("#")[0]).resolve()
-        if not path.is_relative_to(ROOT) or not path.exists():
-            out.append(t)
+    for base, targets in ((folder, links), (ROOT, paths)):
+        for t in targets:
+            path = (base / t.split("#")[0]).resolve()
+            if not path.is_relative_to(ROOT) or not path.exists():
+                out.append(t)
     return out
 
 
-def test_readme_links_and_paths_stay_inside_the_repository():
-    assert outside_or_missing(README.read_text(encoding="utf-8")) == []
+def _doc_pages() -> list[Path]:
+    return [README, *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+@pytest.mark.parametrize("page", _doc_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_doc_links_and_paths_stay_inside_the_repository(page):
+    assert outside_or_missing(page.read_text(encoding="utf-8"), page.parent) == []
+
+
+def test_a_planted_missing_or_outside_target_is_seen():
     assert outside_or_missing("(`docs`: `../shared/docs/embed-path.md`), [x](docs/nope.md)") == [
         "docs/nope.md", "../shared/docs/embed-path.md"]
+    # A page's link is read from its own folder: docs/measures.md links commands.md, not docs/commands.md.
+    assert outside_or_missing("[c](commands.md)", ROOT / "docs") == []
+    assert outside_or_missing("[c](docs/commands.md)", ROOT / "docs") == ["docs/commands.md"]
 
 
 @pytest.mark.parametrize("stage, registry", [
     ("encode", "vlmpath.paths.encode:ENCODE_STRATEGIES"), ("inject", "vlmpath.paths.inject:INJECTORS"),
     ("count", "vlmpath.paths.count:COUNTERS"), ("hash", "vlmpath.paths.hashing:HASH_PATHS")])
-def test_readme_strategy_table_lists_every_registered_strategy(stage, registry):
+def test_the_strategy_table_lists_every_registered_strategy(stage, registry):
     import importlib
 
     module, name = registry.split(":")
     names = set(getattr(importlib.import_module(module), name))
-    row = next(line for line in README.read_text(encoding="utf-8").splitlines()
+    row = next(line for line in MEASURES.read_text(encoding="utf-8").splitlines()
                if line.startswith(f"| {stage} |"))
     listed = set(re.findall(r"`(\w+)`", row.split("|")[2]))
-    assert names - listed == set(), f"README's {stage} row lacks {sorted(names - listed)}"
+    assert names - listed == set(), f"docs/measures.md's {stage} row lacks {sorted(names - listed)}"

@@ -4,7 +4,7 @@
 bar per engine label and workload with its accuracy written on it, a failed case is the
 red marker, and syncs sit in the panel below; the CLI refuses a chart it cannot write and
 several engines with one ``--engine-src`` tree. The real releases side by side are the
-command in the README ("Engines side by side") on the installed engine envs.
+command in docs/side-by-side.md on the installed engine envs.
 """
 
 from __future__ import annotations

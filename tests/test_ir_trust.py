@@ -3,7 +3,7 @@
 Synthetic rounds in the shape ``selfcheck.ir_trust``'s worker writes (no valgrind): an A/A pair
 whose counts differ by the cross-process jitter stays green, planted 2% and 5% changes are
 caught at the routine band, and the report says what each plant really added. The real
-counts under callgrind: ``vlmpath trust --rounds 0 --instructions 10`` (README figures).
+counts under callgrind: ``vlmpath trust --rounds 0 --instructions 10`` (figures in docs/verified.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Do the layers' imports only go down, with no circle and no module over the size limit?
 
-The layer order is the README's layout section: ``core`` < ``measure`` < ``paths`` <
+The layer order is the one docs/architecture.md gives: ``core`` < ``measure`` < ``paths`` <
 ``engines`` < ``suite`` < ``serving`` < ``compare`` < ``render`` < ``runner`` < ``github`` <
 ``selfcheck`` < ``pr`` < ``cli``. A module may import
 from its own layer or any layer below, never above; imports inside functions count too

@@ -1,6 +1,6 @@
-"""Do the CLI's default output folders and the README's example outputs land in git-ignored paths?
+"""Do the CLI's default output folders and the documented example outputs land in git-ignored paths?
 
-A command a new user copies from the README (or runs with its defaults) must not leave
+A command a new user copies from the README or docs/commands.md (or runs with its defaults) must not leave
 files that ``git status`` shows, nor make ``vlmpath run`` call the work tree dirty.
 Checked with ``git check-ignore`` against this checkout's .gitignore; a planted path
 outside it is shown to be seen.
@@ -32,9 +32,11 @@ def _defaults(p: argparse.ArgumentParser, prefix: str = "vlmpath"):
 
 
 def _readme_outputs() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"## Commands\n+```bash\n(.*?)```", text, flags=re.S).group(1)
-    return re.findall(r"--(?:out|json|markdown)\s+([\w./-]+)", block)
+    """The outputs of docs/commands.md's command list and of the README's commands."""
+    text = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    blocks = [re.search(r"\A# Commands\n+```bash\n(.*?)```", text, flags=re.S).group(1)]
+    blocks += re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.S)
+    return [o for b in blocks for o in re.findall(r"--(?:out|json|markdown)\s+([\w./-]+)", b)]
 
 
 def _not_ignored(paths: list[str]) -> list[str]:

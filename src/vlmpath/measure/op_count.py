@@ -20,7 +20,7 @@ would read as 0.3%):
   number of elements of the tensors it returns (a view, which writes nothing, weighs 1),
   per operator: an extra copy of the rows, an added ``torch.sort``, a larger gather.
 
-What it cannot see (said in the README): work inside a C function that is not an aten
+What it cannot see (said in docs/counts.md): work inside a C function that is not an aten
 operator (``hashlib``'s SHA-256 is one call whatever the bytes), and the cost of an
 operator beyond its output size (a matmul weighs its output, not its FLOPs). callgrind
 (counter ``callgrind``) remains for those.
