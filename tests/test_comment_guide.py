@@ -38,7 +38,7 @@ def test_the_checked_in_page_is_what_the_renderer_writes(guide):
 
 def test_a_hand_edited_comment_row_is_seen_and_write_restores_it(guide):
     text = guide.PAGE.read_text(encoding="utf-8")
-    stale = text.replace("| 1.00 | 0.60 | -0.4 | 🔴 regression |", "| 1.00 | 0.90 | -0.1 | 🔴 regression |", 1)
+    stale = text.replace("| syncs | 0 | 18 | +18 | 🔴 regression |", "| syncs | 0 | 17 | +17 | 🔴 regression |", 1)
     assert stale != text
     guide.PAGE.write_text(stale, encoding="utf-8")
     assert guide.main(["--check"]) == 1

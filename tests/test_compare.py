@@ -475,7 +475,7 @@ def test_a_crashed_head_case_is_one_failure_with_its_error_and_no_improvements(t
     assert (c.verdict, c.error, c.case, c.left_out) == (Verdict.NEWLY_FAILING, boom, cls, 3)
     assert not rep.improvements and rep.exit_code() == 1
     line = headline(rep)
-    assert line.count("illegal memory access") == 1 and "Engine default multi\\_region failing" in line
+    assert line.count("illegal memory access") == 1 and "Engine default multi\\_region (accuracy 1\\.00 \\-&gt; 0\\.60) failing" in line
     assert "reserved" not in line and "syncs" not in line and "improvement" not in line
 
 

@@ -148,16 +148,16 @@ def test_replay_of_25910_fails_the_check_and_names_the_accuracy_drop(replay):
     assert replay["bad_code"] == 1
     comment = (r.tmp / "bad" / "comment.md").read_text(encoding="utf-8")
     first = comment.splitlines()[1]
-    assert first.startswith("**") and "regression" in first
-    assert md_escape("EmbedRoutine.accuracy default multi_region") + " fraction 1.00 -> 0.60" in first
-    assert "newly failing" in comment  # tok/s raises on the failing strategy
+    assert first.startswith("**") and "1 newly failing" in first
+    # One failed case, one row: the step raised, and what it placed before that is the finding.
+    assert md_escape("accuracy 1.00 -> 0.60") in first
     # ... and the comment says why, in the engine's own words (from the benchmark process).
     assert "split\\_with\\_sizes" in first and "split\\_with\\_sizes" in comment.split("### What changed")[1]
     data = json.loads((r.tmp / "bad" / "comparison.json").read_text(encoding="utf-8"))
     rows = {(c["benchmark"], tuple(map(tuple, c["params"]))): c for m in data["machines"] for c in m["comparisons"]}
-    acc = rows[(ACCURACY, SELECTED)]
-    assert (acc["base"], acc["head"], acc["verdict"]) == (1.0, 0.6, "regression")
+    assert (ACCURACY, SELECTED) not in rows  # the failed case's other rows are not compared
     assert rows[(TOK_S, SELECTED)]["verdict"] == "newly failing"
+    assert rows[(TOK_S, SELECTED)]["finding"] == "accuracy 1.00 -> 0.60"
     assert rows[(TOK_S, SELECTED)]["head"] is None  # asv files a raising track_ as no value
     assert rows[(TOK_S, SELECTED)]["error"].startswith("RuntimeError: split_with_sizes expects")
     run = json.loads((r.tmp / "bad" / "run.json").read_text(encoding="utf-8"))
@@ -174,9 +174,9 @@ def test_replay_of_25910_fails_the_check_and_names_the_accuracy_drop(replay):
 def test_revert_shows_the_improvement_and_passes(replay):
     res = replay["revert"]
     assert res.exit_code == 0 and not res.report.regressions
-    acc = selected(res, ACCURACY)
-    assert (acc.base, acc.head, acc.verdict) == (0.6, 1.0, Verdict.IMPROVEMENT)
+    assert not [c for c in res.report.all() if c.benchmark == ACCURACY and c.params == SELECTED]
     assert selected(res, TOK_S).verdict is Verdict.FIXED
+    assert selected(res, TOK_S).finding == "accuracy 0.60 -> 1.00"
     assert "split_with_sizes" in selected(res, TOK_S).error  # the base's message, for a fix
     assert res.reused_base  # the bad commit is in the (trusted) history
 

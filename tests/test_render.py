@@ -218,16 +218,18 @@ def _failing_report(error=SPLIT) -> ComparisonReport:
 
 
 def test_headline_names_a_failed_case_once_with_its_error():
-    # The case failed on head: its accuracy (measured before the failure) is not compared and
-    # its counters are not attributed the failure one by one (issue 27, point 4).
+    # The case failed on head: its accuracy (measured before the failure) is not compared as
+    # a row, only said as the case's finding, and its counters are not attributed the failure
+    # one by one (issue 27, point 4).
     md = render_markdown(_failing_report())
     first = md.splitlines()[1]
     assert first.startswith("**1 newly failing on cpu\\-x**: ")
-    assert (md_escape("EmbedRoutine default multi_region") + " failing: "
+    assert (md_escape("EmbedRoutine default multi_region") + " (" + md_escape("accuracy 1.00 -> 0.60") + ") failing: "
             + md_escape("RuntimeError: split_with_sizes expects")) in first
     assert first.count("split\\_with\\_sizes") == 1 and "…" in first
     assert "but got" not in first  # clipped: the whole message is in the tables / JSON
-    assert "accuracy" not in first and "regression" not in first and "syncs" not in first
+    # Its accuracy is said once, as the failed case's finding (report_failed), never as a row.
+    assert first.count("accuracy") == 1 and "regression" not in first and "syncs" not in first
 
 
 def test_changes_table_and_details_show_the_failed_case_once_clipped():
@@ -237,8 +239,9 @@ def test_changes_table_and_details_show_the_failed_case_once_clipped():
     assert len(rows) == 1 and len(_cells(rows[0])) == 7
     assert md_escape("bench_embed.EmbedRoutine (pipeline=default") in rows[0]
     verdict = _cells(rows[0])[-1].strip()
-    assert verdict.startswith("💥 newly failing: " + md_escape("RuntimeError: split_with_sizes expects split_sizes"))
-    assert verdict.endswith("…") and len(verdict.replace("\\", "")) <= len("💥 newly failing: ") + 120
+    assert verdict.startswith("💥 newly failing: " + md_escape("accuracy 1.00 -> 0.60") + "; "
+                              + md_escape("RuntimeError: split_with_sizes expects split_sizes"))
+    assert verdict.endswith("…") and len(verdict.replace("\\", "")) <= len("💥 newly failing: accuracy 1.00 -&gt; 0.60; ") + 120
     assert "improvement" not in changed and "regression" not in changed.replace("regressions", "")
     details = md[md.index("<details>"):]
     notes = [_cells(r)[-1] for r in details.splitlines() if r.startswith("| ") and "newly failing" in r]

@@ -79,6 +79,9 @@ class Comparison:
     #: (a failed case is one failure: its leftover counters are never compared).
     case: str = ""
     left_out: int = 0
+    #: What a failed case measured that is the finding even then (``report_failed``, e.g.
+    #: "accuracy 1.00 -> 0.60"): said in its one row, never judged as a row of its own.
+    finding: str | None = None
 
     @property
     def case_key(self) -> tuple[str, tuple[tuple[str, str], ...]]:

@@ -254,13 +254,31 @@ def _failed_case(key, b: MachineRun, h: MachineRun) -> Comparison:
         verdict, reason, error = Verdict.FIXED, f"base: {rep.error or 'failed'}", rep.message
     else:
         verdict, reason, error = Verdict.REMOVED, "not in head", None
+    finding = _finding(b_rows, h_rows)
+    if finding:
+        reason += f"; {finding}"
     if n_rows > 1:
         reason += f"; the case's {n_rows - 1} other row(s) not compared"
     ok_value = lambda m: m.value if m is not None and m.ok else None  # noqa: E731
     base, head = (ok_value(twin), None) if h_fail else (None, ok_value(twin))
     return Comparison(machine=rep.machine, benchmark=rep.benchmark, params=rep.params, unit=rep.unit,
                       base=base, head=head, verdict=verdict, reason=reason, error=error,
-                      case=key[0], left_out=n_rows - 1)
+                      case=key[0], left_out=n_rows - 1, finding=finding)
+
+
+def _finding(b_rows: Sequence[Metric], h_rows: Sequence[Metric]) -> str | None:
+    """What a failed case measured that the table says is the finding even then
+    (``report_failed``: the accuracy of a step that raised), said in the one row; never
+    compared or judged as a row of its own."""
+    heads = {m.benchmark: m for m in h_rows}
+    said = []
+    for bm in b_rows:
+        spec, hm = metric_for_method(bm.benchmark), heads.get(bm.benchmark)
+        if spec is None or not spec.report_failed or hm is None or bm.value is None or hm.value is None:
+            continue
+        if bm.value != hm.value:
+            said.append(f"{spec.name} {bm.value:.2f} -> {hm.value:.2f}")
+    return ", ".join(said) or None
 
 
 def _one_sided_notes(machine: str, rows: Sequence[Comparison], base_by, head_by) -> list[str]:

@@ -132,7 +132,8 @@ def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
     # Numbers are formatted here, not taken from input: they need no escaping.
     verdict = verdict_text(c, VERDICT_TEXT[c.verdict])
     if with_machine and c.verdict is Verdict.NEWLY_FAILING and c.error:
-        verdict += f": {md_escape(clip(c.error))}"
+        found = f"{md_escape(c.finding)}; " if c.finding else ""  # e.g. its accuracy before it raised
+        verdict += f": {found}{md_escape(clip(c.error))}"
     if c.accepted is not None:  # benchmarks/accepted.yaml: reviewed, shown, not failing
         verdict = f"✅ accepted: {md_escape(clip(c.accepted, 120))} (was {verdict})"
     elif c.awaiting_review is not None:  # the PR's own entry: still failing, said why

@@ -59,7 +59,8 @@ def short_label(c: Comparison) -> str:
 def note_text(c: Comparison) -> str:
     """The note of a row: why it failed when known (clipped), else the reason or method."""
     if c.error:
-        return ("base: " if c.verdict is Verdict.FIXED else "") + clip(c.error)
+        found = f"{c.finding}; " if c.finding else ""  # the failed case's accuracy, say
+        return found + ("base: " if c.verdict is Verdict.FIXED else "") + clip(c.error)
     extra = spread_note(c)
     return "; ".join(x for x in (c.reason or c.method, extra) if x)
 
@@ -98,7 +99,8 @@ def _headline_items(shown: Sequence[Comparison]) -> str:
         while i + len(same) < len(shown) and shown[i + len(same)].verdict is Verdict.NEWLY_FAILING \
                 and shown[i + len(same)].error == c.error:
             same.append(shown[i + len(same)])
-        labels = ", ".join(md_escape(short_label(x)) for x in same)
+        labels = ", ".join(md_escape(short_label(x)) + (f" ({md_escape(x.finding)})" if x.finding else "")
+                           for x in same)
         out.append(f"{labels} failing: {md_escape(clip(c.error, HEADLINE_ERROR_CHARS))}")
         i += len(same)
     return "; ".join(out)
