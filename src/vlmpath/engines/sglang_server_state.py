@@ -60,6 +60,10 @@ def default_vlm_model_dir(root: Path) -> str:
     return str(root)
 
 
+#: The modules whose absence means the tree has no server (not a broken set-up).
+_NO_SERVER = ("sglang.srt.server_args", "sglang.srt.distributed")
+
+
 class SglangServerState:
     """The TP=1 server state around the adapter's routines (see the module docstring)."""
 
@@ -72,6 +76,14 @@ class SglangServerState:
             self.server_args = self._server_args(tmp)
             self.what.append(self._publish())
             self.what.extend(self._groups(tmp))
+        except ModuleNotFoundError as exc:
+            self._stack.close()
+            if exc.name not in _NO_SERVER:
+                raise EngineError(f"sglang's TP=1 server state could not be set up ({type(exc).__name__}: {exc}); "
+                                  "the adapter runs the engine's path only as its server would") from exc
+            # A tree with an embedding path but no server at all (a stripped-down test
+            # tree): nothing a server would set up exists to set up; the record says so.
+            self.what = [f"none (no {exc.name} in this tree)"]
         except Exception as exc:
             self._stack.close()
             if isinstance(exc, EngineError):
