@@ -61,6 +61,7 @@ STRATEGY_EDITS = {
         '{"per_request": per_request, "batched": batched,',
         ' "toy_batched": lambda reqs, ctx: batched(reqs, ctx),'),
     "docs/measures.md": ("| encode | `per_request`, `batched`,", " `toy_batched`,"),
+    "src/vlmpath/core/choice_names.py": ('("batched", "batched_by_span", "per_request"', ', "toy_batched"'),
 }
 
 
@@ -84,9 +85,9 @@ def test_the_metric_recipe_lists_the_files_its_toy_edits():
 
 def test_the_strategy_recipe_lists_the_files_its_toy_edits():
     steps = recipe_steps("Adding a strategy")
-    assert len(steps) == len(STRATEGY_EDITS) == 2
+    assert len(steps) == len(STRATEGY_EDITS) == 3
     assert "`src/vlmpath/paths/`" in steps[0] and "`encode.py`" in steps[0]  # the toy's stage module
-    assert recipe_files("Adding a strategy")[1] == "docs/measures.md"
+    assert recipe_files("Adding a strategy")[1:] == ["docs/measures.md", "src/vlmpath/core/choice_names.py"]
 
 
 def test_routine_counters_are_incremented_only_where_the_metric_recipe_says():
@@ -232,14 +233,14 @@ def _strategy_listed(root: Path) -> bool:
 
 
 @pytest.mark.e2e
-def test_a_toy_strategy_is_measured_benchmarked_and_listed_with_exactly_the_recipes_two_files(tmp_path):
+def test_a_toy_strategy_is_measured_benchmarked_and_listed_with_exactly_the_recipes_three_files(tmp_path):
     full = copy_repo(tmp_path / "full")
     apply(full, STRATEGY_EDITS)
     got = _measure(full, "--encode", "toy_batched")
     assert got["rc"] == 0 and got["accuracy"] == 1.0 and not got["error"], got
     assert "toy_batched" in got["asv_strategies"] and _strategy_listed(full)
     no_registry = copy_repo(tmp_path / "no_registry")
-    apply(no_registry, {"docs/measures.md": STRATEGY_EDITS["docs/measures.md"]})
+    apply(no_registry, {k: v for k, v in STRATEGY_EDITS.items() if k != "src/vlmpath/paths/encode.py"})
     r = subprocess.run([sys.executable, "-c", "from vlmpath.cli import main; raise SystemExit(main("
                         "['measure', '--encode', 'toy_batched', '--workload', 'video']))"],
                        cwd=no_registry, capture_output=True, text=True, timeout=300,
