@@ -99,6 +99,18 @@ class ServerStateHolder:
         self._state = self.server_state_class()(device)
         self.seams["server_state"] = self._state.seam
 
+    def engine_tower_of(self, encoder, build, seam: str):
+        """``encoder`` on the engine's own vision tower (``--tower engine``), built by
+        ``build`` once per encoder inside the server state; the records say so (``seam``)."""
+        tower = getattr(encoder, "tower", None)  # none: build refuses it, naming it
+        if tower is not None:
+            self.ensure_server_state(next(tower.parameters()).device)
+        towers = self.__dict__.setdefault("_towers", {})  # our encoder's id -> (it, the engine's copy)
+        if id(encoder) not in towers:
+            towers[id(encoder)] = (encoder, build(encoder))  # the key's object kept alive
+        self.seams["tower"] = seam
+        return towers[id(encoder)][1]
+
     def close(self) -> None:
         """Take the server state down (destroy the groups, restore the globals)."""
         if self._state is not None:

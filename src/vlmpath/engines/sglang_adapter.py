@@ -169,20 +169,13 @@ class SglangEngine(adapter_common.ServerStateHolder):
         self.label = label
         self.version = self.api.version
         self.seams = dict(self.api.seams)
-        self._towers: dict[int, object] = {}  # our encoder's id -> its copy on sglang's tower
 
     def engine_tower(self, encoder):
         """``encoder`` with sglang's own vision tower (``--tower engine``: ``sglang_tower``),
         built once per encoder inside the server state; the records say so (seam ``tower``)."""
         from vlmpath.engines.sglang_tower import TOWER_SEAM, engine_tower
 
-        tower = getattr(encoder, "tower", None)  # none: engine_tower refuses it, naming it
-        if tower is not None:
-            self.ensure_server_state(next(tower.parameters()).device)
-        if id(encoder) not in self._towers:
-            self._towers[id(encoder)] = (encoder, engine_tower(encoder))  # the key's object kept alive
-        self.seams["tower"] = TOWER_SEAM
-        return self._towers[id(encoder)][1]
+        return self.engine_tower_of(encoder, engine_tower, TOWER_SEAM)
 
     def server_state_class(self):
         from vlmpath.engines.sglang_server_state import SglangServerState

@@ -252,7 +252,6 @@ class VllmEngine(adapter_common.ServerStateHolder):
         self.label = label
         self.version = self.api.version
         self.seams = dict(self.api.seams)
-        self._towers: dict[int, object] = {}  # our encoder's id -> its copy on vLLM's tower
 
     def server_state_class(self):
         from vlmpath.engines.vllm_server_state import VllmServerState
@@ -264,13 +263,7 @@ class VllmEngine(adapter_common.ServerStateHolder):
         built once per encoder; the records say so (seam ``tower``)."""
         from vlmpath.engines.vllm_tower import TOWER_SEAM, engine_tower
 
-        tower = getattr(encoder, "tower", None)  # none: engine_tower refuses it, naming it
-        if tower is not None:
-            self.ensure_server_state(next(tower.parameters()).device)
-        if id(encoder) not in self._towers:
-            self._towers[id(encoder)] = (encoder, engine_tower(encoder))  # the key's object kept alive
-        self.seams["tower"] = TOWER_SEAM
-        return self._towers[id(encoder)][1]
+        return self.engine_tower_of(encoder, engine_tower, TOWER_SEAM)
 
     def routine(self, workload: Workload, encoder, pipeline, table: torch.Tensor, *, cache_bytes: int,
                 encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> VllmRoutine:
