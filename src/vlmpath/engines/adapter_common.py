@@ -16,6 +16,7 @@ needs to show that state matters (``server_state_wanted``).
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -77,6 +78,19 @@ class EngineRoutineBase:
             raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in {self.engine} "
                               f"({self.evs_where}); the adapter cannot drive it")
         self.fault = Fault.for_workload(workload.name)
+
+
+def swap_tower(encoder, engine: str, build):
+    """A copy of ``encoder`` whose tower is ``build(our tower)``, the engine's own
+    (``--tower engine``); encoders without our Qwen2.5-VL tower are refused, naming it. The
+    session's encoder stays ours."""
+    tower = getattr(encoder, "tower", None)
+    if tower is None or type(tower).__name__ != "Qwen2_5_VisionTransformerPretrainedModel":
+        raise EngineError(f"--tower engine: encoder {getattr(encoder, 'name', '?')!r} has no Qwen2.5-VL tower "
+                          f"for {engine}'s to replace (use --tower ours)")
+    swapped = copy.copy(encoder)
+    swapped.tower = build(tower)
+    return swapped
 
 
 class ServerStateHolder:

@@ -23,12 +23,12 @@ whether sglang's path, its tower included, places each item's rows where they be
 
 from __future__ import annotations
 
-import copy
 from types import SimpleNamespace
 
 import torch
 
 from vlmpath.core.errors import EngineError
+from vlmpath.engines.adapter_common import swap_tower
 
 TOWER_SEAM = "sglang.srt.models.qwen2_5_vl.Qwen2_5_VisionTransformer"
 
@@ -97,10 +97,4 @@ def build_sglang_tower(hf_tower: torch.nn.Module) -> SglangTower:
 def engine_tower(encoder):
     """A copy of ``encoder`` whose tower is sglang's; encoders without our Qwen2.5-VL tower
     are refused, naming it."""
-    tower = getattr(encoder, "tower", None)
-    if tower is None or type(tower).__name__ != "Qwen2_5_VisionTransformerPretrainedModel":
-        raise EngineError(f"--tower engine: encoder {getattr(encoder, 'name', '?')!r} has no Qwen2.5-VL tower "
-                          "for sglang's to replace (use --tower ours)")
-    swapped = copy.copy(encoder)  # the session's encoder stays ours
-    swapped.tower = build_sglang_tower(tower)
-    return swapped
+    return swap_tower(encoder, "sglang", build_sglang_tower)

@@ -19,7 +19,6 @@ measured on 0.33.0 the vLLM tower's output equals transformers' within 4e-6 (fp3
 
 from __future__ import annotations
 
-import copy
 import inspect
 import tempfile
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import torch
 
 from vlmpath.core.errors import EngineError
+from vlmpath.engines.adapter_common import swap_tower
 
 TOWER_SEAM = "vllm.model_executor.models.qwen2_5_vl.Qwen2_5_VisionTransformer"
 
@@ -96,10 +96,4 @@ def build_vllm_tower(hf_tower: torch.nn.Module) -> VllmTower:
 def engine_tower(encoder):
     """A copy of ``encoder`` whose tower is vLLM's; encoders without our Qwen2.5-VL tower
     (another family) are refused, naming it."""
-    tower = getattr(encoder, "tower", None)
-    if tower is None or type(tower).__name__ != "Qwen2_5_VisionTransformerPretrainedModel":
-        raise EngineError(f"--tower engine: encoder {getattr(encoder, 'name', '?')!r} has no Qwen2.5-VL tower "
-                          "for vLLM's to replace (use --tower ours)")
-    swapped = copy.copy(encoder)  # the session's encoder stays ours
-    swapped.tower = build_vllm_tower(tower)
-    return swapped
+    return swap_tower(encoder, "vLLM", build_vllm_tower)
