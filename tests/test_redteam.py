@@ -362,19 +362,31 @@ def _big_results(root: Path, mb: int) -> None:
     (root / "bench-cpu" / "pr-number").write_text("7\n")
 
 
+# The child's own peak, read from its /proc/self/status (VmHWM) as it exits. Not wait4's
+# ru_maxrss: the kernel folds the RSS of the forking parent's address space into the child's
+# maxrss at exec, so under a pytest process grown by earlier tests (608 MB in CI) it reported
+# the parent, not the merge (363 MB alone).
+_PEAK_LAUNCHER = """import os, runpy, sys
+try:
+    runpy.run_module("vlmpath.cli", run_name="__main__", alter_sys=True)
+finally:
+    with open("/proc/self/status") as f, open(os.environ["VLMPATH_TEST_HWM"], "w") as out:
+        out.write(next(line for line in f if line.startswith("VmHWM:")))
+"""
+
+
 @pytest.mark.e2e
 def test_the_merge_of_60_mb_of_results_peaks_below_600_mb(tmp_path):
     arts = tmp_path / "arts"
     _big_results(arts, 60)
     size = sum(p.stat().st_size for p in arts.rglob("*") if p.is_file())
     assert size > 58_000_000
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "vlmpath.cli", "ci", "merge", str(arts), "--out",
-                             str(tmp_path / "merged")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not any other test's
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    peak_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
+    hwm = tmp_path / "vmhwm.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "VLMPATH_TEST_HWM": str(hwm)}
+    proc = subprocess.run([sys.executable, "-c", _PEAK_LAUNCHER, "ci", "merge", str(arts), "--out",
+                           str(tmp_path / "merged")], env=env, capture_output=True)
+    out, err = proc.stdout, proc.stderr
+    peak_mb = int(hwm.read_text().split()[1]) / 1024  # "VmHWM:  N kB"
     print(f"ci merge of {size / 1e6:.1f} MB of results: peak RSS {peak_mb:.0f} MB")
     assert proc.returncode == 0, err.decode()[-2000:]
     assert peak_mb < 600, peak_mb
