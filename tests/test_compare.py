@@ -308,20 +308,47 @@ def test_packaged_defaults_document_the_noise_band():
     assert CFG.factor_for("bench_embed.VisionTower.track_instructions", "instructions", "cpu") == 0.02
 
 
-def test_user_config_overrides_and_its_rules_come_first(tmp_path):
+def test_user_config_sets_bands_and_its_rules_come_first(tmp_path):
     p = tmp_path / "t.yaml"
-    p.write_text("factor: {gpu: 0.02, cpu: 0.5}\nunits:\n  ratio: {direction: lower}\n"
+    p.write_text("factor: {gpu: 0.02, cpu: 0.5}\n"
                  "rules:\n  - pattern: 'Embed\\.'\n    factor: 0.3\n  - pattern: 'peakmem'\n    factor: 0.2\n")
     cfg = load_thresholds(p)
     assert cfg.factor_for("b.Embed.track_tok_per_s", "tok/s", "gpu") == 0.3
     assert cfg.factor_for("b.Hash.peakmem_x", "bytes", "gpu") == 0.2
     assert cfg.factor_for("b.Other.time_x", "seconds", "gpu") == 0.02
-    # The user's unit rule replaces the packaged one (ratio is higher-is-better there).
-    assert CFG.unit_rule("ratio").direction == "higher"
-    assert cfg.unit_rule("ratio").direction == "lower" and cfg.unit_rule("tok/s").direction == "higher"
-    c = judge(_m(1.0, "ratio"), _m(2.0, "ratio"), cfg, "cpu")
-    assert c.verdict is Verdict.REGRESSION and c.direction == "lower"
+    assert cfg.units == CFG.units  # bands only: every unit rule is still the table's
     assert str(p) in cfg.source
+
+
+@pytest.mark.parametrize("text,key", [
+    # The planted flips: each would turn "accuracy 1.00 -> 0.60" or "tok/s halved" green.
+    ("units:\n  fraction: {direction: lower}\n", "units.fraction"),
+    ("units:\n  tok/s: {direction: lower, exact: false}\n", "units.tok/s"),
+    ("units:\n  widgets: {direction: lower}\n", "units.widgets"),  # a unit the table lacks: no default either
+    ("units: {}\n", "units"),
+    ("rules:\n  - pattern: 'accuracy'\n    factor: 0.5\n    direction: lower\n", "rules[0].direction"),
+    ("rules:\n  - pattern: 'x'\n    factor: 0.1\n  - pattern: 'syncs'\n    factor: 0.1\n    exact: false\n",
+     "rules[1].exact"),
+    ("rules:\n  - pattern: 'x'\n    factor: 0.1\n    colour: blue\n", "rules[0].colour"),
+])
+def test_user_config_cannot_set_what_a_metric_means(tmp_path, text, key):
+    p = tmp_path / "t.yaml"
+    p.write_text("factor: 0.2\n" + text)
+    with pytest.raises(VlmpathError) as err:
+        load_thresholds(p)
+    msg = str(err.value)
+    assert f"'{key}'" in msg and str(p) in msg and "\n" not in msg
+    # The verdict stays the table's: a drop in accuracy is a regression under the band-only file.
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("factor: 0.2\n")
+    c = judge(_m(1.0, "fraction", bench="b.E.track_accuracy"), _m(0.6, "fraction", bench="b.E.track_accuracy"),
+              load_thresholds(ok), "cpu")
+    assert c.verdict is Verdict.REGRESSION
+
+
+def test_packaged_yaml_cannot_outvote_the_table():
+    th = load_thresholds(None, packaged=("units:\n  tok/s: {direction: lower}\n  ms: {direction: lower}\n", "x"))
+    assert th.unit_rule("tok/s").direction == "higher" and th.unit_rule("ms").direction == "lower"
 
 
 @pytest.mark.parametrize("text,match", [

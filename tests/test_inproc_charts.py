@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from asv_fixtures import fingerprint, sha, write_asv_run
 
 from vlmpath.pr.outputs import COMMENT_FILE, RESULTS_SUBDIR, draw_charts, write_outputs
 from vlmpath.compare.asv_results import load_asv
-from vlmpath.compare.thresholds import Thresholds, load_thresholds
+from vlmpath.compare.thresholds import Thresholds, UnitRule, load_thresholds
 from vlmpath.compare.verdict import compare
 from vlmpath.render.report_data import consecutive_regressions, load_history
 
@@ -115,7 +116,11 @@ def test_charts_judged_with_the_defaults_are_caught(tmp_path, head_speed, band):
 def test_direction_labels_follow_the_config(tmp_path):
     # A config that says lower tok/s is better (a planted flip): every label the charts
     # draw says so, and the comment's verdict is an improvement, not a regression.
-    cfg = _config(tmp_path, "units:\n  tok/s: {direction: lower}\n")
+    # A --config can no longer flip it (compare.thresholds refuses `units`), so the flip is
+    # planted in the Thresholds object itself.
+    default = Thresholds.default()
+    cfg = replace(default, units=tuple(sorted({**dict(default.units), "tok/s": UnitRule("lower")}.items())),
+                  source="planted flip")
     out = _flow(tmp_path, 700.0, cfg)
     man = manifest(out)
     assert comment_regressions(out) == 0 and chart_regressions(man, HEAD) == {"history": 0, "pr": 0}

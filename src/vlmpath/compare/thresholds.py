@@ -4,9 +4,13 @@
 documented there) plus an optional user file (``--config``): per unit a direction and a
 comparison method (exact for deterministic counters and accuracy, a factor band for
 timings), per benchmark pattern an override. Direction and exactness of every unit a
-metric-table row has (``vlmpath.core.metrics``) come from the table, never from the yaml:
-the packaged yaml lists only units no row has (``ms``, ``instructions``); a user file may
-override any unit on purpose (``table_disagreements`` names where it differs).
+metric-table row has (``vlmpath.core.metrics``) come from the table, never from a yaml:
+the table's rule wins over the packaged yaml, which lists only units no row has (``ms``).
+
+A user ``--config`` may be a file the pull request wrote, so it sets **bands only**
+(``factor``, ``rules`` of pattern/factor/unit, ``min_samples``, ``p_threshold``): a key
+that would decide a metric's meaning (``units``, or ``direction``/``exact``/
+``deterministic`` in a rule) is refused in one line naming the key (``USER_REFUSED``).
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ class Thresholds:
 def table_disagreements(th: Thresholds) -> list[str]:
     """Where the thresholds' per-unit direction/exactness differ from the metric table
     (``vlmpath.core.metrics``, the source of truth); empty when they agree. The packaged
-    yaml must agree (a test); a user ``--config`` may override on purpose."""
+    yaml must agree (a test); a user ``--config`` cannot set a unit rule at all."""
     out = []
     for unit, spec in metric_by_unit().items():
         rule = th.unit_rule(unit)
@@ -106,7 +110,32 @@ def _factor_pair(value: Any, where: str) -> tuple[float, float]:
     raise VlmpathError(f"{where}: factor must be a number >= 0 or {{gpu: N, cpu: N}}, got {value!r}")
 
 
-def _parse_config(d: Any, where: str) -> dict[str, Any]:
+#: Keys a user ``--config`` may not set: what a metric means is the metric table's alone.
+USER_REFUSED = ("units", "direction", "exact", "deterministic")
+RULE_KEYS = {"pattern", "factor", "unit"}
+
+
+def _refuse_meaning(d: Mapping, where: str) -> None:
+    """One line naming the first key of a user file that would set a direction, unit or exactness."""
+    if "units" in d:
+        units = d["units"]
+        first = next(iter(units), None) if isinstance(units, Mapping) else None
+        key = "units" if first is None else f"units.{first}"
+        raise VlmpathError(f"{where}: key {key!r} would set a metric's direction/exactness; those come only "
+                           "from the metric table (src/vlmpath/core/metrics.py); a --config sets bands only "
+                           "(factor, rules: pattern/factor/unit, min_samples, p_threshold): remove the key")
+    for i, r in enumerate(d.get("rules") or []):
+        bad = sorted(set(r) - RULE_KEYS) if isinstance(r, Mapping) else []
+        if bad:
+            what = ("would set a metric's direction/exactness, which come only from the metric table "
+                    "(src/vlmpath/core/metrics.py)" if set(bad) & set(USER_REFUSED) else "is not a rule key")
+            raise VlmpathError(f"{where}: key 'rules[{i}].{bad[0]}' {what}; a rule has only "
+                               f"{sorted(RULE_KEYS)}: remove the key")
+
+
+def _parse_config(d: Any, where: str, *, user: bool = False) -> dict[str, Any]:
+    if user and isinstance(d, Mapping):
+        _refuse_meaning(d, where)
     if not isinstance(d, Mapping):
         raise VlmpathError(f"{where}: expected a YAML mapping with keys factor/units/rules, got {type(d).__name__}")
     allowed = {"schema_version", "min_samples", "p_threshold", "factor", "units", "rules"}
@@ -156,7 +185,7 @@ def load_thresholds(path: str | Path | None = None, *, packaged: tuple[str, str]
     except yaml.YAMLError as exc:
         raise VlmpathError(f"{name} is not valid YAML: {exc}") from None
     base = _parse_config(raw, name)
-    base["units"] = {**table_unit_rules(), **base["units"]}
+    base["units"] = {**base["units"], **table_unit_rules()}  # the table's rows win
     source = "defaults" if packaged is None else name
     if path is not None:
         p = Path(path)
@@ -164,10 +193,8 @@ def load_thresholds(path: str | Path | None = None, *, packaged: tuple[str, str]
             raise VlmpathError(f"cannot read thresholds file {p}: it does not exist; pass an existing --config FILE")
         # A --config can be a file a PR wrote: no aliases, tags or merge keys; bounded.
         user_raw = safe_yaml.load_file(p, "thresholds file", "fix the file or pass another --config FILE")
-        user = _parse_config(user_raw or {}, str(p))
-        units = {**base["units"], **user["units"]}
+        user = _parse_config(user_raw or {}, str(p), user=True)
         base.update({k: v for k, v in user.items() if k not in ("units", "rules")})
-        base["units"] = units
         base["rules"] = user["rules"] + base["rules"]
         source = f"defaults + {p}"
     g, c = base.get("factor", (0.10, 0.25))
