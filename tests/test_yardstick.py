@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from importlib import resources
@@ -24,6 +25,7 @@ from test_ci_flow import MACHINE, git, worktrees
 
 from vlmpath.pr import flow as ci_flow
 from vlmpath.pr import side as pr_side
+from vlmpath.pr.merge import merge_artifacts
 from vlmpath.pr.yardstick import NEW_DEFINITION, base_thresholds
 from vlmpath.compare.comparison import ComparisonReport, MachineComparison, Verdict
 from vlmpath.core.errors import VlmpathError
@@ -151,6 +153,42 @@ def test_a_benchmark_the_head_rewrote_to_read_less_is_flagged_and_judged_by_base
     meta = json.loads((tmp_path / "out" / "run.json").read_text())
     assert any("yardstick moved" in n for n in meta["notes"])  # for ci merge's comment too
     assert len(worktrees(repo)) == 1
+
+
+def _merged(out: Path, tmp_path: Path):
+    """``ci merge`` over the one machine's artifact (``out`` copied in as the runner uploads it)."""
+    arts = tmp_path / "arts"
+    shutil.copytree(out, arts / "bench-cpu")
+    return merge_artifacts(arts, tmp_path / "merged", fail_on_regression=True)
+
+
+def test_ci_merge_carries_the_head_definition_rows(repo, tmp_path):
+    base = _commit(repo, "base", {**_package(1.0), "benchmarks/bench_embed.py": HONEST})
+    head = _commit(repo, "head", {**_package(0.6), "benchmarks/bench_embed.py": LIAR})
+    single = _run(repo, tmp_path, base, head, DefinitionSuite())
+    merged = _merged(tmp_path / "out", tmp_path)
+    def shown(report):
+        return [(c.machine, c.benchmark, c.head, c.verdict, c.reason) for c in report.all() if c.machine != MACHINE]
+    assert shown(merged.report) == shown(single.report) != []
+    assert all(v is Verdict.NEW and NEW_DEFINITION in why for _, _, _, v, why in shown(merged.report))
+    assert merged.exit_code == single.exit_code == 1  # judged by base's definitions, as before
+    assert not any(c.machine != MACHINE for c in merged.report.regressions)
+    comment = (tmp_path / "merged" / "comment.md").read_text()
+    assert NEW_DEFINITION in comment and "yardstick moved" in comment
+    # A head-definitions/ that claims another machine's results is refused, naming the artifact.
+    other = tmp_path / "arts" / "bench-cpu" / "head-definitions"
+    (other / MACHINE).rename(other / "elsewhere")
+    with pytest.raises(VlmpathError, match="bench-cpu.*head-definitions.*elsewhere"):
+        merge_artifacts(tmp_path / "arts", tmp_path / "merged2")
+
+
+def test_ci_merge_of_a_pair_without_head_definitions_has_none(repo, tmp_path):
+    base = _commit(repo, "base", {**_package(1.0), "benchmarks/bench_embed.py": HONEST})
+    head = _commit(repo, "head", {"README.md": "words\n"})
+    _run(repo, tmp_path, base, head, DefinitionSuite())
+    merged = _merged(tmp_path / "out", tmp_path)
+    assert merged.exit_code == 0 and {m.machine for m in merged.report.machines} == {MACHINE}
+    assert NEW_DEFINITION not in (tmp_path / "merged" / "comment.md").read_text()
 
 
 def test_a_pair_that_leaves_the_yardstick_alone_stays_green_without_a_notice(repo, tmp_path):

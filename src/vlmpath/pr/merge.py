@@ -36,7 +36,7 @@ from vlmpath.pr.outputs import (
 )
 from vlmpath.pr.merge_engine import is_engine_run, load_engine_artifact
 from vlmpath.pr.instructions import load_artifact
-from vlmpath.compare.records import FINGERPRINT_PREFIX
+from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
 from vlmpath.compare.selection import keep_selected
 from vlmpath.core import safe_json
 from vlmpath.core.budget import RunBudget
@@ -48,6 +48,7 @@ _SHA40 = re.compile(r"^[0-9a-f]{40}$")
 _RUN_FILE = re.compile(r"^[0-9a-f]{8}-[A-Za-z0-9._+-]{1,200}\.json$")
 _FINGERPRINT_FILE = re.compile(  # the fingerprint, and why cases failed
     rf"^({re.escape(FINGERPRINT_PREFIX)}|{re.escape(FAILURES_PREFIX)})[0-9a-f]{{8}}\.json$")
+_RUN_INFO_FILE = re.compile(rf"^{re.escape(RUN_INFO_PREFIX)}[0-9a-f]{{8}}\.json$")
 _PR_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
 _LINK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # an artifact name fit for a link target
 
@@ -95,7 +96,11 @@ def _load_run_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str, spent: RunBudget) -> None:
+def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str, spent: RunBudget, *,
+                   drop_run_info: bool = False) -> None:
+    """Copy one artifact's asv results into ``dest``, every name and file checked and
+    charged; ``drop_run_info``: leave out the run-info files (``vlmpath-run-*.json``) of a
+    directory whose rows are never judged (head's definitions), instead of refusing them."""
     if not src.is_dir() or src.is_symlink():
         raise VlmpathError(f"artifact {artifact} has no {RESULTS_SUBDIR}/ directory")
     bench_src = src / "benchmarks.json"
@@ -122,6 +127,8 @@ def _merge_results(src: Path, dest: Path, owner: dict[str, str], artifact: str, 
         owner[mdir.name] = artifact
         (dest / mdir.name).mkdir(parents=True, exist_ok=True)
         for f in sorted(mdir.iterdir()):
+            if drop_run_info and _RUN_INFO_FILE.match(f.name):
+                continue
             ok = f.name == "machine.json" or _RUN_FILE.match(f.name) or _FINGERPRINT_FILE.match(f.name)
             if not ok or f.is_symlink() or not f.is_file():
                 raise VlmpathError(f"artifact {artifact}: unexpected file {mdir.name}/{f.name!r}")
@@ -240,6 +247,36 @@ def _load_merged(dest: Path, sha: str, owner: dict[str, str]):
         raise VlmpathError(text.replace(str(dest), f"the merged {RESULTS_SUBDIR}")) from None
 
 
+def _with_head_definitions(report, staging: Path, runs, root: Path, head: str, base_side, spent: RunBudget):
+    """Each machine's "new definition, not judged" rows (``pr.yardstick.definition_rows``:
+    head's new or changed benchmarks, run by ``ci pr`` into its artifact's
+    ``head-definitions/``), read with the same checks and budget as its results and cut to
+    that machine's selection. Shown, never judged: they cannot change the verdict."""
+    from vlmpath.pr.yardstick import DEFINITIONS_SUBDIR, definition_rows, with_definitions
+
+    base_names: dict[str, set[str]] = {}
+    for run in base_side:
+        for mr in run.machines:
+            base_names.setdefault(mr.machine, set()).update(m.benchmark for m in mr.metrics)
+    for name, d in runs:
+        src = root / name / DEFINITIONS_SUBDIR
+        if not src.is_dir() or src.is_symlink():
+            continue
+        defs = staging / DEFINITIONS_SUBDIR / name
+        defs.mkdir(parents=True)
+        owner: dict[str, str] = {}
+        _merge_results(src, defs, owner, f"{name} ({DEFINITIONS_SUBDIR}/)", spent, drop_run_info=True)
+        if set(owner) - {d["machine"]}:
+            raise VlmpathError(f"artifact {name}: {DEFINITIONS_SUBDIR}/ holds machines {sorted(owner)[:3]}, "
+                               f"not only its own {d['machine']}")
+        block = definition_rows(defs, head, d["machine"], base_names.get(d["machine"], set()))
+        if block is not None and d.get("bench"):
+            block = keep_selected(replace(report, machines=(block,)), {block.machine: d["bench"]}).machines[0]
+        if block is not None and block.comparisons:
+            report = with_definitions(report, block)
+    return report
+
+
 def _publish(staging: Path, out: Path) -> None:
     """Move the staged results into ``out`` (after the comparison succeeded)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -329,6 +366,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
     report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
     report, grant_notes = _apply_accepted(report, *accepted, pr=pr, head=head)
+    report = _with_head_definitions(report, staging, runs, root, head, sides[0], spent)
     if any(missing for _, missing in gaps.values()):  # a shard that never arrived: named, never green
         report = replace(report, machines=tuple(
             replace(m, comparisons=m.comparisons + tuple(missing_rows(m.machine, *gaps[m.machine])))
