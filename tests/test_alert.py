@@ -14,6 +14,7 @@ import pytest
 from asv_fixtures import fingerprint, sha, write_asv_run
 from github_fake import TOKEN, github_fake  # noqa: F401 (fixture)
 
+from vlmpath.compare.comparison import Verdict
 from vlmpath.github import alert
 from vlmpath.cli import main
 
@@ -110,3 +111,53 @@ def test_cli_prints_the_regression_without_a_repo(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["ci", "alert", "--results", str(results)])
     assert main(["ci", "alert", "--results", str(results), "--commit", slow, "--window", "0"]) == 2
+
+
+# --- only rows of the same definition are a baseline (core.helper_digest) -------------------
+def _with_helpers(results, commit: str, digest: str) -> None:
+    from vlmpath.runner.run_files import write_run_info
+
+    write_run_info(results, MACHINE, commit, quick=False, scale=None, bench=None, trusted=True,
+                   helpers={"bench_embed": digest})
+
+
+def _speed(findings):
+    return next(f.comparison for f in findings if f.comparison.benchmark == SPEED)
+
+
+@pytest.mark.parametrize("helpers", ["same", "moved"])
+def test_a_commit_that_changed_a_helper_is_not_judged_against_the_old_definition(tmp_path, helpers):
+    results = tmp_path / "history"
+    for i in range(4):
+        _with_helpers(results, file_commit(results, i, 1000.0), "A")
+    slow = file_commit(results, 4, 400.0)
+    _with_helpers(results, slow, "A" if helpers == "same" else "B")
+    c = _speed(alert.judge_latest(results, slow, window=4))
+    if helpers == "same":  # the control: the same definition, a real slowdown
+        assert c.verdict is Verdict.REGRESSION
+        return
+    # The helper now measures another way: not "a 60% regression", nor "unchanged", but not judged.
+    assert c.verdict is Verdict.NEW and c.reason == alert.DEFINITION_MOVED
+    # Its history starts afresh: the next commit with the new helper is judged against this one.
+    nxt = file_commit(results, 5, 400.0)
+    _with_helpers(results, nxt, "B")
+    c = _speed(alert.judge_latest(results, nxt, window=4))
+    assert c.verdict is Verdict.UNCHANGED and c.base == pytest.approx(400.0)
+
+
+def test_a_changed_asv_version_is_not_judged_against_the_old_one(tmp_path):
+    import json
+
+    results = tmp_path / "history"
+    for i in range(4):
+        file_commit(results, i, 1000.0)
+    slow = file_commit(results, 4, 400.0)
+    path = next(p for p in (results / MACHINE).glob(f"{slow[:8]}-*.json"))
+    data = json.loads(path.read_text())
+    cols = data["result_columns"]
+    data["results"][SPEED][cols.index("version")] = "0" * 64  # the benchmark's own code changed
+    path.write_text(json.dumps(data))
+    findings = alert.judge_latest(results, slow, window=4)
+    assert _speed(findings).verdict is Verdict.NEW and _speed(findings).reason == alert.DEFINITION_MOVED
+    acc = next(f.comparison for f in findings if f.comparison.benchmark == ACC)
+    assert acc.verdict is Verdict.UNCHANGED  # its definition did not move: judged as before

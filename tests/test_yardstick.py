@@ -96,7 +96,8 @@ class DefinitionSuite:
 
     def __call__(self, req: pr_side.SuiteRequest) -> None:
         self.calls.append(req)
-        definition = (req.bench_root / "benchmarks" / "bench_embed.py").read_text()
+        # The benchmark and the helpers it measures through (``_common.py``).
+        definition = "".join(p.read_text() for p in sorted((req.bench_root / "benchmarks").glob("*.py")))
         code = (req.source / "src" / "vlmpath" / "__init__.py").read_text()
         acc = 1.0 if "return 1.0" in definition else float(re.search(r"ACCURACY = (\S+)", code).group(1))
         speed = float(re.search(r"SPEED = (\S+)", code).group(1))
@@ -153,6 +154,32 @@ def test_a_benchmark_the_head_rewrote_to_read_less_is_flagged_and_judged_by_base
     meta = json.loads((tmp_path / "out" / "run.json").read_text())
     assert any("yardstick moved" in n for n in meta["notes"])  # for ci merge's comment too
     assert len(worktrees(repo)) == 1
+
+
+HELPER = "def read():\n    import vlmpath as pkg\n    return pkg.ACCURACY\n"
+THROUGH_HELPER = "from . import _common\n\n\nclass Embed:\n    def track_accuracy(self):\n        return _common.read()\n"
+
+
+@pytest.mark.parametrize("helper", ["changed", "same"])
+def test_a_helper_the_head_rewrote_makes_its_benchmarks_head_definitions(repo, tmp_path, helper):
+    base = _commit(repo, "base", {**_package(1.0), "benchmarks/_common.py": HELPER,
+                                  "benchmarks/bench_embed.py": THROUGH_HELPER})
+    # The benchmark's own source (asv's version) is unchanged; its helper now reads a constant.
+    files = {**_package(0.6)}
+    if helper == "changed":
+        files["benchmarks/_common.py"] = "def read():\n    return 1.0\n"
+    head = _commit(repo, "head", files)
+    suite = DefinitionSuite()
+    res = _run(repo, tmp_path, base, head, suite)
+    judged = {c.benchmark: c for m in res.report.machines if m.machine == MACHINE for c in m.comparisons}
+    assert judged[BENCH].verdict is Verdict.REGRESSION and res.exit_code == 1  # base's helper, both sides
+    shown = [c for c in res.report.all() if c.machine != MACHINE]
+    if helper == "same":  # the control: no head definitions to show
+        assert shown == [] and len(suite.calls) == 2
+        return
+    assert [(c.benchmark, c.head, c.verdict) for c in shown] == [(BENCH, 1.0, Verdict.NEW)]
+    assert "helper module" in shown[0].reason and NEW_DEFINITION in shown[0].reason
+    assert suite.calls[2].bench_root == suite.calls[2].source != suite.calls[1].bench_root
 
 
 def _merged(out: Path, tmp_path: Path):

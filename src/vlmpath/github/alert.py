@@ -6,7 +6,10 @@ results on the same machine (ordered by asv's commit date): the baseline of a ca
 median of the window's values, with the window's raw samples pooled (so the significance
 test sees the history's own noise), judged by the same rules and thresholds as a PR
 (``vlmpath.compare.verdict``). A single noisy commit in the window moves a median little;
-a regression that stays becomes the baseline only after half a window.
+a regression that stays becomes the baseline only after half a window. Only rows of the
+same definition count: the same asv version and the same helper modules
+(``core.helper_digest``, recorded in each commit's run-info file); a commit that changed how
+a benchmark measures starts its history afresh ("definition changed", not judged).
 
 ``sync_issues`` keeps one open issue per regressed case (label ``benchmark-regression``,
 identified by a hidden key in its body): a regression opens it, or updates the open one;
@@ -20,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,11 +41,16 @@ from vlmpath.compare.thresholds import Thresholds
 from vlmpath.compare.verdict import judge
 from vlmpath.core.backends import noise_band
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.helper_digest import helpers_moved, module_of
+from vlmpath.runner.run_files import read_run_info
 from vlmpath.render.escape import clip, log_line, md_escape, title_text
 from vlmpath.render.fmt import fmt_pair
 from vlmpath.render.headline import case_text
 
 LABEL = "benchmark-regression"
+#: Why a case with history is not judged: the window measured it with another definition.
+DEFINITION_MOVED = ("definition changed: the window measured this benchmark with another asv version or "
+                    "other helper modules (benchmarks/_common.py ...); not judged until it has history of its own")
 _KEY = re.compile(r"<!-- vlmpath-alert (\{.*?\}) -->")
 
 
@@ -94,6 +102,39 @@ def _baseline(runs: list[MachineRun]) -> dict[tuple, Metric]:
             for case, ms in by_case.items()}
 
 
+def _helpers(root: Path, machine: str, sha: str) -> dict[str, str] | None:
+    """The helper digests ``vlmpath run`` recorded for this commit (None: not recorded)."""
+    info = read_run_info(root, machine, sha)
+    h = info.get("helpers") if info else None
+    return h if isinstance(h, dict) and all(isinstance(v, str) for v in h.values()) else None
+
+
+def _same_definition(head: Metric, moved: set[str]) -> Callable[[Metric], bool]:
+    """Was a window's row measured with head's definition: the same asv version (when both
+    are known) and the same helper modules (``core.helper_digest``; ``moved``: modules
+    whose helpers differ between that commit and head)?"""
+    return lambda b: (module_of(b.benchmark) not in moved
+                      and (not b.version or not head.version or b.version == head.version))
+
+
+def _judge_one(m: Metric, window, head_helpers, cfg: Thresholds, kind: str) -> Comparison:
+    """One case of the newest commit against the window's rows of the same definition."""
+    same: list[MachineRun] = []
+    other = False
+    for helpers, runs in window:
+        keep = _same_definition(m, helpers_moved(helpers, head_helpers))
+        for run in runs:
+            rows = [b for b in run.metrics if b.case == m.case]
+            other = other or any(not keep(b) for b in rows if b.ok)
+            same.append(replace(run, metrics=tuple(b for b in rows if keep(b))))
+    b = _baseline(same).get(m.case)
+    if b is None or m.skipped:  # new in this commit, or not measured: not judged, counted
+        reason = "skipped" if b is not None else DEFINITION_MOVED if other else "no history"
+        return Comparison(m.machine, m.benchmark, m.params, m.unit, None, m.value if m.ok else None,
+                          Verdict.NEW if b is None else Verdict.NOT_COMPARABLE, reason=reason)
+    return judge(b, m, cfg, kind)
+
+
 def judge_latest(results_dir: str | Path, commit: str, *, window: int = 10,
                  thresholds: Thresholds | None = None) -> list[Finding]:
     """Every case of ``commit`` judged against the previous ``window`` commits, per machine."""
@@ -110,17 +151,12 @@ def judge_latest(results_dir: str | Path, commit: str, *, window: int = 10,
         prev = hist[: hist.index(run.commit.lower())][-window:]
         if not prev:
             continue  # the first commit with results: nothing to judge against
-        base_runs = [m for sha in prev for m in load_asv(root, sha).machines if m.machine == run.machine]
-        base = _baseline(base_runs)
+        window = [(_helpers(root, run.machine, sha),
+                   [m for m in load_asv(root, sha).machines if m.machine == run.machine]) for sha in prev]
+        head_helpers = _helpers(root, run.machine, run.commit)
         kind = noise_band(run.backend)
         for m in run.metrics:
-            b = base.get(m.case)
-            if b is None or m.skipped:  # new in this commit, or not measured: not judged, counted
-                c = Comparison(m.machine, m.benchmark, m.params, m.unit, None, m.value if m.ok else None,
-                               Verdict.NEW if b is None else Verdict.NOT_COMPARABLE,
-                               reason="no history" if b is None else "skipped")
-            else:
-                c = judge(b, m, cfg, kind)
+            c = _judge_one(m, window, head_helpers, cfg, kind)
             label = case_text(m.benchmark, m.params)
             out.append(Finding(f"{run.machine}/{label}", run.machine, label, c, prev[-1], run.commit, len(prev)))
     return out

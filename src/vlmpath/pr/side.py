@@ -29,6 +29,7 @@ from pathlib import Path
 import vlmpath
 from vlmpath.pr.base_reuse import reuse_problem
 from vlmpath.runner.run_files import write_run_info
+from vlmpath.core.helper_digest import helper_digests
 from vlmpath.pr.outputs import write_json
 from vlmpath.runner.run_files import fingerprint_path
 from vlmpath.core.errors import VlmpathError
@@ -190,7 +191,7 @@ def _run_side(run_suite: RunSuite, req: SuiteRequest) -> None:
         )
     # Whatever the runner wrote: a side the PR flow measured is never a trusted baseline.
     write_run_info(req.results_dir, req.machine, req.commit, quick=req.quick, scale=req.scale,
-                   bench=req.bench, trusted=False)
+                   bench=req.bench, trusted=False, helpers=helper_digests(req.bench_root / "benchmarks"))
 
 
 def _result_keys(paths: Sequence[Path]) -> set[str]:

@@ -13,8 +13,9 @@ head's suite against head's package, in a results directory of their own
 (``definitions_run``), and shown as "new definition, not judged" rows
 (``definition_rows``): they can never pass or fail the check, so a benchmark the PR
 rewrote to read less decides nothing. A changed helper outside the benchmark's own
-source (``benchmarks/_common.py``) does not change asv's version: it is listed in the
-notice, and the base's definitions still judge.
+source (``benchmarks/_common.py``) does not change asv's version, so a benchmark whose
+helpers differ (``core.helper_digest``) counts as changed too: head's version of it is
+run and shown, and base's (with base's helpers, on both sides) still judges.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from vlmpath.compare.comparison import Comparison, MachineComparison, Verdict
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import git
+from vlmpath.core.helper_digest import helper_digests, helpers_moved, module_of
 from vlmpath.core.yardstick import yardstick_files
 
 THRESHOLDS_PATH = "src/vlmpath/compare/thresholds.yaml"
@@ -55,8 +57,9 @@ def base_thresholds(root: Path, base_sha: str, path=None):
 
 def changed_definitions(base_wt: Path, head_wt: Path, python: str,
                         env: Mapping[str, str]) -> tuple[list[str], set[str]]:
-    """(benchmarks whose definition in head's ``benchmarks/`` is new or differs from base's,
-    base's benchmark names), both suites discovered against head's package (``env``)."""
+    """(benchmarks whose definition in head's ``benchmarks/`` is new or differs from base's:
+    asv's version, or the helpers its module imports; base's benchmark names), both suites
+    discovered against head's package (``env``)."""
     from vlmpath.runner.discovery import discover
 
     try:
@@ -69,7 +72,9 @@ def changed_definitions(base_wt: Path, head_wt: Path, python: str,
         head = discover(head_wt / BENCHMARK_DIR, python, env)
     except VlmpathError:
         return [], set(base)  # head's own suite does not load: nothing of it to show; base's judged
-    return sorted(b.name for b in head if base.get(b.name) != b.version)[:MAX_DEFINITIONS], set(base)
+    moved = helpers_moved(helper_digests(base_wt / BENCHMARK_DIR), helper_digests(head_wt / BENCHMARK_DIR))
+    changed = (b.name for b in head if base.get(b.name) != b.version or module_of(b.name) in moved)
+    return sorted(changed)[:MAX_DEFINITIONS], set(base)
 
 
 def names_pattern(names: Sequence[str]) -> str:
@@ -87,7 +92,8 @@ def definition_rows(defs_dir: Path, head_sha: str, machine: str, base_names: set
         return None
     rows = []
     for m in (x for mr in run.machines for x in mr.metrics):
-        why = "changed in head; base's definition is the one judged" if m.benchmark in base_names else "not in base"
+        why = ("changed in head (its code or a helper module it imports); base's definition is the one judged"
+               if m.benchmark in base_names else "not in base")
         rows.append(Comparison(machine=f"{machine} (head's definitions)", benchmark=m.benchmark, params=m.params,
                                unit=m.unit, base=None, head=m.value, verdict=Verdict.NEW,
                                reason=f"{NEW_DEFINITION} ({why})", error=m.error))

@@ -73,6 +73,7 @@ from typing import TextIO
 from vlmpath.runner.asv_config import abs_path, check_writable, load_config, write_config
 from vlmpath.runner.asv_proc import asv, stream
 from vlmpath.runner.run_files import write_run_info
+from vlmpath.core.helper_digest import helper_digests
 from vlmpath.runner.discovery import Discovered, discover, select
 from vlmpath.runner.launch import (
     LAUNCH_METHODS,
@@ -225,13 +226,14 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict
                 # Recorded: results of this commit are nobody's baseline until a complete run.
                 write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
                                bench=opts.bench, trusted=False, shard=shard_entry,
-                               partial=f"interrupted ({exc or 'SIGINT'})")
+                               partial=f"interrupted ({exc or 'SIGINT'})", helpers=helper_digests(benchmark_dir))
             if status != "interrupted":
                 write_json_atomic(fingerprint_path(results_dir, machine, commit), fingerprint(opts.python, env, machine))
                 write_failures(results_dir, machine, commit, failure_lines, chosen, out)
                 # How these results were measured: base reuse checks it (vlmpath.pr.base_reuse).
                 write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
-                               bench=opts.bench, trusted=opts.trusted, shard=shard_entry)
+                               bench=opts.bench, trusted=opts.trusted, shard=shard_entry,
+                               helpers=helper_digests(benchmark_dir))
                 if opts.publish:
                     asv(["publish", "--config", str(cfg)], env, repo, "publish")
                     # asv's pages load their scripts from CDNs; GPU boxes are often offline.

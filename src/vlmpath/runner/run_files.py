@@ -102,16 +102,20 @@ def run_info_path(results_dir: Path, machine: str, commit: str) -> Path:
 
 def write_run_info(results_dir: Path, machine: str, commit: str, *, quick: bool, scale: str | None,
                    bench: str | None, trusted: bool, shard: dict | None = None,
-                   partial: str | None = None) -> Path:
+                   partial: str | None = None, helpers: Mapping[str, str] | None = None) -> Path:
     """Record how ``commit``'s results on ``machine`` were measured (atomically); ``shard``:
     which shard of the suite this run was and the units it owned (``runner.shard_costs``);
     ``partial``: why the last run of it did not finish (interrupted): such results are
-    nobody's baseline (``pr.base_reuse``) until a complete run replaces the file."""
+    nobody's baseline (``pr.base_reuse``) until a complete run replaces the file; ``helpers``:
+    each benchmark module's helper digest (``core.helper_digest``), so that ``ci alert``
+    judges a case only against commits that measured it through the same helpers."""
     path = run_info_path(results_dir, machine, commit)
     data = {"commit": commit, "quick": bool(quick), "scale": scale or DEFAULT_SCALE,
             "bench": bench, "trusted": bool(trusted) and partial is None, "partial": partial}
     if shard is not None:
         data["shard"] = shard
+    if helpers:
+        data["helpers"] = dict(helpers)
     write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
 
