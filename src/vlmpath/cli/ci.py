@@ -98,12 +98,31 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
     _add_label_grant(ci)
+    _add_summary(ci)
     t = ci.add_parser("templates", help="render the engine CI workflow templates from their one source",
                       description="Fills ci/templates/source/*.yml.in for every engine into ci/templates/.")
     t.add_argument("--root", default=".", help="repository root (default .)")
     t.add_argument("--check", action="store_true", help="exit 1 if a rendered file is stale")
     t.add_argument("--write", action="store_true", help="write the rendered files")
     t.set_defaults(func=_templates)
+
+
+def _add_summary(ci: argparse._SubParsersAction) -> None:
+    """``vlmpath ci summary DIR``: the job summary of a ``ci pr`` output, escaped (pr.step_summary)."""
+    p = ci.add_parser("summary", help="print the GitHub job summary of a `ci pr` output directory, escaped",
+                      description="Prints comment.md (rendered, or escaped with --untrusted-comment) and "
+                      "error.txt (always escaped) of DIR as Markdown for $GITHUB_STEP_SUMMARY.")
+    p.add_argument("dir", help="the `ci pr --out` directory")
+    p.add_argument("--untrusted-comment", action="store_true",
+                   help="comment.md was written by another process (a container running PR code): escape it")
+
+    def run(a: argparse.Namespace) -> int:
+        from vlmpath.pr.step_summary import step_summary
+
+        print(step_summary(a.dir, comment_trusted=not a.untrusted_comment), end="")
+        return 0
+
+    p.set_defaults(func=run)
 
 
 def _add_label_grant(ci: argparse._SubParsersAction) -> None:
