@@ -299,7 +299,11 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     assert fp["machine"] == "cpu-e2e" and fp["backend"] == "cpu"
     assert json.loads((results / "cpu-e2e" / f"vlmpath-failures-{head[:8]}.json").read_text()) == []  # none failed
     info = json.loads((results / "cpu-e2e" / f"vlmpath-run-{head[:8]}.json").read_text())
-    assert info == {"commit": head, "quick": True, "scale": "tiny", "bench": regex, "trusted": False, "partial": None}
+    from vlmpath.core.helper_digest import helper_digests
+
+    assert info == {"commit": head, "quick": True, "scale": "tiny", "bench": regex, "trusted": False, "partial": None,
+                    "helpers": helper_digests(clone / "benchmarks")}  # for ci alert (core.helper_digest)
+    assert {"bench_embed", "bench_encode"} <= set(info["helpers"])
     summary = json.loads((clone / "reports" / "out" / f"run-cpu-e2e-{head[:8]}.json").read_text())
     assert summary["status"] == "complete" and summary["counts"]["ok"] == 3 and summary["commit"] == head
     index = json.loads((clone / ".asv" / "html" / "index.json").read_text())
