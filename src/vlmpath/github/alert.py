@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from vlmpath.github.issues import comment_issue, create_issue, list_issues, upda
 from vlmpath.github.rest import make_client
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison, Verdict
-from vlmpath.compare.records import MachineRun, Metric, backend_from_name
+from vlmpath.compare.records import Metric, backend_from_name
 from vlmpath.compare.comparison import NOT_JUDGED_VERDICTS
 from vlmpath.compare.thresholds import Thresholds
 from vlmpath.compare.verdict import judge
@@ -90,16 +90,10 @@ def _history(results_dir: Path, machine: str) -> list[tuple[int, str]]:
     return sorted((d, s) for s, d in seen.items())
 
 
-def _baseline(runs: list[MachineRun]) -> dict[tuple, Metric]:
-    """Per case: median value of the window's successful runs, samples pooled."""
-    by_case: dict[tuple, list[Metric]] = {}
-    for run in runs:
-        for m in run.metrics:
-            if m.ok:
-                by_case.setdefault(m.case, []).append(m)
-    return {case: replace(ms[-1], value=statistics.median(float(m.value) for m in ms),  # type: ignore[arg-type]
-                          samples=tuple(x for m in ms for x in m.samples), ci_99=None)
-            for case, ms in by_case.items()}
+def _pooled(ms: Sequence[Metric]) -> Metric:
+    """One baseline row: the median value of the window's rows of one case, samples pooled."""
+    return replace(ms[-1], value=statistics.median(float(m.value) for m in ms),  # type: ignore[arg-type]
+                   samples=tuple(x for m in ms for x in m.samples), ci_99=None)
 
 
 def _helpers(root: Path, machine: str, sha: str) -> dict[str, str] | None:
@@ -109,30 +103,26 @@ def _helpers(root: Path, machine: str, sha: str) -> dict[str, str] | None:
     return h if isinstance(h, dict) and all(isinstance(v, str) for v in h.values()) else None
 
 
-def _same_definition(head: Metric, moved: set[str]) -> Callable[[Metric], bool]:
+def _same_definition(head: Metric, b: Metric, moved: set[str]) -> bool:
     """Was a window's row measured with head's definition: the same asv version (when both
     are known) and the same helper modules (``core.helper_digest``; ``moved``: modules
     whose helpers differ between that commit and head)?"""
-    return lambda b: (module_of(b.benchmark) not in moved
-                      and (not b.version or not head.version or b.version == head.version))
+    return (module_of(b.benchmark) not in moved
+            and (not b.version or not head.version or b.version == head.version))
 
 
-def _judge_one(m: Metric, window, head_helpers, cfg: Thresholds, kind: str) -> Comparison:
-    """One case of the newest commit against the window's rows of the same definition."""
-    same: list[MachineRun] = []
-    other = False
-    for helpers, runs in window:
-        keep = _same_definition(m, helpers_moved(helpers, head_helpers))
-        for run in runs:
-            rows = [b for b in run.metrics if b.case == m.case]
-            other = other or any(not keep(b) for b in rows if b.ok)
-            same.append(replace(run, metrics=tuple(b for b in rows if keep(b))))
-    b = _baseline(same).get(m.case)
-    if b is None or m.skipped:  # new in this commit, or not measured: not judged, counted
-        reason = "skipped" if b is not None else DEFINITION_MOVED if other else "no history"
+def _judge_one(m: Metric, window: Sequence[tuple[set[str], Mapping[tuple, Metric]]], cfg: Thresholds,
+               kind: str) -> Comparison:
+    """One case of the newest commit against the window's rows of the same definition
+    (``window``: per commit, the modules whose helpers moved since, and its rows by case)."""
+    same = [b for moved, rows in window if (b := rows.get(m.case)) is not None and b.ok
+            and _same_definition(m, b, moved)]
+    other = any((b := rows.get(m.case)) is not None and b.ok for _, rows in window) and not same
+    if not same or m.skipped:  # new in this commit, or not measured: not judged, counted
+        reason = "skipped" if same else DEFINITION_MOVED if other else "no history"
         return Comparison(m.machine, m.benchmark, m.params, m.unit, None, m.value if m.ok else None,
-                          Verdict.NEW if b is None else Verdict.NOT_COMPARABLE, reason=reason)
-    return judge(b, m, cfg, kind)
+                          Verdict.NOT_COMPARABLE if same else Verdict.NEW, reason=reason)
+    return judge(_pooled(same), m, cfg, kind)
 
 
 def judge_latest(results_dir: str | Path, commit: str, *, window: int = 10,
@@ -151,12 +141,13 @@ def judge_latest(results_dir: str | Path, commit: str, *, window: int = 10,
         prev = hist[: hist.index(run.commit.lower())][-window:]
         if not prev:
             continue  # the first commit with results: nothing to judge against
-        window = [(_helpers(root, run.machine, sha),
-                   [m for m in load_asv(root, sha).machines if m.machine == run.machine]) for sha in prev]
         head_helpers = _helpers(root, run.machine, run.commit)
+        by_commit = [(helpers_moved(_helpers(root, run.machine, sha), head_helpers),
+                   {m.case: m for mr in load_asv(root, sha).machines if mr.machine == run.machine
+                    for m in mr.metrics}) for sha in prev]
         kind = noise_band(run.backend)
         for m in run.metrics:
-            c = _judge_one(m, window, head_helpers, cfg, kind)
+            c = _judge_one(m, by_commit, cfg, kind)
             label = case_text(m.benchmark, m.params)
             out.append(Finding(f"{run.machine}/{label}", run.machine, label, c, prev[-1], run.commit, len(prev)))
     return out
