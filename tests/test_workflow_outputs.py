@@ -265,18 +265,20 @@ def test_gpu_post_echoes_no_api_answer_it_did_not_validate(tmp_path, answer):
     assert rc == 0 and MARK not in log and output == ""
 
 
-def test_the_gpu_container_output_is_inside_stop_commands_with_a_token_it_never_saw(tmp_path):
-    job, step = _step(GPU_WF, "Benchmark merge-base vs head")
+@pytest.mark.parametrize("wf,name", [(GPU_WF, "Benchmark merge-base vs head"),
+                                     (ROOT / "ci" / "templates" / "sglang-bench-gpu.yml", "merge-base vs head")])
+def test_the_gpu_container_output_is_inside_stop_commands_with_a_token_it_never_saw(tmp_path, wf, name):
+    job, step = _step(wf, name)
     env = {"GPU_FLAGS": "--gpus all", "VENDOR": "nvidia", "BENCH_REGEX": "", "PR_NUMBER": "12",
            "BASE_SHA": SHA_B, "HEAD_SHA": SHA_A, "SHARD": "1/1", "MACHINE": "cuda-ci", "SCALE": "tiny",
-           "IMAGE": "vlmpath:cuda-pr"}
-    rc, log, output, _ = _run(tmp_path, step, _env_of(GPU_WF, job), env)
+           "IMAGE": "vlmpath:cuda-pr", "BENCH_WORKLOADS": "video", "ENGINE_RELEASE": "0.5.0"}
+    rc, log, output, _ = _run(tmp_path, step, _env_of(wf, job), env)
     assert rc == 0 and MARK in log  # the container printed its hostile lines ...
     assert commands(log) == []  # ... and the runner would act on none of them
     token = re.search(r"::stop-commands::([0-9a-f]{32})", log).group(1)
     assert token not in (tmp_path / "stub.log").read_text()  # docker's argv and env never held it
     # A failing container still ends the pause and keeps its exit status.
-    rc, log, _, _ = _run(tmp_path / "f", step, _env_of(GPU_WF, job), {**env, "STUB_RC": "5"})
+    rc, log, _, _ = _run(tmp_path / "f", step, _env_of(wf, job), {**env, "STUB_RC": "5"})
     assert rc == 5 and commands(log) == []
 
 
