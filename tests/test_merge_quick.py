@@ -44,3 +44,15 @@ def test_an_exact_drop_in_a_quick_artifact_still_gates(tmp_path):
     res = ci_merge.merge_artifacts(_artifact(tmp_path / "a", True, acc_drop=True), tmp_path / "m",
                                    fail_on_regression=True)
     assert res.exit_code == 1 and [c.unit for c in res.report.regressions] == ["fraction"]
+
+
+def test_a_runs_notes_name_their_machine_once(tmp_path):
+    """flow.py already prefixes some notes with the machine; the merge prefixes only the rest."""
+    root = _artifact(tmp_path / "a", False)
+    run = json.loads((root / "bench-cpu" / "run.json").read_text())
+    run["notes"] = [f"{MACHINE}: 2 case(s) of head's new definitions", "base measured: no trusted run"]
+    (root / "bench-cpu" / "run.json").write_text(json.dumps(run))
+    res = ci_merge.merge_artifacts(root, tmp_path / "m", fail_on_regression=True)
+    assert f"{MACHINE}: 2 case(s) of head's new definitions" in res.notes
+    assert f"{MACHINE}: base measured: no trusted run" in res.notes
+    assert not [n for n in res.notes if n.startswith(f"{MACHINE}: {MACHINE}: ")], res.notes

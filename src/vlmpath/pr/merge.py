@@ -373,7 +373,9 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
             if m.machine in gaps else m for m in report.machines))
     notes = list(errors) + grant_notes
     for name, d in runs:
-        notes.extend(f"{d['machine']}: {n}" for n in d.get("notes", ()) if isinstance(n, str))
+        # A run's own notes may already name their machine (flow.py prefixes some): once.
+        notes.extend(n if n.startswith(f"{d['machine']}: ") else f"{d['machine']}: {n}"
+                     for n in d.get("notes", ()) if isinstance(n, str))
     if notes:
         report = replace(report, notes=tuple(dict.fromkeys(report.notes + tuple(n[:500] for n in notes))))
     header = [f"merged artifacts: {', '.join(n for n, _ in runs)}", f"base (merge-base): {base_sha}",
