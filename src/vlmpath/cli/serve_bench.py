@@ -184,7 +184,7 @@ def _run_pair(a: argparse.Namespace) -> int:
     files = interleaved({"base": spec(a.base_pythonpath, a.base_plant), "head": spec(a.head_pythonpath, a.head_plant)},
                         settings, a.rounds, a.out, lambda m: print(m, file=sys.stderr, flush=True))
     return _compare([str(p) for p in files["base"]], [str(p) for p in files["head"]], a.config,
-                    str(Path(a.out) / "comparison.json"))
+                    str(Path(a.out) / "comparison.json"), str(Path(a.out) / "serve-chart.png"))
 
 
 def add_serve_compare(sub: argparse._SubParsersAction) -> None:
@@ -193,20 +193,32 @@ def add_serve_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--head", nargs="+", required=True, metavar="RUN", help="head's run files, round for round")
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     p.add_argument("--json", default=None, metavar="FILE", help="write the comparison as JSON here")
-    p.set_defaults(func=lambda a: _compare(a.base, a.head, a.config, a.json))
+    p.add_argument("--chart", default=None, metavar="FILE",
+                   help="draw output tok/s vs concurrency, base against head (PNG or SVG by the suffix)")
+    p.set_defaults(func=lambda a: _compare(a.base, a.head, a.config, a.json, a.chart))
 
 
-def _compare(base: list[str], head: list[str], config: str | None, json_out: str | None) -> int:
+def _compare(base: list[str], head: list[str], config: str | None, json_out: str | None,
+             chart: str | None = None) -> int:
     from vlmpath.compare.from_serve import compare_serve_runs
     from vlmpath.compare.thresholds import load_thresholds
     from vlmpath.core.atomic import write_text
     from vlmpath.render import comment as render
     from vlmpath.render.escape import log_line
 
+    if chart:
+        from vlmpath.core.validate import check_output_files
+
+        check_output_files(("--chart", chart))
     report, diffs = compare_serve_runs(base, head, load_thresholds(config))
     print(render.render_terminal(report), end="")
     for workload, conc, pos in diffs:
         print(log_line(f"outputs differ: {workload} c={conc}, first at character {pos}"))
     if json_out:
         write_text(json_out, render.render_json(report))
+    if chart:
+        from vlmpath.render.serve_chart import serve_chart
+        from vlmpath.serving.run_file import load_run
+
+        print(f"wrote {serve_chart([load_run(p) for p in base], [load_run(p) for p in head], chart)}")
     return report.exit_code()
