@@ -133,6 +133,18 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     add_ci_commands(ci)  # ci alert (vlmpath.cli.ci: this module is at its size limit)
 
 
+def _serve_model(model: str | None) -> str | None:
+    """``--serve DIR`` as an absolute model directory (the benchmarks run elsewhere); one line if not one."""
+    if model is None:
+        return None
+    from pathlib import Path
+
+    if not (Path(model) / "config.json").is_file():
+        raise VlmpathError(f"--serve {model}: not a model directory (no config.json); write one with "
+                           "`vlmpath serve-bench --write-tiny-model DIR` or pass a local checkpoint")
+    return str(Path(model).resolve())
+
+
 # --- run -------------------------------------------------------------------------------
 def add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -165,6 +177,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trusted", action="store_true", help="mark the results a trusted baseline (main workflow only)")
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="run only shard K of N of the selection (balanced by the last trusted run's costs)")
+    p.add_argument("--serve", default=None, metavar="MODEL_DIR",
+                   help="also run the opt-in serve benchmarks (bench_serve.Serve: a real server of this model; "
+                   "else skipped unless the machine sets VLMPATH_SERVE_MODEL)")
     engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
@@ -189,7 +204,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
                           publish=not a.no_publish, extra_env=extra, trusted=a.trusted,
-                          shard=parse_shard(a.shard) if a.shard else None)
+                          shard=parse_shard(a.shard) if a.shard else None, serve_model=_serve_model(a.serve))
         from vlmpath.core.interrupt import interruptible
 
         try:
