@@ -125,3 +125,14 @@ def test_the_table_shows_both_clients_and_each_not_run_line():
     assert "1.1" in line and "2" in line.split() and "request/s outside our spread" in line
     assert "sglang.benchmark.serving: not run:" in out and "\x1b" not in out
     assert engine_client_table([]) == ""
+
+
+def test_asking_for_a_client_that_is_not_installed_is_one_line_before_measuring(tmp_path, capsys):
+    from vlmpath.cli import main
+
+    # Port 9 answers nothing: reaching the server would be a different error.
+    code = main(["serve-bench", "--server", "http://127.0.0.1:9", "--engine-client", "vllm",
+                 "--engine-home", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--engine-client vllm: no complete vLLM engine env" in err
+    assert "no OpenAI-compatible server" not in err  # refused before the server was asked

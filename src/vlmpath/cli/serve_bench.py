@@ -97,19 +97,29 @@ def add_serve_bench(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_bench)
 
 
-def _engine_client(a: argparse.Namespace, srv, settings, doc: dict, work: Path) -> list[dict]:
+def _client_env(a: argparse.Namespace) -> tuple[str | None, str]:
+    """(interpreter, label) of the engine client; refused in one line before any measuring
+    when ``--engine-client vllm`` names a client that is not installed."""
+    from vlmpath.serving.engine_client import vllm_python
+
+    python, label = vllm_python(a.engine_home) if a.engine_client != "none" else (None, "")
+    if python is None and a.engine_client == "vllm":
+        raise VlmpathError(f"--engine-client vllm: {label.removeprefix('not run: ')}")
+    return python, label
+
+
+def _engine_client(a: argparse.Namespace, client: tuple[str | None, str], srv, settings, doc: dict,
+                   work: Path) -> list[dict]:
     """The engine client's side-by-side rows (``serving.engine_client``); [] when not asked for."""
     from vlmpath.compare.from_serve import SERVE_BENCH
     from vlmpath.compare.thresholds import load_thresholds
-    from vlmpath.serving.engine_client import SGLANG_NOT_RUN, run_engine_client, vllm_python
+    from vlmpath.serving.engine_client import SGLANG_NOT_RUN, run_engine_client
 
     if a.engine_client == "none":
         return []
-    python, label = vllm_python(a.engine_home)
+    python, label = client
     rows = [{"client": "sglang.benchmark.serving", "not_run": SGLANG_NOT_RUN}] if srv.kind == "transformers" else []
     if python is None:
-        if a.engine_client == "vllm":
-            raise VlmpathError(f"--engine-client vllm: {label.removeprefix('not run: ')}")
         return rows + [{"client": "vllm bench serve", "not_run": label}]
     factor = load_thresholds(a.config).factor_for(f"{SERVE_BENCH}.track_serve_request_per_s", "req/s",
                                                   "cpu" if a.device == "cpu" else "gpu")
@@ -131,6 +141,7 @@ def _run_bench(a: argparse.Namespace) -> int:
         return 0
     check_output_files(("--out", a.out))
     settings = _settings(a)
+    client = _client_env(a)
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if a.server:
         if a.plant or a.server_pythonpath:
@@ -139,7 +150,7 @@ def _run_bench(a: argparse.Namespace) -> int:
         if a.model and Path(a.model, "config.json").is_file():
             srv.model_dir = a.model  # the engine client's tokenizer
         doc = run_bench(srv, settings, say)
-        doc["engine_client"] = _engine_client(a, srv, settings, doc, Path(log_dir(a)) / "engine-client")
+        doc["engine_client"] = _engine_client(a, client, srv, settings, doc, Path(log_dir(a)) / "engine-client")
     else:
         if not a.model:
             raise VlmpathError("--launch needs --model DIR (write a tiny one with --write-tiny-model DIR)")
@@ -147,7 +158,7 @@ def _run_bench(a: argparse.Namespace) -> int:
                       pythonpath=a.server_pythonpath, startup_timeout_s=a.startup_timeout, plant=a.plant) as srv:
             say(f"{a.launch} server up at {srv.url} (log {srv.log})")
             doc = run_bench(srv, settings, say)
-            doc["engine_client"] = _engine_client(a, srv, settings, doc, Path(log_dir(a)) / "engine-client")
+            doc["engine_client"] = _engine_client(a, client, srv, settings, doc, Path(log_dir(a)) / "engine-client")
     print(serve_table(doc), end="")
     print(engine_client_table(doc.get("engine_client", [])), end="")
     if a.out:
