@@ -37,16 +37,21 @@ ACROSS_SIDES = ("serve_agreement_base",)
 FIELDS = {"serve_errors": "errors"}
 
 
-def serve_cache():
-    """setup_cache: the measured serve-run document, or None when not opted in (cheap)."""
+NOT_OPTED_IN = (f"serve benchmarks are opt-in: `vlmpath run --serve MODEL_DIR` "
+                f"(or set {SERVE_MODEL_ENV} on this machine)")
+
+
+def serve_cache() -> dict:
+    """setup_cache: ``{"doc": the measured serve-run document}``, or ``{"doc": None, "why": ...}``
+    when not opted in (cheap). Never None itself: asv passes a None cache to no method."""
     model = (os.environ.get(SERVE_MODEL_ENV) or "").strip()
     if not model:
-        return None
+        return {"doc": None, "why": NOT_OPTED_IN}
     try:
         from vlmpath.serving.bench import BenchSettings, run_bench
         from vlmpath.serving.launch import launched
     except ImportError:  # compat: packages before vlmpath.serving
-        return None
+        return {"doc": None, "why": "the package under test has no vlmpath.serving"}
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -54,17 +59,17 @@ def serve_cache():
                              repeats=1 if cases.quick_from_env() else 3)
     kind = os.environ.get(SERVE_LAUNCH_ENV) or "transformers"
     with launched(kind, model, log_dir=os.getcwd(), device=device) as server:
-        return run_bench(server, settings)
+        return {"doc": run_bench(server, settings)}
 
 
 serve_cache.timeout = 1800
 
 
-def case_of(cache, workload: str, concurrency: int) -> dict:
-    if cache is None:
-        raise NotImplementedError(f"serve benchmarks are opt-in: `vlmpath run --serve MODEL_DIR` "
-                                  f"(or set {SERVE_MODEL_ENV} on this machine)")
-    for case in cache["cases"]:
+def case_of(cache: dict, workload: str, concurrency: int) -> dict:
+    """The measured case; ``NotImplementedError`` (asv: skipped) when there is none."""
+    if cache.get("doc") is None:
+        raise NotImplementedError(cache.get("why") or NOT_OPTED_IN)
+    for case in cache["doc"]["cases"]:
         if case["workload"] == workload and case["concurrency"] == concurrency:
             return case
     raise NotImplementedError(f"{workload} at concurrency {concurrency} was not measured")
