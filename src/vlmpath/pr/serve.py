@@ -61,7 +61,8 @@ class ServeOptions:
 def serve_rounds(opts: ServeOptions, base_tree: Path, head_tree: Path, out: Path,
                  log: Callable[[str], None]) -> tuple[list[Path], list[Path]]:
     """Base's and head's run files, round by round (module doc); both servers stopped after."""
-    spec = lambda tree: LaunchSpec(opts.launch, str(check_model_dir(opts.model)), opts.python, opts.device,  # noqa: E731
+    model = str(check_model_dir(opts.model))
+    spec = lambda tree: LaunchSpec(opts.launch, model, opts.python, opts.device,  # noqa: E731
                                    (str(tree / "src"),), None, opts.startup_timeout_s)
     settings = BenchSettings(tuple(opts.workloads), tuple(opts.concurrency), max_tokens=opts.max_tokens)
     files = interleaved({"base": spec(base_tree), "head": spec(head_tree)}, settings, opts.rounds,

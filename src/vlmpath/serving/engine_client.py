@@ -100,7 +100,8 @@ def read_result(path: Path) -> dict:
     texts = [t if isinstance(t, str) else None for t in texts[:MAX_TEXTS]] if isinstance(texts, list) else []
     dur = _finite(d.get("duration"))
     tin = _finite(d.get("total_input_tokens"))
-    return {"request_per_s": _finite(d.get("request_throughput")), "output_tok_per_s": _finite(d.get("output_throughput")),
+    return {"request_per_s": _finite(d.get("request_throughput")),
+            "output_tok_per_s": _finite(d.get("output_throughput")),
             "input_tok_per_s": tin / dur if tin is not None and dur else None,
             "completed": int(_finite(d.get("completed")) or 0), "failed": int(_finite(d.get("failed")) or 0),
             "texts": texts}
