@@ -35,9 +35,11 @@ from vlmpath.serving.chat_requests import chat_requests
 from vlmpath.serving.launch import Server, extra_body
 
 VLLM = "vllm bench serve"
-#: Why sglang's client is not run against ``transformers serve`` (read from its code).
-SGLANG_NOT_RUN = ("not run: sglang.benchmark.serving sends an ignore_eos field in every request "
-                  "(false with --disable-ignore-eos), which transformers serve refuses (HTTP 422)")
+#: Why sglang's client is not run against ``transformers serve``: probed in the sglang 0.5.23
+#: engine env (torchvision shimmed) and read from its code (``benchmark/serving.py``).
+SGLANG_NOT_RUN = ("not run: sglang.benchmark.serving does not import in the sglang engine env (its datasets "
+                  "module imports HF `datasets`, not installed there), and it sends an ignore_eos field in "
+                  "every request (false with --disable-ignore-eos), which transformers serve refuses (HTTP 422)")
 MAX_TEXTS = 4096
 
 
