@@ -11,12 +11,17 @@ silent copy in the benchmark modules.
 - ``ENGINE_METRICS``: the table's rows for ``bench_engine``; a package whose table has
   no ``engine`` path gets this checkout's rows (its record has the same fields, and a
   number it lacks is skipped, never 0).
+- ``SERVE_METRICS``: the table's ``serve_*`` rows for ``bench_serve``; a table without
+  them gets this checkout's rows (a package without ``vlmpath.serving`` skips them all);
+  ``SERVE_PRESETS``/``SERVE_CONCURRENCY``: its axes, as introduced, for a package without them.
 """
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+
+from vlmpath.suite import cases as _cases
 
 
 def _core_module_from_checkout(name: str):
@@ -54,3 +59,15 @@ HISTORY_COMMENTS = {
     "EncodeMetrics.track_accuracy": "Reported even when the case failed: the lower accuracy IS the finding.",
     "EncodeMetrics.track_encoder_calls": "A failed case made fewer calls: that must not read as an improvement.",
 }
+
+try:
+    SERVE_METRICS = tuple(m for m in metrics.METRICS if m.name.startswith("serve_"))
+    if not SERVE_METRICS:
+        raise ValueError("no serve rows")
+except (AttributeError, ValueError):  # compat: tables before the serve rows (bench_serve's tracks)
+    SERVE_METRICS = tuple(m for m in _core_module_from_checkout("metrics").METRICS if m.name.startswith("serve_"))
+
+#: The serve axes (``suite.cases.SERVE_PRESETS``/``SERVE_CONCURRENCY``); a package from
+#: before them gets the axes they were introduced with, so both sides discover one set.
+SERVE_PRESETS = tuple(getattr(_cases, "SERVE_PRESETS", ("many_small_images", "video", "multi_region")))
+SERVE_CONCURRENCY = tuple(getattr(_cases, "SERVE_CONCURRENCY", (1, 4)))

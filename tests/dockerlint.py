@@ -288,6 +288,10 @@ def _machine_default(value: str) -> str:
     return m.group(1) if m else value
 
 
+#: Where the serve profile's services see the model directory.
+SERVE_MODEL_TARGET = "/model"
+
+
 def compose_problems(data: Mapping[str, Any]) -> list[str]:
     """Vendor isolation, GPU access, results volume, repo mount and a stable machine name."""
     problems: list[str] = []
@@ -332,6 +336,16 @@ def compose_problems(data: Mapping[str, Any]) -> list[str]:
             if not _machine_default(env.get("VLMPATH_MACHINE", "")).strip():
                 problems.append(f"{name}: VLMPATH_MACHINE has no stable default "
                                 "(container hostnames change per run)")
+        elif "serve" in profiles:  # an engine server of a model directory and the client driving it
+            problems += [f"{name} (serve): carries AMD setting {m}" for m in amd]
+            models = [m for m in mounts if m["target"] == SERVE_MODEL_TARGET]
+            if not models:
+                problems.append(f"{name} (serve): the model directory is not mounted at {SERVE_MODEL_TARGET}")
+            problems += [f"{name} (serve): mounts the model directory writable (it must be read_only)"
+                         for m in models if not m["read_only"]]
         else:
             problems += [f"{name}: has no GPU profile but requests {m}" for m in nv + amd]
+    serving = {n: s for n, s in services.items() if "serve" in (s.get("profiles") or [])}
+    if serving and not any(_nvidia_markers(s) for s in serving.values()):
+        problems.append("serve profile: no service reserves the GPU for the engine server")
     return problems

@@ -21,7 +21,9 @@ MACHINE = "vlmpath-test"
 
 
 def _env(home: Path) -> dict:
-    return dict(os.environ, HOME=str(home), ASV_PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1")
+    # VLMPATH_SERVE_MODEL empty: the opt-in serve benchmarks stay skipped even on a machine that sets it.
+    return dict(os.environ, HOME=str(home), ASV_PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1",
+                VLMPATH_SERVE_MODEL="")
 
 
 def _config(tmp: Path) -> Path:
@@ -57,7 +59,8 @@ def test_real_asv_run_records_units_samples_and_publishes(tmp_path):
                          check=True).stdout.strip()
     assert _asv("machine", "--yes", "--machine", MACHINE, "--config", str(cfg), home=tmp_path).returncode == 0
     regex = (r"bench_inject\.Count\.(time_count|track_syncs)\('\w+', 'many_small_images'\)"
-             r"|bench_embed\.EmbedRoutine\.track_(syncs|accuracy|peak_bytes|reserved_bytes)\('legacy', 'video'\)")
+             r"|bench_embed\.EmbedRoutine\.track_(syncs|accuracy|peak_bytes|reserved_bytes)\('legacy', 'video'\)"
+             r"|bench_serve\.Serve\.track_serve_errors")  # opt-in, no model here: skipped
     proc = _asv("run", "--config", str(cfg), "-E", f"existing:{sys.executable}", "--set-commit-hash", sha,
                 "--machine", MACHINE, "--record-samples", "--show-stderr", "--launch-method", "forkserver",
                 "-b", regex, home=tmp_path)
@@ -86,6 +89,8 @@ def test_real_asv_run_records_units_samples_and_publishes(tmp_path):
         assert len(timing.samples) >= 7, "asv's Mann-Whitney test needs >= 7 samples per side"
         assert timing.value > 0
     assert len(got) == 7  # exactly the selection (reserved skipped); unselected combinations are skipped
+    serve = [m for m in mrun.metrics if m.benchmark == "bench_serve.Serve.track_serve_errors"]
+    assert len(serve) == 6 and all(m.skipped and m.error is None for m in serve)  # skipped, never failed
 
     pub = _asv("publish", "--config", str(cfg), home=tmp_path)
     assert pub.returncode == 0, pub.stdout[-3000:] + pub.stderr[-2000:]

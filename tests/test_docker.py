@@ -117,7 +117,7 @@ def test_compose_follows_project_rules():
     assert dl.compose_problems(_compose()) == []
 
 
-def test_compose_services_profiles_and_dashboard():
+def test_compose_services_profiles_and_dashboard():  # the serve profile: see its own tests below
     data = _compose()
     svc = data["services"]
     assert svc["bench-cuda"]["profiles"] == ["nvidia"]
@@ -243,6 +243,49 @@ def _nvidia_reservation(svc):
 def test_compose_checker_rejects_bad_files(mutate, expect):
     problems = _problems_after(mutate)
     assert any(expect in p for p in problems), problems
+
+
+def _model_writable(s, d):
+    for v in s["serve-engine"]["volumes"]:
+        if v["target"] == "/model":
+            s["serve-engine"]["volumes"] = [{**v, "read_only": False} if w is v else w
+                                            for w in s["serve-engine"]["volumes"]]
+            return
+
+
+@pytest.mark.parametrize("mutate,expect", [
+    (_model_writable, "serve-engine (serve): mounts the model directory writable"),
+    (lambda s, d: s["serve-bench"].update(volumes=["..:/workspace", "results:/results"]),
+     "serve-bench (serve): the model directory is not mounted"),
+    (lambda s, d: s["serve-engine"].pop("deploy"), "no service reserves the GPU"),
+    (lambda s, d: s["serve-engine"].update(devices=["/dev/kfd"]), "serve-engine (serve): carries AMD"),
+], ids=["model-writable", "bench-no-model", "engine-no-gpu", "engine-amd"])
+def test_the_serve_profile_checker_rejects_bad_files(mutate, expect):
+    problems = _problems_after(mutate)
+    assert any(expect in p for p in problems), problems
+
+
+def test_the_serve_profile_serves_the_model_read_only_and_its_command_is_the_real_cli():
+    from vlmpath.cli import build_parser
+    from vlmpath.serving.launch import command
+
+    svc = _compose()["services"]
+    engine, bench = svc["serve-engine"], svc["serve-bench"]
+    assert engine["profiles"] == bench["profiles"] == ["serve"]
+    assert bench["depends_on"]["serve-engine"]["condition"] == "service_healthy"
+    for s in (engine, bench):
+        (model,) = [m for m in dl._volume_mounts(s) if m["target"] == "/model"]
+        assert model["read_only"] and "VLMPATH_SERVE_MODEL" in model["source"]
+    # The engine runs the server command `serve-bench --launch vllm` would (its own flags).
+    ours = command("vllm", "python3", "/model", 8000, "cuda")
+    assert engine["entrypoint"] == ours[:3]
+    assert engine["command"][:2] == ["--model", "/model"] and "--trust-remote-code" in engine["command"]
+    # The client's command through the real parser: the server, its kind, the model, the run file.
+    args = build_parser().parse_args(bench["command"])
+    assert args.command == "serve-bench" and args.server == "http://serve-engine:8000"
+    assert args.server_kind == "vllm" and args.model == "/model" and args.out.startswith("/results/")
+    port = engine["command"][engine["command"].index("--port") + 1]
+    assert args.server.endswith(f":{port}")
 
 
 def test_dockerignore_checker_rejects_bad_patterns():

@@ -7,7 +7,8 @@ throughput by the paired rounds, the A/A pair stays green. Then one round of a h
 image rows shifted by one (planted in that server process only) turns the across-side
 agreement red naming the workload. Then the lifecycle: a model directory that does not load and a server
 that dies mid-run are one line and failure rows, bounded by the request timeout; no server
-process outlives any of it.
+process outlives any of it. Last, vLLM's own bench client (``vllm bench serve``, when the
+vLLM engine env is installed) on the same server and requests gives the same texts.
 """
 
 from __future__ import annotations
@@ -87,4 +88,22 @@ def test_a_model_that_does_not_load_and_a_server_that_dies_are_one_line_and_fail
         doc = run_bench(srv, settings)
     case = doc["cases"][0]
     assert case["errors"] == 4 and case["completed"] == 0 and case["error"]
+    assert _servers_left(tiny) == []
+
+
+def test_vllms_own_client_reads_the_same_requests_and_texts_on_the_same_server(tiny, tmp_path):
+    # ``vllm bench serve`` from the vLLM engine env (skipped without one), on our workload.
+    from vlmpath.serving.engine_client import run_engine_client, vllm_python
+
+    python, client = vllm_python()
+    if python is None:
+        pytest.skip(client)
+    # Lean: no solo pass (within-run agreement is the other tests'), one request to warm up.
+    settings = BenchSettings(("video",), (2,), max_tokens=4, prompts=2, timeout_s=60.0, solo=False)
+    with launched("transformers", tiny, log_dir=tmp_path) as srv:
+        doc = run_bench(srv, settings)
+        (row,) = run_engine_client(srv, settings, doc, python=python, client=client, work=tmp_path / "client")
+    assert row["not_run"] is None, row
+    assert row["failed"] == 0 and row["agreement_ours"] == 1.0  # the same greedy texts, request for request
+    assert row["request_per_s"] > 0 and row["output_tok_per_s"] > 0
     assert _servers_left(tiny) == []

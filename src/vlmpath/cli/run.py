@@ -59,6 +59,16 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                     help="the pull request's number: accepted.yaml entries scoped to pr N apply (no other PR's)")
     pr.add_argument("--shard", default=None, metavar="K/N",
                     help="measure only shard K of N of the cases, on both sides (ci merge joins the shards)")
+    pr.add_argument("--serve", default=None, metavar="MODEL_DIR",
+                    help="also serve each side's tree with a real server of this model (interleaved rounds) "
+                    "and judge its throughput and output agreement in the same comment (vlmpath.pr.serve)")
+    pr.add_argument("--serve-launch", default="transformers", choices=["transformers", "sglang", "vllm"],
+                    help="with --serve: the server (default transformers serve; sglang/vLLM on a GPU box)")
+    pr.add_argument("--serve-rounds", type=int, default=6, metavar="N",
+                    help="with --serve: interleaved rounds per side (default 6: a full paired verdict)")
+    pr.add_argument("--serve-python", default=None, metavar="PY",
+                    help="with --serve: the server's interpreter (an engine env's for sglang/vLLM)")
+    pr.add_argument("--serve-device", default="cpu", help="with --serve: transformers serve's device (default cpu)")
     from vlmpath.pr import flow as ci_flow
     from vlmpath.pr import outputs as pr_outputs
     _engine_src_arguments(pr)  # --engine-src REPO: two commits of an engine instead
@@ -82,15 +92,21 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
 
         try:
             shard = parse_shard(a.shard) if a.shard else None
-            if a.engine_src and (a.instructions or shard):
-                raise VlmpathError("--instructions and --shard take vlmpath's own routine cases: leave them out "
-                                   "with --engine-src")
+            if a.engine_src and (a.instructions or shard or a.serve):
+                raise VlmpathError("--instructions, --shard and --serve take vlmpath's own sides: leave them out "
+                                   "with --engine-src (serve an engine's two trees with `vlmpath serve-pair "
+                                   "--base-pythonpath A --head-pythonpath B`)")
+            serve = None
+            if a.serve:
+                from vlmpath.pr.serve import ServeOptions
+
+                serve = ServeOptions(a.serve, a.serve_launch, a.serve_rounds, a.serve_python, a.serve_device).check()
             res = _engine_pr_from_args(a) if a.engine_src else ci_flow.run_pr(
                 a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
                 trusted_results=a.trusted_results, instructions=a.instructions,
-                instructions_bench=a.instructions_bench, counter=a.counter, shard=shard, pr=a.pr)
+                instructions_bench=a.instructions_bench, counter=a.counter, shard=shard, pr=a.pr, serve=serve)
         except VlmpathError as exc:
             pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -133,6 +149,18 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     add_ci_commands(ci)  # ci alert (vlmpath.cli.ci: this module is at its size limit)
 
 
+def _serve_model(model: str | None) -> str | None:
+    """``--serve DIR`` as an absolute model directory (the benchmarks run elsewhere); one line if not one."""
+    if model is None:
+        return None
+    from pathlib import Path
+
+    if not (Path(model) / "config.json").is_file():
+        raise VlmpathError(f"--serve {model}: not a model directory (no config.json); write one with "
+                           "`vlmpath serve-bench --write-tiny-model DIR` or pass a local checkpoint")
+    return str(Path(model).resolve())
+
+
 # --- run -------------------------------------------------------------------------------
 def add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -165,6 +193,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trusted", action="store_true", help="mark the results a trusted baseline (main workflow only)")
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="run only shard K of N of the selection (balanced by the last trusted run's costs)")
+    p.add_argument("--serve", default=None, metavar="MODEL_DIR",
+                   help="also run the opt-in serve benchmarks (bench_serve.Serve: a real server of this model; "
+                   "else skipped unless the machine sets VLMPATH_SERVE_MODEL)")
     engine_options(p)
 
     def run(a: argparse.Namespace) -> int:
@@ -189,7 +220,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
                           publish=not a.no_publish, extra_env=extra, trusted=a.trusted,
-                          shard=parse_shard(a.shard) if a.shard else None)
+                          shard=parse_shard(a.shard) if a.shard else None, serve_model=_serve_model(a.serve))
         from vlmpath.core.interrupt import interruptible
 
         try:

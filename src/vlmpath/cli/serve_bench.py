@@ -43,6 +43,10 @@ def _launch_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
                    help="seconds the server gets to answer /health (default 120)")
 
 
+def log_dir(a: argparse.Namespace) -> str:
+    return a.log_dir or (str(Path(a.out).parent) if a.out else "serve-logs")
+
+
 def _settings(a: argparse.Namespace):
     from vlmpath.measure.workload import PRESETS
     from vlmpath.serving.bench import BenchSettings
@@ -82,14 +86,50 @@ def add_serve_bench(sub: argparse._SubParsersAction) -> None:
                    help="with --launch, self-check: shift (image rows shifted by one) or delay:S")
     p.add_argument("--out", metavar="FILE", help="write the run here (JSON, atomic)")
     p.add_argument("--log-dir", default=None, metavar="DIR", help="server log folder (default: beside --out)")
+    p.add_argument("--engine-client", default="auto", choices=["auto", "vllm", "none"],
+                   help="also run the engine's own bench client (`vllm bench serve`) on the same server and "
+                   "requests, both clients' throughput side by side (auto: when a vLLM engine env is installed)")
+    p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs' home (for --engine-client)")
+    p.add_argument("--config", default=None, help="thresholds YAML (its req/s noise factor is the engine "
+                   "client's spread)")
     _bench_options(p)
     _launch_options(p)
     p.set_defaults(func=_run_bench)
 
 
+def _client_env(a: argparse.Namespace) -> tuple[str | None, str]:
+    """(interpreter, label) of the engine client; refused in one line before any measuring
+    when ``--engine-client vllm`` names a client that is not installed."""
+    from vlmpath.serving.engine_client import vllm_python
+
+    python, label = vllm_python(a.engine_home) if a.engine_client != "none" else (None, "")
+    if python is None and a.engine_client == "vllm":
+        raise VlmpathError(f"--engine-client vllm: {label.removeprefix('not run: ')}")
+    return python, label
+
+
+def _engine_client(a: argparse.Namespace, client: tuple[str | None, str], srv, settings, doc: dict,
+                   work: Path) -> list[dict]:
+    """The engine client's side-by-side rows (``serving.engine_client``); [] when not asked for."""
+    from vlmpath.compare.from_serve import SERVE_BENCH
+    from vlmpath.compare.thresholds import load_thresholds
+    from vlmpath.serving.engine_client import SGLANG_NOT_RUN, run_engine_client
+
+    if a.engine_client == "none":
+        return []
+    python, label = client
+    rows = [{"client": "sglang.benchmark.serving", "not_run": SGLANG_NOT_RUN}] if srv.kind == "transformers" else []
+    if python is None:
+        return rows + [{"client": "vllm bench serve", "not_run": label}]
+    factor = load_thresholds(a.config).factor_for(f"{SERVE_BENCH}.track_serve_request_per_s", "req/s",
+                                                  "cpu" if a.device == "cpu" else "gpu")
+    print(f"running {label} on the same server and requests", file=sys.stderr, flush=True)
+    return rows + run_engine_client(srv, settings, doc, python=python, client=label, work=work, factor=factor)
+
+
 def _run_bench(a: argparse.Namespace) -> int:
     from vlmpath.core.validate import check_output_files
-    from vlmpath.render.serve_table import serve_table
+    from vlmpath.render.serve_table import engine_client_table, serve_table
     from vlmpath.serving.bench import run_bench
     from vlmpath.serving.launch import attached, launched
     from vlmpath.serving.run_file import write_run
@@ -101,20 +141,26 @@ def _run_bench(a: argparse.Namespace) -> int:
         return 0
     check_output_files(("--out", a.out))
     settings = _settings(a)
+    client = _client_env(a)
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if a.server:
         if a.plant or a.server_pythonpath:
             raise VlmpathError("--plant and --server-pythonpath need --launch (a server started here)")
-        doc = run_bench(attached(a.server, a.server_kind, a.model), settings, say)
+        srv = attached(a.server, a.server_kind, a.model)
+        if a.model and Path(a.model, "config.json").is_file():
+            srv.model_dir = a.model  # the engine client's tokenizer
+        doc = run_bench(srv, settings, say)
+        doc["engine_client"] = _engine_client(a, client, srv, settings, doc, Path(log_dir(a)) / "engine-client")
     else:
         if not a.model:
             raise VlmpathError("--launch needs --model DIR (write a tiny one with --write-tiny-model DIR)")
-        log_dir = a.log_dir or (str(Path(a.out).parent) if a.out else "serve-logs")
-        with launched(a.launch, a.model, log_dir=log_dir, python=a.python, port=a.port, device=a.device,
+        with launched(a.launch, a.model, log_dir=log_dir(a), python=a.python, port=a.port, device=a.device,
                       pythonpath=a.server_pythonpath, startup_timeout_s=a.startup_timeout, plant=a.plant) as srv:
             say(f"{a.launch} server up at {srv.url} (log {srv.log})")
             doc = run_bench(srv, settings, say)
+            doc["engine_client"] = _engine_client(a, client, srv, settings, doc, Path(log_dir(a)) / "engine-client")
     print(serve_table(doc), end="")
+    print(engine_client_table(doc.get("engine_client", [])), end="")
     if a.out:
         write_run(a.out, doc)
         print(f"wrote {a.out}")
@@ -149,7 +195,7 @@ def _run_pair(a: argparse.Namespace) -> int:
     files = interleaved({"base": spec(a.base_pythonpath, a.base_plant), "head": spec(a.head_pythonpath, a.head_plant)},
                         settings, a.rounds, a.out, lambda m: print(m, file=sys.stderr, flush=True))
     return _compare([str(p) for p in files["base"]], [str(p) for p in files["head"]], a.config,
-                    str(Path(a.out) / "comparison.json"))
+                    str(Path(a.out) / "comparison.json"), str(Path(a.out) / "serve-chart.png"))
 
 
 def add_serve_compare(sub: argparse._SubParsersAction) -> None:
@@ -158,20 +204,32 @@ def add_serve_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--head", nargs="+", required=True, metavar="RUN", help="head's run files, round for round")
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
     p.add_argument("--json", default=None, metavar="FILE", help="write the comparison as JSON here")
-    p.set_defaults(func=lambda a: _compare(a.base, a.head, a.config, a.json))
+    p.add_argument("--chart", default=None, metavar="FILE",
+                   help="draw output tok/s vs concurrency, base against head (PNG or SVG by the suffix)")
+    p.set_defaults(func=lambda a: _compare(a.base, a.head, a.config, a.json, a.chart))
 
 
-def _compare(base: list[str], head: list[str], config: str | None, json_out: str | None) -> int:
+def _compare(base: list[str], head: list[str], config: str | None, json_out: str | None,
+             chart: str | None = None) -> int:
     from vlmpath.compare.from_serve import compare_serve_runs
     from vlmpath.compare.thresholds import load_thresholds
     from vlmpath.core.atomic import write_text
     from vlmpath.render import comment as render
     from vlmpath.render.escape import log_line
 
+    if chart:
+        from vlmpath.core.validate import check_output_files
+
+        check_output_files(("--chart", chart))
     report, diffs = compare_serve_runs(base, head, load_thresholds(config))
     print(render.render_terminal(report), end="")
     for workload, conc, pos in diffs:
         print(log_line(f"outputs differ: {workload} c={conc}, first at character {pos}"))
     if json_out:
         write_text(json_out, render.render_json(report))
+    if chart:
+        from vlmpath.render.serve_chart import serve_chart
+        from vlmpath.serving.run_file import load_run
+
+        print(f"wrote {serve_chart([load_run(p) for p in base], [load_run(p) for p in head], chart)}")
     return report.exit_code()

@@ -166,7 +166,8 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
            trusted_results: str | os.PathLike[str] | None = None,
            profile: bool | None = None, profiler=None, interleave: int = 0,
            instructions: bool = False, instructions_bench: str | None = None, counter: str = "ops",
-           accepted: str | os.PathLike[str] | None = None, shard=None, pr: int | None = None) -> FlowResult:
+           accepted: str | os.PathLike[str] | None = None, shard=None, pr: int | None = None,
+           serve=None) -> FlowResult:
     """Benchmark merge-base(base, head) and head on one machine and compare them.
 
     ``shard`` (a ``runner.shards.Shard``): only that shard's cases, the same on both sides
@@ -209,6 +210,10 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         pr_interleave.check_rounds(interleave)
         shutil.rmtree(out / pr_interleave.ROUNDS_SUBDIR, ignore_errors=True)  # no stale rounds
     runner = run_suite or run_suite_subprocess
+    if serve is not None:  # a model directory that is not one is refused before any measuring
+        from vlmpath.pr import serve as pr_serve
+
+        serve = serve.check()
     if instructions:  # before any measuring: a GPU backend or a missing valgrind is one clear error
         from vlmpath.pr import instructions as pr_instructions
         from vlmpath.selfcheck import callgrind
@@ -287,16 +292,24 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
                                             out, machine, bench)
         copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
                      sources={base_sha: store} if reused and base_sha != head_sha else None)
+        if serve is not None:  # while the worktrees exist: each side's tree is served
+            serve_files = pr_serve.serve_rounds(serve, base_wt, head_wt, out, _log)
 
     sides = [asv_results.load_asv(out / RESULTS_SUBDIR, sha) for sha in (base_sha, head_sha)]
     if instructions:  # the counts join each side's results: same comparison, comment and exit code
         ir = pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
                                       bench=instructions_bench or bench, scale=scale, log=_log, counter=counter)
         sides = [records.merge_runs(run, counted) for run, counted in zip(sides, ir)]
+    if serve is not None:  # the serve rows join each side's results: same comparison and comment
+        serve_base, serve_head, serve_notes = pr_serve.serve_sides(*serve_files, machine, base_sha, head_sha)
+        sides = [records.merge_runs(sides[0], serve_base[-1]), records.merge_runs(sides[1], serve_head[-1])]
+        notes.extend([*serve_notes, pr_serve.draw(out, *serve_files)])
     head_run = sides[1]
     report = compare.compare(*sides, cfg, quick=quick)
     if interleave:
         report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
+    if serve is not None:
+        report = pr_serve.judge_pairs(report, serve_base, serve_head, cfg)
     report = drop_unselected(report, {machine: side_bench})
     if definitions is not None:  # shown, never judged (pr.yardstick)
         report = with_definitions(report, definitions)
@@ -324,7 +337,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
         "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
         "interleave": interleave, "instructions": instructions, "counter": counter if instructions else None,
         "instructions_bench": instructions_bench, "shard": shard_entry,
-        "chart_notes": chart_notes,
+        "chart_notes": chart_notes, "serve": serve.model if serve is not None else None,
         "regressions": len(report.regressions), "not_judged": len(report.not_judged),
         "incomplete": report.incomplete, "exit_code": code,
     })

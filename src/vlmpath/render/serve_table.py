@@ -40,3 +40,28 @@ def serve_table(doc: dict, markdown: bool = False) -> str:
     errs = [c for c in doc["cases"] if c.get("error")]
     lines += [log_line(f"FAILED {c['workload']} c={c['concurrency']}: {c['error']}") for c in errs]
     return "\n".join(lines) + "\n"
+
+
+CLIENT_HEADER = ("workload", "conc", "client", "req/s ours", "req/s theirs", "output tok/s ours",
+                 "output tok/s theirs", "same texts", "flag")
+
+
+def engine_client_table(rows: list[dict]) -> str:
+    """The engine's own client beside ours (``serving.engine_client``): one row per case, a
+    ``not run: ...`` line for a client that could not run; empty for no rows."""
+    if not rows:
+        return ""
+    lines = ["", "engine client on the same server and requests (flag: beyond our spread)"]
+    table = [r for r in rows if not r.get("not_run")]
+    cells = [tuple(log_line(x) for x in (
+        r["workload"], r["concurrency"], r["client"], fmt_value(r["ours_request_per_s"], "req/s"),
+        fmt_value(r.get("request_per_s"), "req/s"), fmt_value(r["ours_output_tok_per_s"], "tok/s"),
+        fmt_value(r.get("output_tok_per_s"), "tok/s"), fmt_value(r.get("agreement_ours"), "fraction"),
+        r.get("flag") or "-")) for r in table]
+    if cells:
+        widths = [max([len(CLIENT_HEADER[i])] + [len(c[i]) for c in cells]) for i in range(len(CLIENT_HEADER))]
+        lines += ["  ".join(h.ljust(w) for h, w in zip(CLIENT_HEADER, widths)).rstrip(),
+                  "  ".join("-" * w for w in widths)]
+        lines += ["  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip() for c in cells]
+    lines += [log_line(f"{r['client']}: {r['not_run']}") for r in rows if r.get("not_run")]
+    return "\n".join(lines) + "\n"

@@ -45,7 +45,8 @@ def benchmark_env(opts: RunOptions, repo: Path, machine: str, backend: str,
         engine = parse_engine(opts.engine).label
     # The one place the run's options are handed to the benchmark processes (asv's own).
     BenchEnv(scale=opts.scale, quick=opts.quick, machine=machine, engine=engine,
-             engine_python=opts.engine_python if engine else None).apply(env)
+             engine_python=opts.engine_python if engine else None,
+             serve_model=opts.serve_model).apply(env)
     return env
 
 

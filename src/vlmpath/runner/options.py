@@ -38,6 +38,7 @@ class RunOptions:
     engine: str | None = None            # an engine spec (vlmpath.engines.base); None: reference
     engine_python: str | None = None     # interpreter for an --engine-src tree
     shard: Shard | None = None           # run only this shard's part (vlmpath.runner.shards)
+    serve_model: str | None = None       # the opt-in serve benchmarks' model dir (bench_serve)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,11 @@ QUICK_ENV = "VLMPATH_QUICK"  # set: measurements inside ``track_`` benchmarks us
 MACHINE_ENV = "VLMPATH_MACHINE"  # the benchmarks' own probe names the run's machine
 ENGINE_ENV = "VLMPATH_ENGINE"  # the engine spec label the asv suite measures with
 ENGINE_PYTHON_ENV = "VLMPATH_ENGINE_PYTHON"  # that engine environment's interpreter
+#: The model directory the opt-in serve benchmarks (``bench_serve.Serve``) serve: ``vlmpath
+#: run --serve DIR``, or a machine's own setting (an unset value keeps the caller's).
+SERVE_MODEL_ENV = "VLMPATH_SERVE_MODEL"
+#: Kept from the caller's environment when this record leaves them unset: machine settings.
+MACHINE_SETTINGS = ("VLMPATH_MACHINE", SERVE_MODEL_ENV)
 
 
 @dataclass(frozen=True)
@@ -34,16 +39,17 @@ class BenchEnv:
     machine: str | None = None
     engine: str | None = None  # None: the reference routine
     engine_python: str | None = None
+    serve_model: str | None = None  # None: the serve benchmarks are skipped (opt-in)
 
     def apply(self, env: MutableMapping[str, str]) -> MutableMapping[str, str]:
         """Write this record into ``env`` (the benchmark processes' environment), replacing
         whatever an earlier value of each field left there."""
         for key, value in ((SCALE_ENV, self.scale), (QUICK_ENV, "1" if self.quick else None),
                            (MACHINE_ENV, self.machine), (ENGINE_ENV, self.engine),
-                           (ENGINE_PYTHON_ENV, self.engine_python)):
+                           (ENGINE_PYTHON_ENV, self.engine_python), (SERVE_MODEL_ENV, self.serve_model)):
             if value:
                 env[key] = value
-            elif key != MACHINE_ENV:  # an unset machine keeps the caller's own pin
+            elif key not in MACHINE_SETTINGS:  # an unset machine keeps the caller's own pin
                 env.pop(key, None)
         return env
 
@@ -57,4 +63,5 @@ class BenchEnv:
             raise VlmpathError(f"{SCALE_ENV}={scale!r} is not a scale: choose one of {', '.join(SCALES)}")
         return cls(scale=scale, quick=env.get(QUICK_ENV, "") not in ("", "0"),
                    machine=env.get(MACHINE_ENV) or None, engine=(env.get(ENGINE_ENV) or "").strip() or None,
-                   engine_python=env.get(ENGINE_PYTHON_ENV) or None)
+                   engine_python=env.get(ENGINE_PYTHON_ENV) or None,
+                   serve_model=(env.get(SERVE_MODEL_ENV) or "").strip() or None)

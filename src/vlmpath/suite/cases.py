@@ -47,6 +47,11 @@ ROUTINE_PRESETS: tuple[str, ...] = tuple(PRESETS)
 #: masked run per image; many small: many short runs; multi-region: runs split by text).
 INJECT_PRESETS: tuple[str, ...] = ("few_large_images", "many_small_images", "multi_region")
 HASH_SIZES_MIB: tuple[int, ...] = (1, 16, 64)
+#: The opt-in serve benchmarks (``bench_serve.Serve``, ``vlmpath run --serve DIR``): the
+#: presets sent to a real server as image requests (image sizes, multi-image requests,
+#: video frames, multi-region items) and the concurrency levels (requests in flight).
+SERVE_PRESETS: tuple[str, ...] = ("many_small_images", "video", "multi_region")
+SERVE_CONCURRENCY: tuple[int, ...] = (1, 4)
 #: The cases the GPU smoke job measures at full scale.
 HEADLINE_PRESETS: tuple[str, ...] = ("many_small_images", "few_large_images", "multi_region")
 
