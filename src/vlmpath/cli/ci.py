@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES
+from vlmpath.cli.options import scale_option
+from vlmpath.core.scales import DEFAULT_SCALE
 
 
 def add_bisect(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +29,7 @@ def add_bisect(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
     p.add_argument("--results-dir", default=None, help="asv results directory (reused; default .asv/results)")
     p.add_argument("--quick", action="store_true", help="one pass per benchmark")
-    p.add_argument("--scale", default=None, choices=list(SCALES), help=f"workload scale (default {DEFAULT_SCALE})")
+    scale_option(p, default=None, help=f"workload scale (default {DEFAULT_SCALE})")
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
 
     def run(a: argparse.Namespace) -> int:

@@ -14,7 +14,8 @@ import sys
 
 from vlmpath.cli.ci import add_ci_commands, engine_options
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
+from vlmpath.cli.options import engine_spec, scale_option
+from vlmpath.core.scales import DEFAULT_SCALE
 from vlmpath.selfcheck.ir_cases import COUNTERS, DEFAULT_COUNTER
 
 
@@ -45,8 +46,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                     "per side; callgrind: CPU instructions under Valgrind, ~25 CPU-minutes per side")
     pr.add_argument("--instructions-bench", default=None, metavar="REGEX",
                     help="with --instructions: count only the routine cases matching REGEX (default: --bench's)")
-    pr.add_argument("--scale", default=None, choices=list(SCALES),
-                    help=f"workload scale passed to `vlmpath run` (default: its default, {DEFAULT_SCALE})")
+    scale_option(pr, default=None, help=f"workload scale passed to `vlmpath run` (default: its default, {DEFAULT_SCALE})")
     pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
     pr.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
     pr.add_argument("--results-dir", default=None,
@@ -78,19 +78,20 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
             raise
 
     def _run_pr(a: argparse.Namespace) -> int:
-        from vlmpath.runner.shards import parse_shard
+        from vlmpath.pr.options import PrOptions, engine_pr
+        from vlmpath.runner.shards import Shard
 
-        try:
-            shard = parse_shard(a.shard) if a.shard else None
-            if a.engine_src and (a.instructions or shard):
-                raise VlmpathError("--instructions and --shard take vlmpath's own routine cases: leave them out "
-                                   "with --engine-src")
-            res = _engine_pr_from_args(a) if a.engine_src else ci_flow.run_pr(
+        try:  # inside: a bad --shard is written into --out's error file, as any refusal of ci pr
+            opts = PrOptions(
                 a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
                 trusted_results=a.trusted_results, instructions=a.instructions,
-                instructions_bench=a.instructions_bench, counter=a.counter, shard=shard, pr=a.pr)
+                instructions_bench=a.instructions_bench, counter=a.counter,
+                shard=Shard.parse(a.shard) if a.shard else None, pr=a.pr, engine_src=a.engine_src,
+                engine=a.engine, engine_subdir=a.engine_subdir, engine_python=a.engine_python,
+                workloads=a.workload, repeat=a.repeat, tower=a.tower)
+            res = engine_pr(opts) if opts.engine_src else ci_flow.run_pr(opts)
         except VlmpathError as exc:
             pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -144,7 +145,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="each benchmark once (smoke run; results saved)")
     p.add_argument("--bench", "-b", default=None, metavar="REGEX",
                    help="only benchmarks whose 'module.Class.method(params)' matches")
-    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
+    scale_option(p)
     p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
     p.add_argument("--results-dir", default=None, help="asv results dir (default .asv/results)")
     p.add_argument("--html-dir", default=None, help="published dashboard dir (default .asv/html)")
@@ -170,7 +171,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     def run(a: argparse.Namespace) -> int:
         from vlmpath.runner.options import RunInterrupted, RunOptions  # noqa: I001
         from vlmpath.runner.run import run as run_suite
-        from vlmpath.runner.shards import parse_shard
+        from vlmpath.runner.shards import Shard
 
         extra = {}
         for kv in a.env:
@@ -180,16 +181,13 @@ def add_run(sub: argparse._SubParsersAction) -> None:
             extra[key] = value
         if a.engine_home:
             extra["VLMPATH_ENGINE_HOME"] = a.engine_home
-        from vlmpath.engines.base import parse_engine
-
-        engine = parse_engine(a.engine, src=a.engine_src).label if a.engine_src else a.engine
         opts = RunOptions(repo=a.repo, quick=a.quick, bench=a.bench, scale=a.scale, machine=a.machine,
-                          engine=engine, engine_python=a.engine_python, results_dir=a.results_dir,
+                          engine=engine_spec(a), engine_python=a.engine_python, results_dir=a.results_dir,
                           html_dir=a.html_dir, reports_dir=a.reports_dir,
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
                           publish=not a.no_publish, extra_env=extra, trusted=a.trusted,
-                          shard=parse_shard(a.shard) if a.shard else None)
+                          shard=Shard.parse(a.shard) if a.shard else None)
         from vlmpath.core.interrupt import interruptible
 
         try:
@@ -257,13 +255,3 @@ def _engine_src_arguments(pr) -> None:
                     help="--engine-src: the vision tower: ours (seeded transformers, default) or the engine's own "
                     "(vLLM's Qwen2.5-VL: a PR to it is measured too)")
 
-
-def _engine_pr_from_args(a):
-    """``vlmpath ci pr --engine-src``: the parsed namespace as a ``run_engine_pr`` call."""
-    from vlmpath.pr.engine import run_engine_pr
-
-    return run_engine_pr(a.engine_src, a.base, a.head, out_dir=a.out, subdir=a.engine_subdir,
-                         workloads=a.workload, scale=a.scale or DEFAULT_SCALE, repeat=a.repeat,
-                         engine_python=a.engine_python, machine=a.machine, thresholds=a.config,
-                         fail_on_regression=not a.no_fail, charts=not a.no_charts, engine=a.engine,
-                         tower=a.tower)

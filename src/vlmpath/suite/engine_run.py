@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.engines.base import EngineSpec, parse_engine
+from vlmpath.engines.base import EngineSpec
 from vlmpath.suite.bench_env import BenchEnv
 from vlmpath.suite.record import CaseRecord, read_records, write_records
 from vlmpath.suite.worker import case_to_dict, error_text, failed_record
@@ -135,7 +135,9 @@ def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, 
                   threads: int | None = None, tower: str = "ours") -> list[CaseRecord]:
     """Measure ``cases`` with the engine; returns one record per case, in order.
     ``threads``: torch's CPU threads while measuring (``vlmpath.measure.pinning``), recorded."""
-    spec = engine_spec if isinstance(engine_spec, EngineSpec) else parse_engine(engine_spec)
+    # A label arrives only from a benchmark module (VLMPATH_ENGINE, its process boundary; any
+    # side's benchmarks pass the variable's text): everything else hands a parsed spec.
+    spec = engine_spec if isinstance(engine_spec, EngineSpec) else EngineSpec.parse(engine_spec)
     if repeat < 1:
         raise VlmpathError(f"repeat must be at least 1, got {repeat}")
     if tower not in TOWERS:
