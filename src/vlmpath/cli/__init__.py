@@ -22,6 +22,7 @@ from vlmpath.cli.shards import add_plan, add_shards
 from vlmpath.cli.smoke import add_smoke
 from vlmpath.cli.options import scale_option
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.option_enums import Counter, Tower
 
 # Each entry adds one subcommand to the parser (see the _add_* functions below).
 # Filled in the order of ``vlmpath --help``; ci, run, serve and bisect (and ci alert) are
@@ -200,7 +201,7 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
     p.add_argument("--chart", metavar="FILE", help="draw every engine's cases side by side (.png or .svg)")
-    p.add_argument("--tower", default="ours", choices=["ours", "engine"],
+    p.add_argument("--tower", default=Tower.OURS, type=Tower.parse, choices=list(Tower),
                    help="with --engine: the vision tower: ours (seeded transformers, default) or the engine's "
                    "own (vLLM's Qwen2.5-VL)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
@@ -261,7 +262,7 @@ def _add_trust(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N")
     p.add_argument("--instructions", "--counts", dest="instructions", type=int, default=0, metavar="ROUNDS",
                    help="rounds of the PR job's count gates (the routine with its tower replayed, the tower)")
-    p.add_argument("--counter", default="ops", choices=["ops", "callgrind"],
+    p.add_argument("--counter", default=Counter.OPS, type=Counter.parse, choices=list(Counter),
                    help="with --instructions: ops (default; native bytecodes and aten elements) or callgrind")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
 

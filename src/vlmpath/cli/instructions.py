@@ -16,7 +16,8 @@ from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
 from vlmpath.cli.options import scale_option
 from vlmpath.core.scales import DEFAULT_SCALE
-from vlmpath.selfcheck.ir_cases import COUNTERS, DEFAULT_COUNTER, MODES
+from vlmpath.core.option_enums import Counter
+from vlmpath.selfcheck.ir_cases import DEFAULT_COUNTER, MODES
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +33,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: vlmpath run's rule, 1)")
     p.add_argument("--mode", default="routine", choices=MODES,
                    help="routine: the tower replayed, and counted on its own (default); full: the pass with its tower")
-    p.add_argument("--counter", default=DEFAULT_COUNTER, choices=list(COUNTERS),
+    p.add_argument("--counter", default=DEFAULT_COUNTER, type=Counter.parse, choices=list(Counter),
                    help="ops (default): Python bytecodes and aten elements, natively; callgrind: instructions")
     p.add_argument("--profiles", default=None, metavar="DIR",
                    help="keep each counted pass's profile (callgrind dump or ops breakdown) in DIR/this")

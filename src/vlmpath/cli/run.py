@@ -16,7 +16,8 @@ from vlmpath.cli.ci import add_ci_commands, engine_options
 from vlmpath.core.errors import VlmpathError
 from vlmpath.cli.options import engine_spec, scale_option
 from vlmpath.core.scales import DEFAULT_SCALE
-from vlmpath.selfcheck.ir_cases import COUNTERS, DEFAULT_COUNTER
+from vlmpath.core.option_enums import Counter, Tower
+from vlmpath.selfcheck.ir_cases import DEFAULT_COUNTER
 
 
 def add_ci(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +42,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--counts", "--instructions", dest="instructions", action="store_true",
                     help="also count one pass of each routine case (tower replayed) and each tower on both "
                     "sides, exactly, and gate the counts (CPU runners only; --counter says how)")
-    pr.add_argument("--counter", default=DEFAULT_COUNTER, choices=list(COUNTERS),
+    pr.add_argument("--counter", default=DEFAULT_COUNTER, type=Counter.parse, choices=list(Counter),
                     help="with --counts: ops (default): Python bytecodes and aten elements, natively, seconds "
                     "per side; callgrind: CPU instructions under Valgrind, ~25 CPU-minutes per side")
     pr.add_argument("--instructions-bench", default=None, metavar="REGEX",
@@ -251,7 +252,7 @@ def _engine_src_arguments(pr) -> None:
     pr.add_argument("--workload", action="append", metavar="NAME",
                     help=f"--engine-src: workload preset (repeatable; default {', '.join(DEFAULT_WORKLOADS)})")
     pr.add_argument("--repeat", type=int, default=3, help="--engine-src: timed passes per case (default 3)")
-    pr.add_argument("--tower", default="ours", choices=["ours", "engine"],
+    pr.add_argument("--tower", default=Tower.OURS, type=Tower.parse, choices=list(Tower),
                     help="--engine-src: the vision tower: ours (seeded transformers, default) or the engine's own "
                     "(vLLM's Qwen2.5-VL: a PR to it is measured too)")
 

@@ -43,6 +43,7 @@ from vlmpath.pr.outputs import (
 from vlmpath.pr.side import _log
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
+from vlmpath.core.option_enums import Tower
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.core.yardstick import ENGINE_NOTICE
 from vlmpath.suite import record
@@ -64,7 +65,7 @@ class EngineSide:
     repeat: int
     engine_python: str | None  # None: VLMPATH_ENGINE_PYTHON, else the newest engine environment
     engine: str | None = None  # the registry's engine name (None: the one whose package the source holds)
-    tower: str = "ours"  # ours, or the engine's own vision tower (``suite.engine_run.TOWERS``)
+    tower: Tower = Tower.OURS  # ours, or the engine's own vision tower
 
 
 Measure = Callable[[EngineSide], None]
@@ -146,7 +147,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
                   engine_python: str | None = None, machine: str | None = None,
                   thresholds: str | os.PathLike[str] | None = None, fail_on_regression: bool = True,
                   charts: bool = True, measure: Measure | None = None, engine: str | None = None,
-                  tower: str = "ours") -> FlowResult:
+                  tower: Tower = Tower.OURS) -> FlowResult:
     """Measure merge-base(base, head) and head of the engine repository and compare them;
     ``tower`` ``engine``: with the engine's own vision tower (a PR to it is measured too)."""
     from vlmpath.compare import verdict as compare

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.option_enums import Counter, Tower
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.runner.shards import Shard
 
@@ -42,7 +43,7 @@ class PrOptions:
     interleave: int = 0
     instructions: bool = False
     instructions_bench: str | None = None
-    counter: str = "ops"                       # selfcheck.ir_cases.COUNTERS
+    counter: Counter = Counter.OPS
     accepted: PathLike | None = None
     shard: Shard | None = None
     pr: int | None = None
@@ -53,7 +54,7 @@ class PrOptions:
     engine_python: str | None = None
     workloads: Sequence[str] | None = None
     repeat: int = 3
-    tower: str = "ours"
+    tower: Tower = Tower.OURS
 
     def __post_init__(self) -> None:
         if self.engine_src and (self.instructions or self.shard):
