@@ -16,6 +16,7 @@ import pytest
 
 from vlmpath.cli import build_parser, main
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.machine_names import MachineName
 from vlmpath.core.option_enums import Counter, Tower
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.engines.base import EngineSpec
@@ -53,6 +54,17 @@ def test_a_wrong_choice_is_one_line_naming_the_flag_a_close_name_and_the_choices
 def test_the_environment_variable_is_named_when_it_holds_a_wrong_scale():
     with pytest.raises(VlmpathError, match=r"^VLMPATH_SCALE='fulll' is not a scale \(did you mean 'full'\?\)"):
         Scale.parse("fulll", given="VLMPATH_SCALE=")
+
+
+def test_a_machine_name_is_a_str_parsed_once_and_a_bad_one_is_one_line():
+    name = MachineName.parse("cpu-x86_64.ci")
+    assert isinstance(name, str) and name == "cpu-x86_64.ci" and MachineName.parse(name) is name
+    for bad in ("", "a b", "../up", "-lead", "x" * 65, None):
+        with pytest.raises(VlmpathError, match="letters, digits") as e:
+            MachineName.parse(bad)
+        assert "\n" not in str(e.value)
+    with pytest.raises(VlmpathError, match=r"^VLMPATH_MACHINE='a/b' is not usable"):
+        MachineName.parse("a/b", given="VLMPATH_MACHINE=")
 
 
 def test_shard_and_engine_specs_round_trip_through_their_text(tmp_path):
@@ -110,12 +122,12 @@ def test_vlmpath_run_hands_one_typed_options_record_to_the_runner(monkeypatch, t
         raise VlmpathError("stop here")  # what was handed on is the question
 
     monkeypatch.setattr(runner, "run", fake_run)
-    assert main(["run", "--scale", "full", "--engine", "sglang==0.5.23", "--shard", "2/3"]) == 2
+    assert main(["run", "--scale", "full", "--engine", "sglang==0.5.23", "--shard", "2/3", "--machine", "m-1"]) == 2
     assert main(["run"]) == 2
     typed, plain = seen
     assert typed.scale is Scale.FULL and typed.engine == EngineSpec("release", "sglang", "0.5.23")
-    assert typed.shard == Shard(2, 3)
-    assert plain.scale is DEFAULT_SCALE and plain.engine is None and plain.shard is None
+    assert typed.shard == Shard(2, 3) and isinstance(typed.machine, MachineName) and typed.machine == "m-1"
+    assert plain.scale is DEFAULT_SCALE and plain.engine is None and plain.shard is None and plain.machine is None
 
 
 def test_ci_pr_hands_one_options_record_to_the_flow(monkeypatch, tmp_path):
@@ -133,18 +145,21 @@ def test_ci_pr_hands_one_options_record_to_the_flow(monkeypatch, tmp_path):
 
     monkeypatch.setattr(flow, "run_pr", fake_run_pr)
     argv = ["ci", "pr", "--base", "main", "--head", "HEAD", "--out", str(tmp_path), "--scale", "tiny",
-            "--shard", "1/2", "--counts", "--counter", "callgrind", "--no-fail", "--pr", "7"]
+            "--shard", "1/2", "--counts", "--counter", "callgrind", "--no-fail", "--pr", "7", "--machine", "cpu-a"]
     assert main(argv) == 0
     (opts,) = seen
     assert (opts.base, opts.head, opts.scale, opts.shard, opts.counter) == ("main", "HEAD", Scale.TINY, Shard(1, 2),
                                                                             Counter.CALLGRIND)
     assert opts.instructions and not opts.fail_on_regression and opts.pr == 7 and opts.engine_src is None
+    assert isinstance(opts.machine, MachineName) and opts.machine == "cpu-a"
 
 
-def test_ci_pr_refuses_a_bad_shard_into_its_error_file(tmp_path, capsys):
-    assert main(["ci", "pr", "--base", "a", "--head", "b", "--out", str(tmp_path), "--shard", "3/2"]) == 2
-    assert "K must be from 1 to N" in capsys.readouterr().err
-    assert any("K must be from 1 to N" in f.read_text() for f in tmp_path.iterdir() if f.is_file())
+@pytest.mark.parametrize("flag, bad, why", [("--shard", "3/2", "K must be from 1 to N"),
+                                            ("--machine", "a b", "letters, digits")])
+def test_ci_pr_refuses_a_bad_shard_or_machine_into_its_error_file(flag, bad, why, tmp_path, capsys):
+    assert main(["ci", "pr", "--base", "a", "--head", "b", "--out", str(tmp_path), flag, bad]) == 2
+    assert why in capsys.readouterr().err
+    assert any(why in f.read_text() for f in tmp_path.iterdir() if f.is_file())
 
 
 def test_pr_options_refuse_counts_or_shards_with_an_engine_repository():
@@ -164,6 +179,7 @@ BOUNDARIES = {
     "Shard": {"runner/shards.py", "cli/run.py"},
     "Tower": {"core/option_enums.py", "cli/__init__.py", "cli/run.py"},
     "Counter": {"core/option_enums.py", "cli/__init__.py", "cli/run.py", "cli/instructions.py"},
+    "MachineName": {"core/machine_names.py", "cli/run.py", "cli/ci.py", "measure/platform.py"},
 }
 _PARSE = re.compile(r"\b(" + "|".join(BOUNDARIES) + r")\.parse\b")
 

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from vlmpath.cli.options import scale_option
+from vlmpath.core.machine_names import MachineName
 from vlmpath.core.scales import DEFAULT_SCALE
 
 
@@ -26,7 +27,8 @@ def add_bisect(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bad", required=True, help="a later commit with it (first-parent descendant of --good)")
     p.add_argument("--bench", required=True, metavar="REGEX", help="the benchmark(s) that regressed")
     p.add_argument("--repo", default=".", help="git checkout (default: current directory)")
-    p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
+    p.add_argument("--machine", default=None, type=MachineName.parse,
+                   help="asv machine name (default: VLMPATH_MACHINE or probed)")
     p.add_argument("--results-dir", default=None, help="asv results directory (reused; default .asv/results)")
     p.add_argument("--quick", action="store_true", help="one pass per benchmark")
     scale_option(p, default=None, help=f"workload scale (default {DEFAULT_SCALE})")

@@ -14,6 +14,7 @@ import sys
 
 from vlmpath.cli.ci import add_ci_commands, engine_options
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.machine_names import MachineName
 from vlmpath.cli.options import engine_spec, scale_option
 from vlmpath.core.scales import DEFAULT_SCALE
 from vlmpath.core.option_enums import Counter, Tower
@@ -84,7 +85,8 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
 
         try:  # inside: a bad --shard is written into --out's error file, as any refusal of ci pr
             opts = PrOptions(
-                a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
+                a.base, a.head, out_dir=a.out, repo=a.repo, bench=a.bench, quick=a.quick,
+                machine=MachineName.parse(a.machine) if a.machine else None,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
                 trusted_results=a.trusted_results, instructions=a.instructions,
@@ -147,7 +149,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bench", "-b", default=None, metavar="REGEX",
                    help="only benchmarks whose 'module.Class.method(params)' matches")
     scale_option(p)
-    p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
+    p.add_argument("--machine", default=None, type=MachineName.parse,
+                   help="asv machine name (default: VLMPATH_MACHINE or probed)")
     p.add_argument("--results-dir", default=None, help="asv results dir (default .asv/results)")
     p.add_argument("--html-dir", default=None, help="published dashboard dir (default .asv/html)")
     p.add_argument("--reports-dir", default=None, help="summary dir (default reports/out)")

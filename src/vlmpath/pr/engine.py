@@ -33,7 +33,6 @@ from pathlib import Path
 
 from vlmpath.pr.outputs import (
     COMPARISON_FILE,
-    MACHINE_NAME,
     RUN_FILE,
     RUN_SCHEMA_VERSION,
     FlowResult,
@@ -161,9 +160,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     head_sha = resolve_commit(root, head)
     base_sha = merge_base(root, base_tip, head_sha)
     sub = engine_subdir(root, subdir, engine)
-    machine = machine or _default_machine()
-    if not MACHINE_NAME.match(machine):
-        raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only (at most 64)")
+    machine = machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
     wls = tuple(workloads or DEFAULT_WORKLOADS)
     cfg = load_thresholds(thresholds)
     out = Path(out_dir).resolve()

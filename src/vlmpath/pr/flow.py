@@ -72,7 +72,6 @@ from pathlib import Path
 from vlmpath.pr.options import PrOptions
 from vlmpath.pr.outputs import (  
     COMMENT_FILE,
-    MACHINE_NAME,
     RESULTS_ENV,
     RESULTS_SUBDIR,
     RUN_FILE,
@@ -199,9 +198,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     base_tip = resolve_commit(root, base)
     head_sha = resolve_commit(root, head)
     base_sha = merge_base(root, base_tip, head_sha)
-    machine = machine or _default_machine()
-    if not MACHINE_NAME.match(machine):
-        raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only (at most 64)")
+    machine = machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
     rdir = Path(results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)

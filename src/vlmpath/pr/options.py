@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.machine_names import MachineName
 from vlmpath.core.option_enums import Counter, Tower
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.runner.shards import Shard
@@ -30,7 +31,7 @@ class PrOptions:
     head: str
     out_dir: PathLike = "bench-out"
     repo: PathLike = "."
-    machine: str | None = None                 # default: VLMPATH_MACHINE or probed
+    machine: MachineName | None = None         # default: VLMPATH_MACHINE or probed
     bench: str | None = None
     quick: bool = False
     results_dir: PathLike | None = None

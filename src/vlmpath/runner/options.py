@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vlmpath.core.machine_names import MachineName
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.engines.base import EngineSpec
 from vlmpath.runner.shards import Shard
@@ -25,7 +26,7 @@ class RunOptions:
     quick: bool = False
     bench: str | None = None
     scale: Scale = DEFAULT_SCALE
-    machine: str | None = None
+    machine: MachineName | None = None   # parsed by the CLI; None: VLMPATH_MACHINE or probed
     results_dir: str | None = None       # default: the config's (.asv/results)
     html_dir: str | None = None          # default: the config's (.asv/html)
     reports_dir: str | None = None       # default: <repo>/reports/out
