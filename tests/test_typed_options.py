@@ -65,6 +65,12 @@ def test_a_machine_name_is_a_str_parsed_once_and_a_bad_one_is_one_line():
         assert "\n" not in str(e.value)
     with pytest.raises(VlmpathError, match=r"^VLMPATH_MACHINE='a/b' is not usable"):
         MachineName.parse("a/b", given="VLMPATH_MACHINE=")
+    from vlmpath.measure.platform import machine_name
+
+    # A probed name is usable by construction: the flows take it without checking it again.
+    for backend, device in (("cuda", "NVIDIA H200 " * 20), ("cpu", "!!"), ("rocm", "AMD Instinct MI300X")):
+        probed = machine_name(backend, device)
+        assert MachineName.parse(probed) == probed
 
 
 def test_shard_and_engine_specs_round_trip_through_their_text(tmp_path):
