@@ -100,7 +100,8 @@ def test_the_parsed_arguments_hold_typed_values():
 @pytest.mark.parametrize("argv, line", [
     (["run", "--scale", "ful"], "vlmpath run: error: --scale 'ful' is not a scale (did you mean 'full'?)"),
     (["measure", "--tower", "engin"], "vlmpath measure: error: --tower 'engin' (did you mean 'engine'?)"),
-    (["ci", "pr", "--base", "a", "--head", "b", "--counter", "op"], "vlmpath ci: error: --counter 'op' (did you mean 'ops'?)"),
+    (["ci", "pr", "--base", "a", "--head", "b", "--counter", "op"],
+     "vlmpath ci: error: --counter 'op' (did you mean 'ops'?)"),
 ])
 def test_a_wrong_typed_option_is_one_line_and_exit_2(argv, line, capsys):
     assert main(argv) == 2

@@ -48,7 +48,8 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                     "per side; callgrind: CPU instructions under Valgrind, ~25 CPU-minutes per side")
     pr.add_argument("--instructions-bench", default=None, metavar="REGEX",
                     help="with --instructions: count only the routine cases matching REGEX (default: --bench's)")
-    scale_option(pr, default=None, help=f"workload scale passed to `vlmpath run` (default: its default, {DEFAULT_SCALE})")
+    scale_option(pr, default=None,
+                 help=f"workload scale passed to `vlmpath run` (default: its default, {DEFAULT_SCALE})")
     pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
     pr.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
     pr.add_argument("--results-dir", default=None,
