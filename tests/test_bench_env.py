@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import Scale
 from vlmpath.runner.launch import benchmark_env
 from vlmpath.runner.options import RunOptions
 from vlmpath.suite import cases
@@ -24,7 +25,7 @@ def test_a_later_record_clears_what_an_earlier_one_set():
 
 def test_the_run_hands_its_options_to_the_benchmarks(tmp_path):
     # A stale engine in the caller's environment must not leak into a reference run.
-    env = benchmark_env(RunOptions(scale="tiny", quick=True), tmp_path, "m1", "cpu",
+    env = benchmark_env(RunOptions(scale=Scale.TINY, quick=True), tmp_path, "m1", "cpu",
                         base={"VLMPATH_ENGINE": "sglang==0.5.12"})
     got = BenchEnv.read(env)
     assert (got.scale, got.quick, got.machine, got.engine) == ("tiny", True, "m1", None)

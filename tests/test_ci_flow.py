@@ -21,6 +21,7 @@ from asv_fixtures import fingerprint, write_asv_run
 
 from vlmpath.pr import merge as ci_merge
 from vlmpath.pr import flow as ci_flow
+from vlmpath.pr.options import PrOptions
 from vlmpath.pr import outputs as pr_outputs
 from vlmpath.pr import side as pr_side
 from vlmpath.runner.run_files import write_run_info
@@ -96,8 +97,9 @@ class FakeSuite:
 
 def run(repo: Path, tmp_path: Path, base: str, head: str, suite: FakeSuite, **kw) -> pr_outputs.FlowResult:
     kw.setdefault("results_dir", tmp_path / "store")
-    return ci_flow.run_pr(base, head, out_dir=tmp_path / "out", repo=repo, machine=MACHINE,
-                          run_suite=suite, env={"PATH": os.environ["PATH"]}, charts=False, **kw)
+    fakes = {k: kw.pop(k) for k in ("profile", "profiler") if k in kw}  # not options: what replaces the world
+    return ci_flow.run_pr(PrOptions(base, head, out_dir=tmp_path / "out", repo=repo, machine=MACHINE,
+                                    charts=False, **kw), run_suite=suite, env={"PATH": os.environ["PATH"]}, **fakes)
 
 
 def worktrees(repo: Path) -> list[str]:
@@ -358,9 +360,9 @@ def test_cli_writes_error_file_and_exits_2_on_unknown_commit(repo, tmp_path, cap
 
 def make_artifact(tmp_path: Path, repo: Path, name: str, machine: str, base: str, head: str,
                   pr: str | None = "42") -> Path:
-    res = ci_flow.run_pr(base, head, out_dir=tmp_path / "artifacts" / name, repo=repo, machine=machine,
-                         run_suite=FakeSuite(), results_dir=tmp_path / f"store-{machine}",
-                         fail_on_regression=False, env={"PATH": os.environ["PATH"]}, charts=False)
+    res = ci_flow.run_pr(PrOptions(base, head, out_dir=tmp_path / "artifacts" / name, repo=repo, machine=machine,
+                                   results_dir=tmp_path / f"store-{machine}", fail_on_regression=False, charts=False),
+                         run_suite=FakeSuite(), env={"PATH": os.environ["PATH"]})
     if pr is not None:
         (res.out_dir / "pr-number").write_text(pr + "\n")
     return res.out_dir
@@ -494,9 +496,9 @@ def test_pr_flow_charts_agree_with_the_comment_under_config(repo, tmp_path, head
     good = commit_value(repo, 1.0, "good")
     bad = commit_value(repo, 1.0, "bad", speed=head_speed)
     (tmp_path / "t.yaml").write_text(f"factor: {{gpu: {band}, cpu: {band}}}\n")
-    res = ci_flow.run_pr(good, bad, out_dir=tmp_path / "out", repo=repo, machine=MACHINE, run_suite=FakeSuite(),
-                         env={"PATH": os.environ["PATH"]}, results_dir=tmp_path / "store",
-                         thresholds=tmp_path / "t.yaml", profile=False)
+    res = ci_flow.run_pr(PrOptions(good, bad, out_dir=tmp_path / "out", repo=repo, machine=MACHINE,
+                                   results_dir=tmp_path / "store", thresholds=tmp_path / "t.yaml"),
+                         run_suite=FakeSuite(), env={"PATH": os.environ["PATH"]}, profile=False)
     out = tmp_path / "out"
     assert len(res.report.regressions) == comment_regressions(out) == expected
     man = manifest(out)

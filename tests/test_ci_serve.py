@@ -21,6 +21,7 @@ from vlmpath.cli import main
 from vlmpath.compare.comparison import Verdict
 from vlmpath.pr import flow as ci_flow
 from vlmpath.pr import serve as pr_serve
+from vlmpath.pr.options import PrOptions
 from vlmpath.pr.serve import ServeOptions
 from vlmpath.serving.run_file import SCHEMA, write_run
 
@@ -56,9 +57,9 @@ def _model(tmp_path):
 
 def _run(repo, tmp_path, base, head, monkeypatch, seen):  # noqa: F811
     monkeypatch.setattr(pr_serve, "interleaved", _fake_rounds(seen))
-    return ci_flow.run_pr(base, head, out_dir=tmp_path / "out", repo=repo, machine=MACHINE, run_suite=FakeSuite(),
-                          env={"PATH": os.environ["PATH"]}, charts=False, results_dir=tmp_path / "store",
-                          serve=ServeOptions(_model(tmp_path), rounds=2))
+    opts = PrOptions(base, head, out_dir=tmp_path / "out", repo=repo, machine=MACHINE, charts=False,
+                     results_dir=tmp_path / "store", serve=ServeOptions(_model(tmp_path), rounds=2))
+    return ci_flow.run_pr(opts, run_suite=FakeSuite(), env={"PATH": os.environ["PATH"]})
 
 
 def _serve_rows(res) -> dict[str, Verdict]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from vlmpath.core.errors import EngineError, VlmpathError
-from vlmpath.engines.base import parse_engine
+from vlmpath.engines.base import EngineSpec
 
 FAKE = Path(__file__).parent / "fixtures" / "fake_engine"
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,17 +28,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # --- specs ---------------------------------------------------------------------------------
 def test_reference_is_the_default():
     for text in (None, "", "reference"):
-        spec = parse_engine(text)
+        spec = EngineSpec.parse(text)
         assert (spec.kind, spec.label, spec.in_process) == ("reference", "reference", True)
 
 
 def test_release_and_src_labels(tmp_path):
-    spec = parse_engine("sglang==0.5.23")
+    spec = EngineSpec.parse("sglang==0.5.23")
     assert (spec.kind, spec.label, spec.slug, spec.in_process) == ("release", "sglang==0.5.23", "sglang-0.5.23", False)
     (tmp_path / "sglang").mkdir()
-    src = parse_engine(None, src=str(tmp_path))
+    src = EngineSpec.parse(None, src=str(tmp_path))
     assert src.label == f"sglang@src:{tmp_path.resolve()}" and src.slug == "sglang-src"
-    assert parse_engine(src.label) == src  # the label round-trips (VLMPATH_ENGINE carries it)
+    assert EngineSpec.parse(src.label) == src  # the label round-trips (VLMPATH_ENGINE carries it)
 
 
 @pytest.mark.parametrize("text, words", [
@@ -49,25 +49,25 @@ def test_release_and_src_labels(tmp_path):
 ])
 def test_unknown_engine_spec_is_one_clear_error(text, words):
     with pytest.raises(EngineError, match=words) as info:
-        parse_engine(text)
+        EngineSpec.parse(text)
     assert "sglang==X.Y.Z" in str(info.value)  # says what to write instead
     assert isinstance(info.value, VlmpathError)
 
 
 def test_engine_src_must_hold_an_sglang_package(tmp_path):
     with pytest.raises(EngineError, match="is not a directory"):
-        parse_engine(None, src=str(tmp_path / "missing"))
+        EngineSpec.parse(None, src=str(tmp_path / "missing"))
     with pytest.raises(EngineError, match=r"no engine package inside \(sglang/"):
-        parse_engine(None, src=str(tmp_path))
+        EngineSpec.parse(None, src=str(tmp_path))
     with pytest.raises(EngineError, match="no sglang/ package inside"):
-        parse_engine("sglang", src=str(tmp_path))
+        EngineSpec.parse("sglang", src=str(tmp_path))
     (tmp_path / "python" / "sglang").mkdir(parents=True)  # a checkout's root: its python/ is named
     with pytest.raises(EngineError, match=f"give --engine-src {tmp_path / 'python'}"):
-        parse_engine(None, src=str(tmp_path))
-    assert parse_engine(None, src=str(tmp_path / "python")).name == "sglang"
+        EngineSpec.parse(None, src=str(tmp_path))
+    assert EngineSpec.parse(None, src=str(tmp_path / "python")).name == "sglang"
     (tmp_path / "sglang").mkdir()
     with pytest.raises(EngineError, match="exclude each other"):
-        parse_engine("reference", src=str(tmp_path))
+        EngineSpec.parse("reference", src=str(tmp_path))
 
 
 def test_cli_unknown_engine_exits_2_naming_it(capsys):
@@ -93,9 +93,9 @@ def test_engine_goes_into_the_machine_name_and_the_benchmark_env(tmp_path):
     from vlmpath.runner.options import RunOptions
 
     assert engine_machine("cpu-x86", None) == "cpu-x86"
-    assert engine_machine("cpu-x86", "reference") == "cpu-x86"
-    assert engine_machine("cpu-x86", "sglang==0.5.23") == "cpu-x86-sglang-0.5.23"
-    env = benchmark_env(RunOptions(engine="sglang==0.5.23"), tmp_path, "m", "cpu", base={})
+    assert engine_machine("cpu-x86", EngineSpec.parse("reference")) == "cpu-x86"
+    assert engine_machine("cpu-x86", EngineSpec.parse("sglang==0.5.23")) == "cpu-x86-sglang-0.5.23"
+    env = benchmark_env(RunOptions(engine=EngineSpec.parse("sglang==0.5.23")), tmp_path, "m", "cpu", base={})
     assert env["VLMPATH_ENGINE"] == "sglang==0.5.23"
     assert "VLMPATH_ENGINE" not in benchmark_env(RunOptions(), tmp_path, "m", "cpu", base={})
 
@@ -113,7 +113,7 @@ def test_env_lookup_orders_releases_by_version(tmp_path):
     assert [e.spec.version for e in envs.list_envs(tmp_path, complete_only=True)] == ["0.5.9", "0.5.14", "0.5.23"]
     assert [e.state for e in envs.list_envs(tmp_path)] == ["complete"] * 3 + ["incomplete"]
     assert envs.newest_env(tmp_path).spec.label == "sglang==0.5.23"
-    assert envs.require_env(parse_engine("sglang==0.5.14"), tmp_path).path.name == "sglang-0.5.14"
+    assert envs.require_env(EngineSpec.parse("sglang==0.5.14"), tmp_path).path.name == "sglang-0.5.14"
     assert envs.newest_env(tmp_path / "none") is None
 
 
@@ -134,7 +134,7 @@ def test_install_refuses_anything_but_a_release(tmp_path):
     from vlmpath.engines.envs import install
 
     with pytest.raises(EngineError, match="give a release"):
-        install("reference", tmp_path)
+        install(EngineSpec.parse("reference"), tmp_path)
 
 
 # --- the worker on a fake engine tree (subprocess) -----------------------------------------
@@ -145,7 +145,7 @@ def test_engine_function_that_raises_fails_its_case_and_the_run_goes_on(tmp_path
 
     cases = plan_cases(workloads=["multi_region", "many_small_images"], encode=["batched"])
     out = tmp_path / "r.jsonl"
-    spec = parse_engine(None, src=str(FAKE))
+    spec = EngineSpec.parse(None, src=str(FAKE))
     recs = measure_cases(cases, spec, repeat=1, python=sys.executable, json_path=out)
     assert [json.loads(x)["workload"] for x in out.read_text().splitlines()] == ["multi_region", "many_small_images"]
     bad, good = recs
@@ -167,7 +167,7 @@ def test_tree_without_the_embedding_path_names_what_is_missing(tmp_path):
     mm = tree / "sglang" / "srt" / "managers" / "mm_utils.py"
     mm.write_text(mm.read_text().replace("def embed_mm_inputs(", "def renamed_embed_mm_inputs("))
     cases = plan_cases(workloads=["many_small_images", "mixed"], encode=["batched"])
-    recs = measure_cases(cases, parse_engine(None, src=str(tree)), repeat=1, python=sys.executable)
+    recs = measure_cases(cases, EngineSpec.parse(None, src=str(tree)), repeat=1, python=sys.executable)
     assert len(recs) == 2
     for r in recs:
         assert "lacks mm_utils.embed_mm_inputs" in r.error and "cannot be measured" in r.error
@@ -196,7 +196,7 @@ def test_planted_misplacement_through_the_adapter_lowers_accuracy(monkeypatch):
 
     monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:flip")
     cases = plan_cases(workloads=["many_small_images", "few_large_images"], pipelines=["default"])
-    flipped, plain = measure_cases(cases, parse_engine(None, src=str(FAKE)), repeat=1, count=False,
+    flipped, plain = measure_cases(cases, EngineSpec.parse(None, src=str(FAKE)), repeat=1, count=False,
                                    python=sys.executable)
     assert flipped.error is None and flipped.accuracy < 1.0
     assert plain.error is None and plain.accuracy == 1.0

@@ -30,7 +30,7 @@ from toy_engine import write_toy
 from vlmpath.cli import main
 from vlmpath.core.errors import EngineError
 from vlmpath.engines import envs
-from vlmpath.engines.base import parse_engine
+from vlmpath.engines.base import EngineSpec
 
 
 def plant(home: Path, label: str, manifest: dict | None) -> Path:
@@ -71,7 +71,7 @@ def test_lookups_skip_incomplete_envs(home):
 @pytest.mark.parametrize("label", ["sglang==0.5.23", "sglang==0.6.0", "sglang==0.7.0"])
 def test_engine_refuses_an_incomplete_env_with_the_repair_command(home, label, capsys):
     with pytest.raises(EngineError, match="is incomplete"):
-        envs.require_env(parse_engine(label), home)
+        envs.require_env(EngineSpec.parse(label), home)
     assert main(["measure", "--engine", label, "--engine-home", str(home), "--workload", "multi_region"]) == 2
     err = capsys.readouterr().err
     assert "is incomplete" in err and f"run `vlmpath engine install {label}` to repair it" in err
@@ -104,14 +104,14 @@ def test_a_failed_install_stays_incomplete_and_the_next_one_repairs_it(toy, tmp_
     monkeypatch.setenv("TOY_FAIL", "1")  # everything in place, then the last step fails
     with pytest.raises(EngineError, match=r"the toy installer failed \(RuntimeError: toy: the last step "
                        r"failed\); the environment stays incomplete: run the same command again to repair it"):
-        envs.install("toy==1.0", home, log=lambda m: None)
-    env = envs.env_for(parse_engine("toy==1.0"), home)
+        envs.install(EngineSpec.parse("toy==1.0"), home, log=lambda m: None)
+    env = envs.env_for(EngineSpec.parse("toy==1.0"), home)
     assert env.python.exists() and env.state == "incomplete"
     monkeypatch.delenv("TOY_FAIL")
-    envs.install("toy==1.0", home, log=lambda m: None)
+    envs.install(EngineSpec.parse("toy==1.0"), home, log=lambda m: None)
     assert env.state == "complete" and env.manifest["steps"][0]["step"] == "toy"
     said: list[str] = []
-    envs.install("toy==1.0", home, log=said.append)  # complete: no step runs
+    envs.install(EngineSpec.parse("toy==1.0"), home, log=said.append)  # complete: no step runs
     assert log.read_text().split()[::2] == ["start", "start", "end"]
     assert "already installed" in said[0]
 
@@ -120,12 +120,13 @@ CHILD = """
 import sys
 from contextlib import contextmanager
 from vlmpath.engines import envs
+from vlmpath.engines.base import EngineSpec
 if sys.argv[2] == "nolock":  # the mistake the lock exists to catch
     @contextmanager
     def no_lock(env, log=print):
         yield
     envs.install_lock = no_lock
-envs.install("toy==1.0", sys.argv[1], log=lambda m: print(m, flush=True))
+envs.install(EngineSpec.parse("toy==1.0"), sys.argv[1], log=lambda m: print(m, flush=True))
 """
 
 
@@ -157,7 +158,7 @@ def two_installs(tmp_path: Path, plug: Path, mode: str) -> tuple[list[str], str,
         wait_for(lambda: "waiting for it" in outs[1].read_text() or len(lines()) >= 2,
                  "sign of install B (waiting, or started)", procs)
         if mode == "lock":  # meanwhile the env is incomplete, seen as being installed, refused
-            env = envs.env_for(parse_engine("toy==1.0"), home)
+            env = envs.env_for(EngineSpec.parse("toy==1.0"), home)
             assert env.state == "incomplete" and envs.installing(env)
             with pytest.raises(EngineError, match="is being installed by another process: wait for it"):
                 envs.require_env(env.spec, home)
@@ -179,7 +180,7 @@ def test_two_concurrent_installs_of_one_env_are_serialized(toy, tmp_path):
     assert steps == [f"start {a.pid}", f"end {a.pid}"]  # B's installer never ran
     assert "another install holds" in b_out and "already installed" in b_out
     assert json.loads((tmp_path / "engines-lock" / "toy-1.0" / envs.MANIFEST).read_text())["complete"] is True
-    assert not envs.installing(envs.env_for(parse_engine("toy==1.0"), tmp_path / "engines-lock"))
+    assert not envs.installing(envs.env_for(EngineSpec.parse("toy==1.0"), tmp_path / "engines-lock"))
 
 
 def test_without_the_lock_the_two_installs_overlap(toy, tmp_path):

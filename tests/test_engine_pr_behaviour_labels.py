@@ -19,7 +19,7 @@ import pytest
 from engine_adapter_env import engine_fixtures
 from engine_tree import patched_tree
 
-from vlmpath.engines.base import parse_engine
+from vlmpath.engines.base import EngineSpec
 from vlmpath.suite.engine_run import measure_cases
 from vlmpath.suite.measure import plan_cases
 
@@ -52,7 +52,7 @@ def test_a_renamed_cross_request_encoder_is_labelled_by_behaviour_and_the_guess_
     if NAME not in (pkg / SCHEDULE).read_text(encoding="utf-8"):
         pytest.skip(f"sglang {engine_env.spec.version} has no {NAME} to rename")
     tree = patched_tree(pkg, tmp_path, {SCHEDULE: rename})
-    renamed = _measure(engine_env.python, parse_engine("sglang", src=str(tree)))
+    renamed = _measure(engine_env.python, EngineSpec.parse("sglang", src=str(tree)))
     assert renamed.error is None and renamed.accuracy == 1.0, renamed.error
     seams = renamed.engine_seams
     assert seams["chunk_encoding"] == "batched_cross_request"

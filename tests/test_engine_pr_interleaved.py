@@ -27,7 +27,7 @@ import pytest
 from engine_adapter_env import EVS
 from engine_tree import patched_tree
 
-from vlmpath.engines.base import parse_engine
+from vlmpath.engines.base import EngineSpec
 from vlmpath.measure.workload import PRESETS, preset
 from vlmpath.suite.engine_run import measure_cases
 from vlmpath.suite.measure import plan_cases
@@ -99,7 +99,7 @@ def test_a_runner_returning_grouped_order_is_red_on_interleaved_only(name, tmp_p
     tree = patched_tree(pkg, tmp_path, {path: plant})
     drivable = [w for w in PRESETS if w != EVS]
     cases = plan_cases(workloads=drivable, pipelines=["default"])
-    recs = {r.workload: r for r in measure_cases(cases, parse_engine(name, src=str(tree)), repeat=1, count=False,
+    recs = {r.workload: r for r in measure_cases(cases, EngineSpec.parse(name, src=str(tree)), repeat=1, count=False,
                                                   python=str(env.python))}
     acc = {w: r.accuracy for w, r in recs.items()}
     print(f"FIGURE {name} grouped-order plant: {acc}")

@@ -22,7 +22,7 @@ import pytest
 from engine_adapter_env import EVS, engine_fixtures
 from engine_tree import patched_tree
 
-from vlmpath.engines.base import parse_engine
+from vlmpath.engines.base import EngineSpec
 from vlmpath.measure.workload import PRESETS
 from vlmpath.suite.engine_run import measure_cases
 from vlmpath.suite.measure import plan_cases
@@ -68,7 +68,7 @@ def test_sglangs_own_tower_places_every_row_of_every_preset(engine_env):
 @pytest.mark.timeout(1500)
 def test_a_leak_in_sglangs_tower_is_caught_with_tower_engine_and_invisible_without(engine_env, tmp_path):
     tree = patched_tree(_package_dir(engine_env.python), tmp_path, {TOWER: leak})
-    spec = parse_engine("sglang", src=str(tree))
+    spec = EngineSpec.parse("sglang", src=str(tree))
     engine = _measure(spec, engine_env.python, ["many_small_images"], "engine")["many_small_images"]
     ours = _measure(spec, engine_env.python, ["many_small_images"], "ours")["many_small_images"]
     print(f"FIGURE sglang tower leak: --tower engine {engine.accuracy} ({engine.error}); --tower ours {ours.accuracy}")

@@ -26,7 +26,7 @@ from toy_engine import write_toy, write_toyeng
 from vlmpath.cli import main
 from vlmpath.core.errors import EngineError, VlmpathError
 from vlmpath.engines import registry
-from vlmpath.engines.base import EngineAdapter, Routine, parse_engine
+from vlmpath.engines.base import EngineAdapter, EngineSpec, Routine
 
 WORKLOAD = "many_small_images"  # several items per step: reversed rows land in the wrong places
 
@@ -65,13 +65,13 @@ def test_sglang_adapter_and_reference_routine_satisfy_the_protocols():
 
 def test_toy_is_found_through_its_entry_point_and_parsed_like_sglang(toy, tmp_path):
     assert "toy" in registry.names()
-    spec = parse_engine("toy==1.0")
+    spec = EngineSpec.parse("toy==1.0")
     assert (spec.label, spec.slug) == ("toy==1.0", "toy-1.0")
     tree = write_toyeng(tmp_path / "checkout" / "src")
-    src = parse_engine(None, src=str(tree))  # the engine is the one whose package the tree holds
-    assert src.label == f"toy@src:{tree.resolve()}" and parse_engine(src.label) == src
+    src = EngineSpec.parse(None, src=str(tree))  # the engine is the one whose package the tree holds
+    assert src.label == f"toy@src:{tree.resolve()}" and EngineSpec.parse(src.label) == src
     with pytest.raises(EngineError, match=f"give --engine-src {tree}"):
-        parse_engine(None, src=str(tmp_path / "checkout"))  # the checkout's root: its src/ is named
+        EngineSpec.parse(None, src=str(tmp_path / "checkout"))  # the checkout's root: its src/ is named
     from vlmpath.pr.engine import engine_subdir
 
     assert engine_subdir(tmp_path / "checkout", None) == "src"  # the entry's layout, not sglang's python/
@@ -102,7 +102,7 @@ def test_without_the_plugin_on_the_path_toy_is_unknown(tmp_path, monkeypatch):
     write_toy(tmp_path / "toy")  # written, not on the path
     assert "toy" not in registry.names()
     with pytest.raises(EngineError, match="unknown engine 'toy'"):
-        parse_engine("toy==1.0")
+        EngineSpec.parse("toy==1.0")
 
 
 def test_help_texts_name_the_registered_engines(toy, capsys):

@@ -18,7 +18,7 @@ import pytest
 from engine_adapter_env import engine_fixtures
 from engine_tree import patched_tree
 
-from vlmpath.engines.base import parse_engine
+from vlmpath.engines.base import EngineSpec
 from vlmpath.suite.engine_run import measure_cases
 from vlmpath.suite.measure import plan_cases
 
@@ -54,7 +54,7 @@ def tp_query_tree(engine_env, tmp_path_factory):
 
 def _measure(tree, engine_env):
     cases = plan_cases(workloads=WORKLOADS, pipelines=["default"])
-    return {r.workload: r for r in measure_cases(cases, parse_engine("sglang", src=str(tree)), repeat=1,
+    return {r.workload: r for r in measure_cases(cases, EngineSpec.parse("sglang", src=str(tree)), repeat=1,
                                                   count=False, python=str(engine_env.python))}
 
 

@@ -36,13 +36,13 @@ PROBE = """
 import json, os, subprocess, sys
 from pathlib import Path
 import vlmpath
-from vlmpath.engines.base import parse_engine
+from vlmpath.engines.base import EngineSpec
 from vlmpath.suite import engine_run
 site, engine_python, mode = sys.argv[1:4]
 assert Path(vlmpath.__file__).resolve().is_relative_to(Path(site).resolve()), vlmpath.__file__
 if mode == "old":  # the rule this test exists to catch: the directory vlmpath is installed in
     engine_run.vlmpath_src = lambda: Path(vlmpath.__file__).resolve().parent.parent
-env = engine_run.worker_env(parse_engine("reference"), base={k: v for k, v in os.environ.items()
+env = engine_run.worker_env(EngineSpec.parse("reference"), base={k: v for k, v in os.environ.items()
                                                              if k != "PYTHONPATH"})
 code = ("import json, os, sys, torch, vlmpath; print(json.dumps([torch.__version__, torch.__file__, "
         "os.path.realpath(vlmpath.__file__), sys.path]))")  # realpath while the link exists

@@ -36,7 +36,6 @@ TOY = textwrap.dedent('''
     import torch
 
     from vlmpath.core.errors import VlmpathError
-    from vlmpath.core.scales import check_scale
     from vlmpath.measure.families import EncodeOutput, Family, seeded_init
 
     PATCH, MERGE, TILE = 8, 2, 4          # tile side in patches
@@ -79,7 +78,7 @@ TOY = textwrap.dedent('''
     def build_tower(scale, device="cpu", seed=0, weights_dir=None, config=None):
         if weights_dir is not None:
             raise VlmpathError("the toy family has no checkpoint format; drop --weights")
-        cfg = config or TOWERS[check_scale(scale)]
+        cfg = config or TOWERS[scale]
         tower = ToyTower(cfg)
         seeded_init(tower, seed)
         return tower.to(device=device, dtype=cfg.dtype).eval()

@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from vlmpath.pr import flow as ci_flow
+from vlmpath.pr.options import PrOptions
 from vlmpath.pr import outputs as pr_outputs
 from vlmpath.runner.run_files import write_run_info
 from vlmpath.cli import main
@@ -110,9 +111,9 @@ class Replay:
         self.config.write_text(THRESHOLDS, encoding="utf-8")
 
     def flow(self, base: str, head: str, name: str, **kw) -> pr_outputs.FlowResult:
-        return ci_flow.run_pr(base, head, out_dir=self.tmp / name, repo=self.repo, machine=MACHINE,
-                              bench=BENCH, results_dir=self.results, env=self.env, charts=False,
-                              thresholds=self.config, **kw)
+        return ci_flow.run_pr(PrOptions(base, head, out_dir=self.tmp / name, repo=self.repo, machine=MACHINE,
+                                        bench=BENCH, results_dir=self.results, charts=False,
+                                        thresholds=self.config, **kw), env=self.env)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import pytest
 from vlmpath.runner import run as runmod
 from vlmpath.runner import serve
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import Scale
 from vlmpath.render import summary as summod
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +88,7 @@ def test_launch_method():
 
 def test_benchmark_env_puts_the_commit_under_test_first():
     base = {"PYTHONPATH": "/extra", "PATH": "/bin"}
-    env = runmod.benchmark_env(runmod.RunOptions(quick=True, scale="tiny"), ROOT, "m1", "cpu", base=base)
+    env = runmod.benchmark_env(runmod.RunOptions(quick=True, scale=Scale.TINY), ROOT, "m1", "cpu", base=base)
     # asv's runner drops PYTHONPATH; ASV_PYTHONPATH is what reaches sys.path.
     assert env["ASV_PYTHONPATH"].split(os.pathsep) == [str(ROOT / "src"), "/extra"]
     assert env["VLMPATH_SCALE"] == "tiny" and env["VLMPATH_QUICK"] == "1" and env["VLMPATH_MACHINE"] == "m1"

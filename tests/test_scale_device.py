@@ -13,7 +13,7 @@ from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES
 from vlmpath.suite.inputs import check_scale_device
 
-GPU_SCALES = [s.name for s in SCALES.values() if s.gpu]
+GPU_SCALES = [name for name, s in SCALES.items() if s.gpu]
 
 
 @pytest.mark.parametrize("scale", GPU_SCALES)

@@ -9,7 +9,7 @@ import pytest
 
 from vlmpath.cli import build_parser
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES, check_scale
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, Scale
 from vlmpath.core.validate import LIMITS
 from vlmpath.measure.encoders import FAMILIES
 from vlmpath.measure.workload import SHAPES
@@ -38,17 +38,22 @@ def test_a_table_missing_a_scale_is_found():
 
 def test_the_scale_records():
     assert DEFAULT_SCALE in SCALES and not SCALES[DEFAULT_SCALE].gpu
-    assert all(s.name == name and s.description for name, s in SCALES.items())
+    assert all(s.value == name and s.description for name, s in SCALES.items())
     with pytest.raises(TypeError):
         SCALES["huge"] = SCALES[DEFAULT_SCALE]  # read-only: no global mutable state
 
 
-def test_check_scale_names_every_choice():
-    for name in SCALES:
-        assert check_scale(name) == name
+def test_scale_parse_names_every_choice_and_round_trips():
+    for name, scale in SCALES.items():
+        assert Scale.parse(name) is scale and Scale.parse(str(scale)) is scale and Scale.parse(scale) is scale
+        assert f"{scale}" == name and repr(scale) == repr(name)  # messages and records show the name
     with pytest.raises(VlmpathError, match="huge") as e:
-        check_scale("huge")
+        Scale.parse("huge")
     assert all(name in str(e.value) for name in SCALES)
+    assert "did you mean 'tiny'" in str(pytest.raises(VlmpathError, Scale.parse, "tiyn").value)
+    for bad in (None, 3, "", "TINY"):
+        with pytest.raises(VlmpathError, match="is not a scale"):
+            Scale.parse(bad)
 
 
 def _scale_actions(parser: argparse.ArgumentParser, where: str = "vlmpath"):

@@ -22,7 +22,7 @@ from vlmpath.runner.discovery import Discovered, select
 from vlmpath.runner.run_files import write_run_info
 from vlmpath.runner.shard_costs import latest_trusted, pick_shard
 from vlmpath.runner.shard_store import add_to_store
-from vlmpath.runner.shards import Unit, parse_shard, partition, selection_regex, shard_loads, unit_of, units
+from vlmpath.runner.shards import Shard, Unit, partition, selection_regex, shard_loads, unit_of, units
 
 PRESETS = ["video", "mixed", "cache_reuse", "few_large_images"]
 PIPES = ["default", "legacy"]
@@ -79,11 +79,11 @@ def _write_sharded(root: Path, commit: str, n: int, regressed=None, drop: int | 
 
 
 def test_parse_shard_one_line_errors():
-    assert parse_shard("2/3").k == 2 and parse_shard(" 3 / 3 ").n == 3
+    assert Shard.parse("2/3").k == 2 and Shard.parse(" 3 / 3 ").n == 3
     for bad, why in (("0/3", "K must be"), ("4/3", "K must be"), ("1/0", "N must be"), ("2", "is not K/N"),
                      ("a/b", "is not K/N"), ("1/65", "N must be")):
         with pytest.raises(VlmpathError, match=why):
-            parse_shard(bad)
+            Shard.parse(bad)
 
 
 def test_partition_is_a_deterministic_cover_balanced_by_count_or_cost():
@@ -200,7 +200,7 @@ def test_costs_come_from_the_last_trusted_run_only(tmp_path):
     assert all(math.isclose(v, 3 * 0.5 / 8) for v in costs.per_unit.values())
     b = Discovered("bench_embed.EmbedRoutine.track_accuracy",
                    tuple(tuple(repr(v) for v in axis) for axis in (PIPES, PRESETS)), "fraction")
-    pick = pick_shard(select([b], None), parse_shard("1/2"), store, MACHINE)
+    pick = pick_shard(select([b], None), Shard.parse("1/2"), store, MACHINE)
     assert "balanced by the costs of trusted run" in pick.line and len(pick.chosen) == 4
     assert pick.info["k"] == 1 and pick.info["costs_from"] == c
 

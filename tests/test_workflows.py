@@ -204,13 +204,13 @@ def _render(text: str, values: dict[str, str]) -> str:
 @pytest.mark.parametrize("shards", [None, "1", "5"])
 def test_the_cpu_shard_matrix_runs_and_each_entry_is_a_shard_the_cli_takes(pr_wf, tmp_path, shards):
     """The split step's own script, run by bash; each matrix entry's --shard, rendered as
-    GitHub would, through the real CLI parser and parse_shard: together, 1..N of N."""
+    GitHub would, through the real CLI parser and Shard.parse: together, 1..N of N."""
     import json
     import os
     import subprocess
 
     from vlmpath.cli import build_parser
-    from vlmpath.runner.shards import parse_shard
+    from vlmpath.runner.shards import Shard
 
     job = pr_wf["jobs"]["shards"]
     (step,) = job["steps"]
@@ -230,7 +230,7 @@ def test_the_cpu_shard_matrix_runs_and_each_entry_is_a_shard_the_cli_takes(pr_wf
     for k in entries:
         shard = _render(cpu["env"]["SHARD"], {**values, "matrix.shard": str(k)})
         a = build_parser().parse_args(["ci", "pr", "--base", "b", "--head", "h", "--shard", shard])
-        got.append(parse_shard(a.shard))
+        got.append(Shard.parse(a.shard))
     assert [(s.k, s.n) for s in got] == [(k, n) for k in range(1, n + 1)]
     bench = next(s for s in cpu["steps"] if "ci/pr-bench.sh" in str(s.get("run", "")))
     assert '--shard "$SHARD"' in bench["run"]

@@ -24,6 +24,7 @@ from asv_fixtures import fingerprint, write_asv_run
 from test_ci_flow import MACHINE, git, worktrees
 
 from vlmpath.pr import flow as ci_flow
+from vlmpath.pr.options import PrOptions
 from vlmpath.pr import side as pr_side
 from vlmpath.pr.merge import merge_artifacts
 from vlmpath.pr.yardstick import NEW_DEFINITION, base_thresholds
@@ -124,9 +125,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _run(repo, tmp_path, base, head, suite, **kw):
-    return ci_flow.run_pr(base, head, out_dir=tmp_path / "out", repo=repo, machine=MACHINE, run_suite=suite,
-                          env={"PATH": os.environ["PATH"]}, results_dir=tmp_path / "store", charts=False,
-                          profile=False, **kw)
+    return ci_flow.run_pr(PrOptions(base, head, out_dir=tmp_path / "out", repo=repo, machine=MACHINE,
+                                    results_dir=tmp_path / "store", charts=False, **kw),
+                          run_suite=suite, env={"PATH": os.environ["PATH"]}, profile=False)
 
 
 def test_a_benchmark_the_head_rewrote_to_read_less_is_flagged_and_judged_by_base(repo, tmp_path):

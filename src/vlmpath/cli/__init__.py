@@ -3,7 +3,8 @@
 The only module that parses arguments. Each subcommand has one ``_add_<name>`` function
 that declares its arguments and sets ``func`` to a handler; handlers translate the
 parsed namespace into a call of a library function and return the exit status.
-``VlmpathError`` (bad input) is printed as one line and exits 2.
+``VlmpathError`` (bad input, also from a typed option's parse: ``cli.options``) is
+printed as one line and exits 2.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from vlmpath.cli.run import add_ci, add_run, add_serve
 from vlmpath.cli.serve_bench import add_serve_bench, add_serve_compare, add_serve_pair
 from vlmpath.cli.shards import add_plan, add_shards
 from vlmpath.cli.smoke import add_smoke
+from vlmpath.cli.options import scale_option
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
+from vlmpath.core.option_enums import Counter, Tower
 
 # Each entry adds one subcommand to the parser (see the _add_* functions below).
 # Filled in the order of ``vlmpath --help``; ci, run, serve and bisect (and ci alert) are
@@ -190,7 +192,7 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
 
     p.add_argument("--pipeline", action="append", choices=list(NAMED_PIPELINES),
                    help="a named pipeline instead of per-stage choices (repeatable)")
-    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
+    scale_option(p)
     p.add_argument("--allow-cpu", action="store_true", help="run a GPU scale on a CPU anyway (refused otherwise)")
     p.add_argument("--repeat", type=int, default=3, help="timed passes per case (default 3)")
     p.add_argument("--seed", type=int, default=0)
@@ -199,7 +201,7 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-syncs", action="store_true", help="skip the sync-counting pass")
     p.add_argument("--json", metavar="FILE", help="write one JSON record per case (JSON Lines)")
     p.add_argument("--chart", metavar="FILE", help="draw every engine's cases side by side (.png or .svg)")
-    p.add_argument("--tower", default="ours", choices=["ours", "engine"],
+    p.add_argument("--tower", default=Tower.OURS, type=Tower.parse, choices=list(Tower),
                    help="with --engine: the vision tower: ours (seeded transformers, default) or the engine's "
                    "own (vLLM's Qwen2.5-VL)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
@@ -217,7 +219,7 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="re-run one routine case under torch.profiler: Chrome trace + top operators")
     p.add_argument("case", help="PATH:VARIANT/PRESET, e.g. embed:default/many_small_images, encode:batched/video")
     p.add_argument("--engine", default="reference", help="routine to profile (default: reference)")
-    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
+    scale_option(p)
     p.add_argument("--passes", type=int, default=2, help="profiled passes after one warm-up (default 2)")
     p.add_argument("--top", type=int, default=15, help="operators to print (default 15)")
     p.add_argument("--out", default="reports/profile", help="trace and ops JSON dir (default reports/profile)")
@@ -260,7 +262,7 @@ def _add_trust(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N")
     p.add_argument("--instructions", "--counts", dest="instructions", type=int, default=0, metavar="ROUNDS",
                    help="rounds of the PR job's count gates (the routine with its tower replayed, the tower)")
-    p.add_argument("--counter", default="ops", choices=["ops", "callgrind"],
+    p.add_argument("--counter", default=Counter.OPS, type=Counter.parse, choices=list(Counter),
                    help="with --instructions: ops (default; native bytecodes and aten elements) or callgrind")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
 
@@ -373,7 +375,15 @@ def _say(args: argparse.Namespace, line: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except VlmpathError as exc:  # a typed option's own parse (cli.options): one line, exit 2
+        from vlmpath.render.escape import log_line
+
+        command = next((t for t in argv if not t.startswith("-")), "")
+        print(log_line(f"vlmpath {command}: error: {exc}"), file=sys.stderr)
+        return 2
     try:
         return int(args.func(args))
     except VlmpathError as exc:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES
+from vlmpath.cli.options import scale_option
+from vlmpath.core.machine_names import MachineName
+from vlmpath.core.scales import DEFAULT_SCALE
 
 
 def add_bisect(sub: argparse._SubParsersAction) -> None:
@@ -25,10 +27,11 @@ def add_bisect(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bad", required=True, help="a later commit with it (first-parent descendant of --good)")
     p.add_argument("--bench", required=True, metavar="REGEX", help="the benchmark(s) that regressed")
     p.add_argument("--repo", default=".", help="git checkout (default: current directory)")
-    p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
+    p.add_argument("--machine", default=None, type=MachineName.parse,
+                   help="asv machine name (default: VLMPATH_MACHINE or probed)")
     p.add_argument("--results-dir", default=None, help="asv results directory (reused; default .asv/results)")
     p.add_argument("--quick", action="store_true", help="one pass per benchmark")
-    p.add_argument("--scale", default=None, choices=list(SCALES), help=f"workload scale (default {DEFAULT_SCALE})")
+    scale_option(p, default=None, help=f"workload scale (default {DEFAULT_SCALE})")
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
 
     def run(a: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from vlmpath.core.errors import VlmpathError
 
 def run_measure(a: argparse.Namespace) -> int:
     from vlmpath.core.validate import check_choices
-    from vlmpath.engines.base import parse_engine
+    from vlmpath.engines.base import EngineSpec
     from vlmpath.suite.inputs import check_measure_inputs
 
     # Every input is checked (the --json file's directory included) before any work, and
@@ -31,7 +31,7 @@ def run_measure(a: argparse.Namespace) -> int:
     if a.engine_src and len(labels) > 1:
         raise VlmpathError("--engine-src measures one engine tree: give one --engine with it (which engine "
                            "the tree is), or drop --engine-src to compare releases")
-    specs = [parse_engine(e, src=a.engine_src) for e in labels]
+    specs = [EngineSpec.parse(e, src=a.engine_src) for e in labels]  # once, here
     if a.chart and Path(a.chart).suffix.lower() not in (".png", ".svg"):
         raise VlmpathError(f"--chart {a.chart}: name a .png or .svg file")
 
@@ -91,9 +91,10 @@ def run_measure(a: argparse.Namespace) -> int:
 
 def run_engine(a: argparse.Namespace) -> int:
     from vlmpath.engines import envs
+    from vlmpath.engines.base import EngineSpec
 
     if a.engine_command == "install":
-        env = envs.install(a.spec, a.home)
+        env = envs.install(EngineSpec.parse(a.spec), a.home)
         print(env.python)
         return 0
     rows = envs.list_envs(a.home)

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES
-from vlmpath.selfcheck.ir_cases import COUNTERS, DEFAULT_COUNTER, MODES
+from vlmpath.cli.options import scale_option
+from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.core.option_enums import Counter
+from vlmpath.selfcheck.ir_cases import DEFAULT_COUNTER, MODES
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
@@ -27,12 +29,11 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                    help="only cases whose asv name (bench_embed.EmbedRoutine.track_instructions(...)) matches")
     p.add_argument("--src", default=None, metavar="DIR", help="the src/ folder to count (default: this package's)")
     p.add_argument("--commit", default=None, help="the commit to record (default: the checkout's HEAD, if any)")
-    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES),
-                   help="workload scale (a CPU scale: callgrind runs on the CPU)")
+    scale_option(p, help="workload scale (a CPU scale: callgrind runs on the CPU)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: vlmpath run's rule, 1)")
     p.add_argument("--mode", default="routine", choices=MODES,
                    help="routine: the tower replayed, and counted on its own (default); full: the pass with its tower")
-    p.add_argument("--counter", default=DEFAULT_COUNTER, choices=list(COUNTERS),
+    p.add_argument("--counter", default=DEFAULT_COUNTER, type=Counter.parse, choices=list(Counter),
                    help="ops (default): Python bytecodes and aten elements, natively; callgrind: instructions")
     p.add_argument("--profiles", default=None, metavar="DIR",
                    help="keep each counted pass's profile (callgrind dump or ops breakdown) in DIR/this")
@@ -63,7 +64,7 @@ def _command(a: argparse.Namespace) -> int:
     if not (src / "vlmpath").is_dir():
         raise VlmpathError(f"--src {src}: no vlmpath package in it; pass a checkout's src/ folder")
     refuse_gpu("vlmpath instructions")
-    if SCALES[a.scale].gpu:
+    if a.scale.gpu:
         raise VlmpathError(f"--scale {a.scale} needs a GPU; instruction counts run on the CPU: "
                            f"use --scale {DEFAULT_SCALE}")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731

@@ -14,8 +14,11 @@ import sys
 
 from vlmpath.cli.ci import add_ci_commands, engine_options
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
-from vlmpath.selfcheck.ir_cases import COUNTERS, DEFAULT_COUNTER
+from vlmpath.core.machine_names import MachineName
+from vlmpath.cli.options import engine_spec, scale_option
+from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.core.option_enums import Counter, Tower
+from vlmpath.selfcheck.ir_cases import DEFAULT_COUNTER
 
 
 def add_ci(sub: argparse._SubParsersAction) -> None:
@@ -40,13 +43,13 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--counts", "--instructions", dest="instructions", action="store_true",
                     help="also count one pass of each routine case (tower replayed) and each tower on both "
                     "sides, exactly, and gate the counts (CPU runners only; --counter says how)")
-    pr.add_argument("--counter", default=DEFAULT_COUNTER, choices=list(COUNTERS),
+    pr.add_argument("--counter", default=DEFAULT_COUNTER, type=Counter.parse, choices=list(Counter),
                     help="with --counts: ops (default): Python bytecodes and aten elements, natively, seconds "
                     "per side; callgrind: CPU instructions under Valgrind, ~25 CPU-minutes per side")
     pr.add_argument("--instructions-bench", default=None, metavar="REGEX",
                     help="with --instructions: count only the routine cases matching REGEX (default: --bench's)")
-    pr.add_argument("--scale", default=None, choices=list(SCALES),
-                    help=f"workload scale passed to `vlmpath run` (default: its default, {DEFAULT_SCALE})")
+    scale_option(pr, default=None,
+                 help=f"workload scale passed to `vlmpath run` (default: its default, {DEFAULT_SCALE})")
     pr.add_argument("--no-charts", action="store_true", help="skip drawing the PR charts")
     pr.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
     pr.add_argument("--results-dir", default=None,
@@ -88,25 +91,27 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
             raise
 
     def _run_pr(a: argparse.Namespace) -> int:
-        from vlmpath.runner.shards import parse_shard
+        from vlmpath.pr.options import PrOptions, engine_pr
+        from vlmpath.runner.shards import Shard
 
-        try:
-            shard = parse_shard(a.shard) if a.shard else None
-            if a.engine_src and (a.instructions or shard or a.serve):
-                raise VlmpathError("--instructions, --shard and --serve take vlmpath's own sides: leave them out "
-                                   "with --engine-src (serve an engine's two trees with `vlmpath serve-pair "
-                                   "--base-pythonpath A --head-pythonpath B`)")
+        try:  # inside: a bad --shard is written into --out's error file, as any refusal of ci pr
             serve = None
-            if a.serve:
+            if a.serve and not a.engine_src:
                 from vlmpath.pr.serve import ServeOptions
 
                 serve = ServeOptions(a.serve, a.serve_launch, a.serve_rounds, a.serve_python, a.serve_device).check()
-            res = _engine_pr_from_args(a) if a.engine_src else ci_flow.run_pr(
-                a.base, a.head, out_dir=a.out, repo=a.repo, machine=a.machine, bench=a.bench, quick=a.quick,
+            opts = PrOptions(
+                a.base, a.head, out_dir=a.out, repo=a.repo, bench=a.bench, quick=a.quick,
+                machine=MachineName.parse(a.machine) if a.machine else None,
                 results_dir=a.results_dir, rerun_base=a.rerun_base, fail_on_regression=not a.no_fail,
                 thresholds=a.config, scale=a.scale, charts=not a.no_charts, interleave=a.interleave,
                 trusted_results=a.trusted_results, instructions=a.instructions,
-                instructions_bench=a.instructions_bench, counter=a.counter, shard=shard, pr=a.pr, serve=serve)
+                instructions_bench=a.instructions_bench, counter=a.counter,
+                shard=Shard.parse(a.shard) if a.shard else None, pr=a.pr, engine_src=a.engine_src,
+                engine=a.engine, engine_subdir=a.engine_subdir, engine_python=a.engine_python,
+                workloads=a.workload, repeat=a.repeat, tower=a.tower,
+                serve=serve if not a.engine_src else (a.serve or None))
+            res = engine_pr(opts) if opts.engine_src else ci_flow.run_pr(opts)
         except VlmpathError as exc:
             pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise
@@ -172,8 +177,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="each benchmark once (smoke run; results saved)")
     p.add_argument("--bench", "-b", default=None, metavar="REGEX",
                    help="only benchmarks whose 'module.Class.method(params)' matches")
-    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
-    p.add_argument("--machine", default=None, help="asv machine name (default: VLMPATH_MACHINE or probed)")
+    scale_option(p)
+    p.add_argument("--machine", default=None, type=MachineName.parse,
+                   help="asv machine name (default: VLMPATH_MACHINE or probed)")
     p.add_argument("--results-dir", default=None, help="asv results dir (default .asv/results)")
     p.add_argument("--html-dir", default=None, help="published dashboard dir (default .asv/html)")
     p.add_argument("--reports-dir", default=None, help="summary dir (default reports/out)")
@@ -201,7 +207,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     def run(a: argparse.Namespace) -> int:
         from vlmpath.runner.options import RunInterrupted, RunOptions  # noqa: I001
         from vlmpath.runner.run import run as run_suite
-        from vlmpath.runner.shards import parse_shard
+        from vlmpath.runner.shards import Shard
 
         extra = {}
         for kv in a.env:
@@ -211,16 +217,13 @@ def add_run(sub: argparse._SubParsersAction) -> None:
             extra[key] = value
         if a.engine_home:
             extra["VLMPATH_ENGINE_HOME"] = a.engine_home
-        from vlmpath.engines.base import parse_engine
-
-        engine = parse_engine(a.engine, src=a.engine_src).label if a.engine_src else a.engine
         opts = RunOptions(repo=a.repo, quick=a.quick, bench=a.bench, scale=a.scale, machine=a.machine,
-                          engine=engine, engine_python=a.engine_python, results_dir=a.results_dir,
+                          engine=engine_spec(a), engine_python=a.engine_python, results_dir=a.results_dir,
                           html_dir=a.html_dir, reports_dir=a.reports_dir,
                           set_commit_hash=a.set_commit_hash, allow_dirty=a.allow_dirty, python=a.python,
                           package_src=a.package_src, launch_method=a.launch_method,
                           publish=not a.no_publish, extra_env=extra, trusted=a.trusted,
-                          shard=parse_shard(a.shard) if a.shard else None, serve_model=_serve_model(a.serve))
+                          shard=Shard.parse(a.shard) if a.shard else None, serve_model=_serve_model(a.serve))
         from vlmpath.core.interrupt import interruptible
 
         try:
@@ -284,17 +287,7 @@ def _engine_src_arguments(pr) -> None:
     pr.add_argument("--workload", action="append", metavar="NAME",
                     help=f"--engine-src: workload preset (repeatable; default {', '.join(DEFAULT_WORKLOADS)})")
     pr.add_argument("--repeat", type=int, default=3, help="--engine-src: timed passes per case (default 3)")
-    pr.add_argument("--tower", default="ours", choices=["ours", "engine"],
+    pr.add_argument("--tower", default=Tower.OURS, type=Tower.parse, choices=list(Tower),
                     help="--engine-src: the vision tower: ours (seeded transformers, default) or the engine's own "
                     "(vLLM's Qwen2.5-VL: a PR to it is measured too)")
 
-
-def _engine_pr_from_args(a):
-    """``vlmpath ci pr --engine-src``: the parsed namespace as a ``run_engine_pr`` call."""
-    from vlmpath.pr.engine import run_engine_pr
-
-    return run_engine_pr(a.engine_src, a.base, a.head, out_dir=a.out, subdir=a.engine_subdir,
-                         workloads=a.workload, scale=a.scale or DEFAULT_SCALE, repeat=a.repeat,
-                         engine_python=a.engine_python, machine=a.machine, thresholds=a.config,
-                         fail_on_regression=not a.no_fail, charts=not a.no_charts, engine=a.engine,
-                         tower=a.tower)

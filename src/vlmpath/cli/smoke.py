@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES, scale_help
+from vlmpath.cli.options import scale_option
 
 
 def add_smoke(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("smoke", help="our sync counts and device timings vs the driver's (the GPU smoke check; CPU-runnable at tiny)")
     p.add_argument("out_dir")
-    p.add_argument("--scale", default=DEFAULT_SCALE, choices=list(SCALES), help=scale_help())
+    scale_option(p)
     p.add_argument("--preset", action="append", help="preset (repeatable; default: the headline presets)")
     p.set_defaults(func=_run)
 

@@ -7,8 +7,8 @@ our own model of the routine (the default); an engine's adapter (``EngineAdapter
 by its entry in ``vlmpath.engines.registry``) builds routines that drive an installed
 engine's own code through the same protocol.
 
-``EngineSpec`` is what ``--engine`` / ``--engine-src`` name, parsed once with errors that
-say what to write instead (NAME is any engine of the registry, e.g. ``sglang``):
+``EngineSpec`` is what ``--engine`` / ``--engine-src`` name, parsed once (``EngineSpec.parse``,
+at the CLI) with errors that say what to write instead (NAME is any engine of the registry, e.g. ``sglang``):
 
 - ``reference``: the in-process reference routine;
 - ``NAME==X``: a cached engine environment (``vlmpath engine install NAME==X``);
@@ -91,6 +91,24 @@ class EngineSpec:
     def in_process(self) -> bool:
         return self.kind == "reference"
 
+    @classmethod
+    def parse(cls, text: str | None, *, src: str | None = None) -> EngineSpec:
+        """The spec for ``--engine TEXT`` and/or ``--engine-src DIR`` (or a label read back
+        from where it crossed a process boundary: ``VLMPATH_ENGINE``, a worker's job).
+
+        ``--engine-src`` wins over a release and needs no ``--engine`` (it may name the engine,
+        ``--engine sglang``); anything else unknown raises ``EngineError`` naming the forms.
+        ``EngineSpec.parse(spec.label) == spec``.
+        """
+        return _parse(text, src)
+
+    @classmethod
+    def for_tree(cls, src: str | Path, name: str | None = None) -> EngineSpec:
+        """The ``src`` spec of a source tree vlmpath checked out itself (each side of ``ci pr
+        --engine-src``): ``name`` is the engine (None: the one whose package the tree holds);
+        a tree without the package is an ``EngineError`` naming the fix."""
+        return _src_spec(name or "", str(src))
+
 
 def _forms() -> str:
     names = registry.names()
@@ -123,12 +141,7 @@ def _src_spec(text: str, src: str) -> EngineSpec:
     return EngineSpec("src", entry.name, None, str(path.resolve()))
 
 
-def parse_engine(text: str | None, *, src: str | None = None) -> EngineSpec:
-    """The spec for ``--engine TEXT`` and/or ``--engine-src DIR``.
-
-    ``--engine-src`` wins over a release and needs no ``--engine`` (it may name the engine,
-    ``--engine sglang``); anything else unknown raises ``EngineError`` naming the forms.
-    """
+def _parse(text: str | None, src: str | None) -> EngineSpec:
     text = (text or "").strip()
     if src is not None:
         return _src_spec(text, src)

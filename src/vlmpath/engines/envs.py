@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vlmpath.core.errors import EngineError
-from vlmpath.engines.base import EngineSpec, parse_engine
+from vlmpath.engines.base import EngineSpec
 
 HOME_ENV = "VLMPATH_ENGINE_HOME"
 INSTALL_ENV = "VLMPATH_ENGINE_INSTALL"  # the release ci/setup.sh installed (adapter tests run it)
@@ -125,7 +125,7 @@ def env_for_tests(engine: str, home=None) -> EngineEnv | None:
     names when it is one of ``engine``'s (it must be complete), else the newest complete one.
     ``VLMPATH_ENGINE_INSTALL`` may name several releases, space separated (one per engine)."""
     for named in os.environ.get(INSTALL_ENV, "").split():
-        spec = parse_engine(named)
+        spec = EngineSpec.parse(named)  # the variable is read here: a boundary, as --engine is
         if spec.kind == "release" and spec.name == engine:
             return require_env(spec, home)
     return newest_env(home, engine)
@@ -170,14 +170,14 @@ def _du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def install(text: str, home=None, *, project_root: str | os.PathLike | None = None, log=print) -> EngineEnv:
-    """Build (or reuse) the engine environment for ``text`` (``NAME==X``)."""
+def install(spec: EngineSpec, home=None, *, project_root: str | os.PathLike | None = None, log=print) -> EngineEnv:
+    """Build (or reuse) the engine environment of the release ``spec`` (``NAME==X``, parsed
+    by the CLI)."""
     from vlmpath.core import atomic
     from vlmpath.engines import env_recipe, registry
 
-    spec = parse_engine(text)
     if spec.kind != "release":
-        raise EngineError(f"vlmpath engine install {text!r}: give a release, e.g. "
+        raise EngineError(f"vlmpath engine install {spec.label!r}: give a release, e.g. "
                           f"{registry.get(registry.names()[0]).example}")
     entry = registry.get(spec.name)
     env = env_for(spec, home)

@@ -89,15 +89,10 @@ def slug(text: str) -> str:
 
 def machine_name(backend: str, device_name: str, override: str | None = None) -> str:
     """``<backend>-<device slug>``, unless ``override`` (e.g. from ``VLMPATH_MACHINE``) is set."""
-    if override:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", override):
-            from vlmpath.core.errors import VlmpathError
+    if override:  # VLMPATH_MACHINE is read here: a boundary, as --machine is (core.machine_names)
+        from vlmpath.core.machine_names import MachineName
 
-            raise VlmpathError(
-                f"machine name {override!r} (from {MACHINE_ENV}) is not usable as a results "
-                "directory: use letters, digits, '.', '_' and '-' only, at most 64 characters"
-            )
-        return override
+        return MachineName.parse(override, given=f"{MACHINE_ENV}=")
     return f"{backend}-{slug(device_name)}"
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from vlmpath.core import safe_json
 from vlmpath.core.errors import UnknownNameError, VlmpathError
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES, check_scale
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, Scale
 from vlmpath.core.validate import (
     LIMITS,
     MAX_TRACE_BYTES,
@@ -72,7 +72,7 @@ def _json_line(line: str, where: str, fix: str):
 
 
 def parse_trace_line(line: str, where: str, family: Family | None = None,
-                     scale: str = DEFAULT_SCALE) -> tuple[float, RequestSpec]:
+                     scale: Scale = DEFAULT_SCALE) -> tuple[float, RequestSpec]:
     """One trace line to ``(arrival, spec)`` with ``family``'s arithmetic at ``scale``
     (default: the family of ``DEFAULT_ENCODER``); ``where`` ("file:line") goes into errors.
     Every number is checked (no booleans, at most ``MAX_TRACE_INT``) before any use."""
@@ -113,11 +113,11 @@ def parse_trace_line(line: str, where: str, family: Family | None = None,
     return arrival, RequestSpec(tuple(segs))
 
 
-def check_trace_size(trace: Trace, scale: str, where: str) -> None:
+def check_trace_size(trace: Trace, scale: Scale, where: str) -> None:
     """Refuse a trace over the scale's stated limits (``vlmpath.core.validate.LIMITS``)."""
-    lim = LIMITS[check_scale(scale)]
+    lim = LIMITS[scale]
     fam = trace.family
-    gpu = [s.name for s in SCALES.values() if s.gpu]
+    gpu = [s for s in Scale if s.gpu]
     fix = (f"stay within the {scale} limits, or use --scale {gpu[0]} on a GPU"
            if gpu and not SCALES[scale].gpu else "split the trace")
     total_tokens = total_patches = 0
@@ -172,7 +172,7 @@ def _trace_encoder(named: str | None, specs: list[RequestSpec], name: str) -> st
     return named
 
 
-def parse_trace_bytes(data: bytes, name: str, scale: str = DEFAULT_SCALE) -> Trace:
+def parse_trace_bytes(data: bytes, name: str, scale: Scale = DEFAULT_SCALE) -> Trace:
     """A trace's bytes to its encoder and request specs in arrival order, with the
     encoder's family arithmetic at ``scale``; ``VlmpathError`` otherwise."""
     if len(data) > MAX_TRACE_BYTES:
@@ -201,27 +201,27 @@ def parse_trace_bytes(data: bytes, name: str, scale: str = DEFAULT_SCALE) -> Tra
     return Trace(_trace_encoder(named, specs, name), tuple(specs))
 
 
-def read_trace(path: str | Path, scale: str | None = None) -> Trace:
+def read_trace(path: str | Path, scale: Scale | None = None) -> Trace:
     """A JSONL trace's encoder and request specs in arrival order (cheap: builds no
     features); with a ``scale``, also checked against that scale's size limits."""
     path = check_input_file(path, "trace file", 'pass trace:FILE.jsonl, one {"segments": [...]} per line')
     # A regular file, checked on the open descriptor, read with the size cap: a device
     # file or a huge sparse file is refused before its bytes are read.
     data = safe_json.read_capped(path, "trace file", MAX_TRACE_BYTES)
-    trace = parse_trace_bytes(data, str(path), check_scale(scale or DEFAULT_SCALE))
+    trace = parse_trace_bytes(data, str(path), scale or DEFAULT_SCALE)
     if scale is not None:
         check_trace_size(trace, scale, str(path))
     return trace
 
 
-def load_trace(path: str | Path, scale: str = DEFAULT_SCALE, seed: int = 0,
+def load_trace(path: str | Path, scale: Scale = DEFAULT_SCALE, seed: int = 0,
                chunk_size: int | None = None) -> Workload:
     """Replay a JSONL trace (see the module docstring) as a workload on its encoder. The
     multi-region encoder routes a trace's plain images and videos straight through the
     tower (rows per grid), as an engine serving both does."""
     path = Path(path)
     trace = read_trace(path, scale)
-    shapes = SHAPES[check_scale(scale)]
+    shapes = SHAPES[scale]
     requests = build_requests(trace.specs, shapes.vocab, seed, trace.family)
     return build_workload(f"trace:{path.stem}", scale, trace.encoder, requests,
                           shapes.chunk if chunk_size is None else chunk_size, shapes.vocab, seed)

@@ -24,7 +24,7 @@ from types import MappingProxyType
 import torch
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import DEFAULT_SCALE, check_scale
+from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.measure.content_hash import compute_pad_value, tensor_hash
 from vlmpath.measure.evs_layout import (
     EVS_TIMESTAMP,
@@ -40,7 +40,7 @@ from vlmpath.measure.items import Item, Request, Step, StepEntry
 @dataclass(frozen=True, eq=False)
 class Workload:
     name: str
-    scale: str
+    scale: Scale
     model: str                     # encoder registry name used for every item
     requests: tuple[Request, ...]
     chunk_size: int                # prefill token budget per forward step (-1: no chunking)
@@ -193,7 +193,7 @@ def schedule(lengths: Sequence[int], chunk_size: int) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def build_workload(name: str, scale: str, model: str, requests: tuple[Request, ...],
+def build_workload(name: str, scale: Scale, model: str, requests: tuple[Request, ...],
                    chunk_size: int, vocab_size: int, seed: int) -> Workload:
     steps = schedule([r.length for r in requests], chunk_size)
     return Workload(name, scale, model, requests, chunk_size, vocab_size, seed, steps)
@@ -311,13 +311,13 @@ PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
 PRESETS = tuple(PRESET_ENCODERS)
 
 
-def preset(name: str, scale: str = DEFAULT_SCALE, seed: int = 0) -> Workload:
+def preset(name: str, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> Workload:
     """A named, seeded workload. Same name, scale and seed give identical bytes and hashes."""
     from vlmpath.core.errors import UnknownNameError
 
     if name not in PRESETS:
         raise UnknownNameError("workload preset", name, PRESETS)
-    shapes = SHAPES[check_scale(scale)]
+    shapes = SHAPES[scale]
     model = PRESET_ENCODERS[name]
     fam = family_of(model)
     gen = torch.Generator().manual_seed(seed * 7919 + PRESETS.index(name))

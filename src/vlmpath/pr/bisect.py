@@ -25,7 +25,7 @@ from pathlib import Path
 from vlmpath.core.scales import DEFAULT_SCALE
 from vlmpath.pr.base_reuse import _cases
 from vlmpath.runner.run_files import read_run_info
-from vlmpath.pr.outputs import MACHINE_NAME, RESULTS_ENV, _selected
+from vlmpath.pr.outputs import RESULTS_ENV, _selected
 from vlmpath.pr.side import RunSuite, SuiteRequest, _log, _run_files, _run_side, run_suite_subprocess, side_env
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison
@@ -81,9 +81,7 @@ def bisect(good: str, bad: str, bench: str, *, repo: str | os.PathLike[str] = ".
     if machine is None:
         from vlmpath.measure.platform import probe
 
-        machine = probe().machine
-    if not MACHINE_NAME.match(machine):
-        raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only")
+        machine = probe().machine  # given: a MachineName the CLI parsed; probed: made usable
     rdir = Path(results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
     cfg = thresholds or Thresholds.default()
     runner = run_suite or run_suite_subprocess

@@ -33,7 +33,6 @@ from pathlib import Path
 
 from vlmpath.pr.outputs import (
     COMPARISON_FILE,
-    MACHINE_NAME,
     RUN_FILE,
     RUN_SCHEMA_VERSION,
     FlowResult,
@@ -43,7 +42,8 @@ from vlmpath.pr.outputs import (
 from vlmpath.pr.side import _log
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
-from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.core.option_enums import Tower
+from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.core.yardstick import ENGINE_NOTICE
 from vlmpath.suite import record
 from vlmpath.suite.record import CaseRecord
@@ -60,11 +60,11 @@ class EngineSide:
     source: Path  # <worktree>/<subdir>: put first on the measuring process's path
     json_path: Path  # where the JSON Lines of CaseRecords go (``suite.record.write_records``)
     workloads: tuple[str, ...]
-    scale: str
+    scale: Scale
     repeat: int
     engine_python: str | None  # None: VLMPATH_ENGINE_PYTHON, else the newest engine environment
     engine: str | None = None  # the registry's engine name (None: the one whose package the source holds)
-    tower: str = "ours"  # ours, or the engine's own vision tower (``suite.engine_run.TOWERS``)
+    tower: Tower = Tower.OURS  # ours, or the engine's own vision tower
 
 
 Measure = Callable[[EngineSide], None]
@@ -74,7 +74,7 @@ def measure_engine(side: EngineSide) -> None:
     """The real measurer: ``suite.engine_run.measure_cases`` with the side's checkout as an
     ``--engine-src``; the engine runs in a fresh worker process per side (its modules are
     never imported twice in one interpreter), which imports this vlmpath after the engine."""
-    from vlmpath.engines.base import parse_engine
+    from vlmpath.engines.base import EngineSpec
     from vlmpath.suite.engine_run import measure_cases
     from vlmpath.suite.measure import plan_cases
 
@@ -86,7 +86,7 @@ def measure_engine(side: EngineSide) -> None:
 
     # The GPU when there is one (CUDA or ROCm: both are torch.cuda), as `vlmpath measure` does.
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
-    measure_cases(cases, parse_engine(side.engine, src=str(side.source)), repeat=side.repeat,
+    measure_cases(cases, EngineSpec.for_tree(side.source, side.engine), repeat=side.repeat,
                   json_path=side.json_path, python=side.engine_python, device=device, tower=side.tower)
 
 
@@ -142,11 +142,11 @@ def _default_machine() -> str:
 
 def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
                   out_dir: str | os.PathLike[str], subdir: str | None = None,
-                  workloads: Sequence[str] | None = None, scale: str = DEFAULT_SCALE, repeat: int = 3,
+                  workloads: Sequence[str] | None = None, scale: Scale = DEFAULT_SCALE, repeat: int = 3,
                   engine_python: str | None = None, machine: str | None = None,
                   thresholds: str | os.PathLike[str] | None = None, fail_on_regression: bool = True,
                   charts: bool = True, measure: Measure | None = None, engine: str | None = None,
-                  tower: str = "ours") -> FlowResult:
+                  tower: Tower = Tower.OURS) -> FlowResult:
     """Measure merge-base(base, head) and head of the engine repository and compare them;
     ``tower`` ``engine``: with the engine's own vision tower (a PR to it is measured too)."""
     from vlmpath.compare import verdict as compare
@@ -160,9 +160,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     head_sha = resolve_commit(root, head)
     base_sha = merge_base(root, base_tip, head_sha)
     sub = engine_subdir(root, subdir, engine)
-    machine = machine or _default_machine()
-    if not MACHINE_NAME.match(machine):
-        raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only (at most 64)")
+    machine = machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
     wls = tuple(workloads or DEFAULT_WORKLOADS)
     cfg = load_thresholds(thresholds)
     out = Path(out_dir).resolve()

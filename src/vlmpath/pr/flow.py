@@ -69,9 +69,9 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from vlmpath.pr.options import PrOptions
 from vlmpath.pr.outputs import (  
     COMMENT_FILE,
-    MACHINE_NAME,
     RESULTS_ENV,
     RESULTS_SUBDIR,
     RUN_FILE,
@@ -157,19 +157,13 @@ def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: s
     return block if block is not None and block.comparisons else None
 
 
-def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str | os.PathLike[str] = ".",
-           machine: str | None = None, bench: str | None = None, quick: bool = False,
-           results_dir: str | os.PathLike[str] | None = None, rerun_base: bool = False,
-           fail_on_regression: bool = True, run_suite: RunSuite | None = None,
-           thresholds: str | os.PathLike[str] | None = None, scale: str | None = None,
-           charts: bool = True, env: Mapping[str, str] | None = None,
-           trusted_results: str | os.PathLike[str] | None = None,
-           profile: bool | None = None, profiler=None, interleave: int = 0,
-           instructions: bool = False, instructions_bench: str | None = None, counter: str = "ops",
-           accepted: str | os.PathLike[str] | None = None, shard=None, pr: int | None = None,
-           serve=None) -> FlowResult:
-    """Benchmark merge-base(base, head) and head on one machine and compare them.
+def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[str, str] | None = None,
+           profile: bool | None = None, profiler=None) -> FlowResult:
+    """Benchmark merge-base(opts.base, opts.head) and head on one machine and compare them.
 
+    ``opts`` is ``vlmpath ci pr``'s options record (``pr.options.PrOptions``); the keywords
+    are what a test puts in place of the real world (the suite runner, the environment,
+    the profiler). Of the options:
     ``shard`` (a ``runner.shards.Shard``): only that shard's cases, the same on both sides
     (``pr.shard``); its artifact joins the other shards' in ``ci merge``.
     ``trusted_results``: the trusted store a base may be reused from (default: the results
@@ -188,6 +182,14 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     from vlmpath.compare import asv_results, records, verdict as compare
     from vlmpath.compare.paired import paired_report
 
+    base, head, out_dir, repo, machine = opts.base, opts.head, opts.out_dir, opts.repo, opts.machine
+    bench, quick, scale, shard, pr = opts.bench, opts.quick, opts.scale, opts.shard, opts.pr
+    instructions, instructions_bench, counter = opts.instructions, opts.instructions_bench, opts.counter
+    interleave, accepted, thresholds, results_dir = opts.interleave, opts.accepted, opts.thresholds, opts.results_dir
+    rerun_base, trusted_results, fail_on_regression, charts = (opts.rerun_base, opts.trusted_results,
+                                                               opts.fail_on_regression, opts.charts)
+    serve = opts.serve
+
     for flag, pattern in (("--bench", bench), ("--instructions-bench", instructions_bench)):
         try:
             re.compile(pattern or "")
@@ -197,9 +199,7 @@ def run_pr(base: str, head: str, *, out_dir: str | os.PathLike[str], repo: str |
     base_tip = resolve_commit(root, base)
     head_sha = resolve_commit(root, head)
     base_sha = merge_base(root, base_tip, head_sha)
-    machine = machine or _default_machine()
-    if not MACHINE_NAME.match(machine):
-        raise VlmpathError(f"machine name {machine!r}: use letters, digits, '.', '_' and '-' only (at most 64)")
+    machine = machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
     rdir = Path(results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)

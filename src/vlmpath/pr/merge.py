@@ -24,7 +24,6 @@ from typing import Any
 from vlmpath.pr.outputs import (
     COMMENT_FILE,
     ERROR_FILE,
-    MACHINE_NAME,
     PR_NUMBER_FILE,
     RESULTS_SUBDIR,
     RUN_FILE,
@@ -41,6 +40,7 @@ from vlmpath.compare.selection import keep_selected
 from vlmpath.core import safe_json
 from vlmpath.core.budget import RunBudget
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.machine_names import MACHINE_NAME  # an artifact's machine: hostile input, checked here
 from vlmpath.render.escape import log_text
 from vlmpath.core.failures import FAILURES_PREFIX
 

@@ -31,8 +31,6 @@ ERROR_FILE = "error.txt"
 PR_NUMBER_FILE = "pr-number"
 RESULTS_SUBDIR = "results"
 
-MACHINE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
 
 def _selected(pattern: str, benchmark: str, params: Sequence[tuple[str, str]]) -> bool:
     """Did ``asv run -b pattern`` select this case? asv matches ``name(p1, p2)`` with the

@@ -41,10 +41,9 @@ def _stages(r: CaseRecord) -> list:
         return [r.pipeline.get(k, "?") for k in ("encode", "inject", "count", "hash")]
     from vlmpath.core.errors import VlmpathError
     from vlmpath.engines import registry
-    from vlmpath.engines.base import parse_engine
 
-    try:
-        keys = registry.get(parse_engine(r.engine).name).stage_seams
+    try:  # the engine a record's label names (its label is data read back: never re-parsed as a spec)
+        keys = registry.get(r.engine.split("==")[0].split("@")[0]).stage_seams
     except VlmpathError:  # an engine this install does not know: its record still prints
         keys = ()
     return [r.engine_seams.get(k, "?") for k in keys] if keys else ["?"] * 4

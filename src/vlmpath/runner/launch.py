@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from vlmpath.engines.base import EngineSpec
 from vlmpath.runner.asv_config import abs_path
 from vlmpath.runner.options import RunOptions
 from vlmpath.suite.bench_env import BenchEnv
@@ -38,11 +39,8 @@ def benchmark_env(opts: RunOptions, repo: Path, machine: str, backend: str,
         env["ASV_PYTHONPATH"] = os.pathsep.join(paths)
     if backend == "cpu":
         env.setdefault("OMP_NUM_THREADS", "1")
-    engine = None
-    if opts.engine:  # the benchmarks measure with this engine (vlmpath.engines.base)
-        from vlmpath.engines.base import parse_engine
-
-        engine = parse_engine(opts.engine).label
+    # The benchmarks measure with this engine (parsed by the CLI; its label crosses to them).
+    engine = opts.engine.label if opts.engine is not None else None
     # The one place the run's options are handed to the benchmark processes (asv's own).
     BenchEnv(scale=opts.scale, quick=opts.quick, machine=machine, engine=engine,
              engine_python=opts.engine_python if engine else None,
@@ -50,13 +48,10 @@ def benchmark_env(opts: RunOptions, repo: Path, machine: str, backend: str,
     return env
 
 
-def engine_machine(machine: str, engine: str | None) -> str:
+def engine_machine(machine: str, engine: EngineSpec | None) -> str:
     """The machine name results are filed under: the engine's slug is appended for any engine
     but the reference, so release-by-release history stays apart (``cpu-x86-sglang-0.5.23``)."""
-    from vlmpath.engines.base import parse_engine
-
-    spec = parse_engine(engine)
-    return machine if spec.kind == "reference" else f"{machine}-{spec.slug}"
+    return machine if engine is None or engine.in_process else f"{machine}-{engine.slug}"
 
 
 def launch_method(requested: str, backend: str) -> str:

@@ -1,6 +1,7 @@
 """What does ``vlmpath run`` take and what does it hand back?
 
-``RunOptions`` (every flag of ``vlmpath run``; paths may be relative to ``repo``),
+``RunOptions`` (every flag of ``vlmpath run``; paths may be relative to ``repo``; the scale,
+engine and shard as the typed values the CLI parsed them into, once),
 ``RunOutcome`` (what ran and where the summary went) and ``RunInterrupted`` (Ctrl-C during
 ``asv run``, carrying the interrupted run's outcome).
 """
@@ -11,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.core.machine_names import MachineName
+from vlmpath.core.scales import DEFAULT_SCALE, Scale
+from vlmpath.engines.base import EngineSpec
 from vlmpath.runner.shards import Shard
 
 
@@ -22,8 +25,8 @@ class RunOptions:
     repo: str = "."
     quick: bool = False
     bench: str | None = None
-    scale: str = DEFAULT_SCALE
-    machine: str | None = None
+    scale: Scale = DEFAULT_SCALE
+    machine: MachineName | None = None   # parsed by the CLI; None: VLMPATH_MACHINE or probed
     results_dir: str | None = None       # default: the config's (.asv/results)
     html_dir: str | None = None          # default: the config's (.asv/html)
     reports_dir: str | None = None       # default: <repo>/reports/out
@@ -35,7 +38,7 @@ class RunOptions:
     publish: bool = True
     trusted: bool = False                # stamp the results a trusted baseline (main workflow only)
     extra_env: Mapping[str, str] = field(default_factory=dict)
-    engine: str | None = None            # an engine spec (vlmpath.engines.base); None: reference
+    engine: EngineSpec | None = None     # parsed by the CLI (EngineSpec.parse); None: reference
     engine_python: str | None = None     # interpreter for an --engine-src tree
     shard: Shard | None = None           # run only this shard's part (vlmpath.runner.shards)
     serve_model: str | None = None       # the opt-in serve benchmarks' model dir (bench_serve)

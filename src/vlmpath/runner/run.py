@@ -147,11 +147,8 @@ def publish_pages(results_dir: Path, html_dir: Path, reports_dir: Path, commit: 
 
 def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     """Run the asv suite once for one commit on this machine (see the module docstring)."""
-    from vlmpath.core.scales import check_scale
-
     out = sys.stdout if out is None else out
     t0 = time.monotonic()
-    check_scale(opts.scale)
     repo = repo_root(opts.repo)
     conf = load_config(repo / "asv.conf.json")
     if not opts.allow_dirty:

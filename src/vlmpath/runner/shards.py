@@ -40,21 +40,24 @@ class Shard:
     def to_dict(self) -> dict[str, int]:
         return {"k": self.k, "n": self.n}
 
+    @classmethod
+    def parse(cls, text: object, what: str = "--shard") -> Shard:
+        """``"2/3"`` as ``Shard(2, 3)`` (parsed once, by the CLI; ``Shard.parse(str(s)) == s``);
+        anything else is one line naming the input and the fix."""
+        if isinstance(text, cls):
+            return text
+        m = _SHARD.match(str(text))
+        if not m:
+            raise VlmpathError(f"{what} {text!r} is not K/N (e.g. 2/3: the second of three shards)")
+        k, n = int(m.group(1)), int(m.group(2))
+        if not 1 <= n <= MAX_SHARDS:
+            raise VlmpathError(f"{what} {text!r}: N must be from 1 to {MAX_SHARDS}")
+        if not 1 <= k <= n:
+            raise VlmpathError(f"{what} {text!r}: K must be from 1 to N ({n})")
+        return cls(k, n)
+
 
 _SHARD = re.compile(r"^\s*([0-9]{1,3})\s*/\s*([0-9]{1,3})\s*$")
-
-
-def parse_shard(text: str, what: str = "--shard") -> Shard:
-    """``"2/3"`` as ``Shard(2, 3)``; anything else is one line naming the input and the fix."""
-    m = _SHARD.match(str(text))
-    if not m:
-        raise VlmpathError(f"{what} {text!r} is not K/N (e.g. 2/3: the second of three shards)")
-    k, n = int(m.group(1)), int(m.group(2))
-    if not 1 <= n <= MAX_SHARDS:
-        raise VlmpathError(f"{what} {text!r}: N must be from 1 to {MAX_SHARDS}")
-    if not 1 <= k <= n:
-        raise VlmpathError(f"{what} {text!r}: K must be from 1 to N ({n})")
-    return Shard(k, n)
 
 
 @dataclass(frozen=True, order=True)

@@ -42,6 +42,7 @@ from typing import Any
 import vlmpath
 from vlmpath.selfcheck import callgrind
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.option_enums import Counter
 
 BENCH = "bench_embed.EmbedRoutine.track_instructions"  # mode "full": the pass with its tower
 #: Mode "routine" (the default): the pass with the tower replayed, and the tower on its own.
@@ -53,8 +54,8 @@ SCHEMA_VERSION = 1
 SOURCE = "callgrind"
 #: ``ops`` (the default): counted natively (``measure/op_count.py``), two gated tallies per
 #: case; ``callgrind``: CPU instructions under Valgrind (minutes per side to start torch).
-COUNTERS = ("ops", "callgrind")
-DEFAULT_COUNTER = "ops"
+COUNTERS = tuple(Counter)  # core.option_enums: parsed once, by the CLI
+DEFAULT_COUNTER = Counter.OPS
 #: The native counter's rows: (kind, tally) -> benchmark; kinds as the worker's records.
 OPS_BENCHES = {
     ("routine", "bytecodes"): "bench_embed.EmbedRoutine.track_routine_bytecodes",
@@ -129,12 +130,10 @@ def _probe(src: Path, env: Mapping[str, str]) -> str | None:
 def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str = "tiny", threads: int = 1,
                 env: Mapping[str, str] | None = None, timeout: float = callgrind.TIMEOUT_S,
                 log: Callable[[str], None] = print, mode: str = "routine",
-                profiles: Path | None = None, counter: str = DEFAULT_COUNTER) -> list[dict]:
+                profiles: Path | None = None, counter: Counter = DEFAULT_COUNTER) -> list[dict]:
     """Per side: ``{"side", "commit", "not_measured", "records", "seconds", ...}``; see module doc.
     ``mode``: "routine" (tower replayed, plus tower records) or "full" (``selfcheck/ir_worker.py``);
     ``profiles``: keep each counted pass's callgrind dump and call counts in ``profiles/<side>``."""
-    if counter not in COUNTERS:
-        raise VlmpathError(f"counter {counter!r} is not one of {', '.join(COUNTERS)}")
     if counter == "callgrind":
         callgrind.valgrind("or count with --counter ops")  # one clear error before any work
     results: list[dict] = []

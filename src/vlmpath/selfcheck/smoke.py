@@ -24,7 +24,7 @@ from pathlib import Path
 
 from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES, check_scale
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, Scale
 from vlmpath.render.summary import write_atomic as write_text_atomic
 from vlmpath.suite import cases
 
@@ -113,14 +113,13 @@ def timing_check(preset_name: str, scale: str, session) -> dict:
             "events_within_wall": events <= wall * 1.05}
 
 
-def run_smoke(out_dir: str | Path, scale: str = DEFAULT_SCALE, presets: Sequence[str] | None = None,
+def run_smoke(out_dir: str | Path, scale: Scale = DEFAULT_SCALE, presets: Sequence[str] | None = None,
               device: str | None = None) -> dict:
     """Write ``syncs.json``, ``timing.json`` and ``smoke.json`` (both, plus the fingerprint)."""
     from vlmpath.measure.platform import probe
     from vlmpath.measure.workload import PRESETS
     from vlmpath.suite.measure import Session
 
-    check_scale(scale)
     presets = tuple(presets or cases.HEADLINE_PRESETS)
     for p in presets:
         if p not in PRESETS:

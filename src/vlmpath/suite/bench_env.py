@@ -17,8 +17,7 @@ import os
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
-from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES
+from vlmpath.core.scales import DEFAULT_SCALE, Scale
 
 SCALE_ENV = "VLMPATH_SCALE"
 QUICK_ENV = "VLMPATH_QUICK"  # set: measurements inside ``track_`` benchmarks use one pass
@@ -34,7 +33,7 @@ MACHINE_SETTINGS = ("VLMPATH_MACHINE", SERVE_MODEL_ENV)
 
 @dataclass(frozen=True)
 class BenchEnv:
-    scale: str = DEFAULT_SCALE
+    scale: Scale = DEFAULT_SCALE
     quick: bool = False
     machine: str | None = None
     engine: str | None = None  # None: the reference routine
@@ -56,11 +55,10 @@ class BenchEnv:
     @classmethod
     def read(cls, env: Mapping[str, str] | None = None) -> BenchEnv:
         """The record from ``env`` (default: this process's); an unknown scale is an error
-        naming the choices."""
+        naming the choices. This is where ``VLMPATH_SCALE`` is parsed (``Scale.parse``): the
+        one boundary besides the CLI's ``--scale``."""
         env = os.environ if env is None else env
-        scale = env.get(SCALE_ENV, DEFAULT_SCALE) or DEFAULT_SCALE
-        if scale not in SCALES:
-            raise VlmpathError(f"{SCALE_ENV}={scale!r} is not a scale: choose one of {', '.join(SCALES)}")
+        scale = Scale.parse(env.get(SCALE_ENV) or DEFAULT_SCALE, given=f"{SCALE_ENV}=")
         return cls(scale=scale, quick=env.get(QUICK_ENV, "") not in ("", "0"),
                    machine=env.get(MACHINE_ENV) or None, engine=(env.get(ENGINE_ENV) or "").strip() or None,
                    engine_python=env.get(ENGINE_PYTHON_ENV) or None,

@@ -25,7 +25,7 @@ import torch
 from vlmpath.core.backends import gpu_labels
 from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.core.metrics import record_metrics
-from vlmpath.core.scales import DEFAULT_SCALE, SCALES
+from vlmpath.core.scales import DEFAULT_SCALE, SCALES, Scale
 from vlmpath.engines.pipelines import NAMED_PIPELINES, Pipeline
 from vlmpath.measure.workload import PRESETS, Workload, preset
 from vlmpath.suite.bench_env import BenchEnv
@@ -57,7 +57,7 @@ HEADLINE_PRESETS: tuple[str, ...] = ("many_small_images", "few_large_images", "m
 
 
 # The benchmark modules (head's) call these two by name in either side's package: keep them.
-def scale_from_env(env: Mapping[str, str] | None = None) -> str:
+def scale_from_env(env: Mapping[str, str] | None = None) -> Scale:
     """The run's scale, as ``vlmpath run`` handed it to this benchmark process (``BenchEnv``)."""
     return BenchEnv.read(env).scale
 
@@ -76,7 +76,7 @@ def routine_repeat(quick: bool) -> int:
     return 1 if quick else ROUTINE_SAMPLES
 
 
-def bench_device(scale: str) -> str:
+def bench_device(scale: Scale) -> str:
     """The device a benchmark at ``scale`` runs on; ``full`` without a GPU is a skip."""
     from vlmpath.measure.platform import probe
 
@@ -126,7 +126,7 @@ class RoutineCase:
             return pipeline(self.variant)
         raise VlmpathError(f"unknown routine path {self.path!r}: use 'encode' or 'embed'")
 
-    def measure_case(self, scale: str, seed: int = 0):
+    def measure_case(self, scale: Scale, seed: int = 0):
         from vlmpath.suite.measure import Case
 
         return Case(self.preset, self.pipeline(), scale, seed)
@@ -231,7 +231,7 @@ def _busiest_step(wl: Workload):
     return max(wl.steps, key=mm_tokens)
 
 
-def inject_inputs(preset_name: str, scale: str = DEFAULT_SCALE, device: str | torch.device = "cpu",
+def inject_inputs(preset_name: str, scale: Scale = DEFAULT_SCALE, device: str | torch.device = "cpu",
                   seed: int = 0) -> InjectInputs:
     """Inputs for the inject and count benchmarks (see ``InjectInputs``)."""
     from vlmpath.measure.encoders import family_of

@@ -32,14 +32,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.engines.base import EngineSpec, parse_engine
+from vlmpath.core.option_enums import Tower
+from vlmpath.engines.base import EngineSpec
 from vlmpath.suite.bench_env import BenchEnv
 from vlmpath.suite.record import CaseRecord, read_records, write_records
 from vlmpath.suite.worker import case_to_dict, error_text, failed_record
 
 #: Which vision tower an engine case runs: ours (the seeded transformers tower, the default)
 #: or the engine's own (its adapter's ``engine_tower``: vLLM's or sglang's Qwen2.5-VL).
-TOWERS = ("ours", "engine")
+TOWERS = tuple(Tower)  # core.option_enums: parsed once, by the CLI
 
 
 _alone: list[Path] = []  # this process's directory holding vlmpath alone (made once)
@@ -102,7 +103,7 @@ def _run_reference(cases, repeat: int, count: bool, device: str | None, weights:
 
 
 def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, device: str | None,
-                weights: str | None, threads: int | None = None, tower: str = "ours") -> list[CaseRecord]:
+                weights: str | None, threads: int | None = None, tower: Tower = Tower.OURS) -> list[CaseRecord]:
     job = {"cases": [case_to_dict(c) for c in cases], "engine": spec.label, "repeat": repeat,
            "count": count, "device": device or "cpu", "weights": weights, "threads": threads, "tower": tower}
     env = worker_env(spec)
@@ -132,14 +133,14 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
 def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, *, repeat: int = 3,
                   json_path: str | os.PathLike | None = None, count: bool = True, device: str | None = None,
                   weights: str | None = None, python: str | None = None, home: str | None = None,
-                  threads: int | None = None, tower: str = "ours") -> list[CaseRecord]:
+                  threads: int | None = None, tower: Tower = Tower.OURS) -> list[CaseRecord]:
     """Measure ``cases`` with the engine; returns one record per case, in order.
     ``threads``: torch's CPU threads while measuring (``vlmpath.measure.pinning``), recorded."""
-    spec = engine_spec if isinstance(engine_spec, EngineSpec) else parse_engine(engine_spec)
+    # A label arrives only from a benchmark module (VLMPATH_ENGINE, its process boundary; any
+    # side's benchmarks pass the variable's text): everything else hands a parsed spec.
+    spec = engine_spec if isinstance(engine_spec, EngineSpec) else EngineSpec.parse(engine_spec)
     if repeat < 1:
         raise VlmpathError(f"repeat must be at least 1, got {repeat}")
-    if tower not in TOWERS:
-        raise VlmpathError(f"tower {tower!r}: use one of {', '.join(TOWERS)}")
     if spec.in_process:
         if tower != "ours":
             raise VlmpathError("--tower engine runs an engine's own vision tower: name an engine (--engine NAME==X)")

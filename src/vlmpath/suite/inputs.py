@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.scales import Scale
 from vlmpath.core.validate import MAX_REPEAT, MAX_SEED, check_device, check_int, check_output_file
 
 
@@ -65,7 +66,7 @@ def names_for_help() -> str:
     return "names:\n" + "\n".join(f"  {k}: {', '.join(v)}" for k, v in rows)
 
 
-def check_scale_device(scale: str, device: str, *, allow_cpu: bool = False) -> None:
+def check_scale_device(scale: Scale, device: str, *, allow_cpu: bool = False) -> None:
     """Refuse a GPU scale (``core.scales``) on a CPU device, unless ``allow_cpu``."""
     from vlmpath.core.backends import gpu_labels
     from vlmpath.core.scales import DEFAULT_SCALE, SCALES

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from vlmpath.core.errors import EngineError
-from vlmpath.core.scales import DEFAULT_SCALE
+from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.engines.base import EngineAdapter, Routine
 from vlmpath.engines.pipelines import Pipeline
 from vlmpath.engines.reference import DEFAULT_CACHE_BYTES, EmbedRoutine, text_table
@@ -56,7 +56,7 @@ from vlmpath.suite.record import CaseRecord
 class Case:
     workload: str
     pipeline: Pipeline
-    scale: str = DEFAULT_SCALE
+    scale: Scale = DEFAULT_SCALE
     seed: int = 0
 
     @property
@@ -273,18 +273,16 @@ def _labelled_seams(engine, routine, syncs, events, hstats) -> dict:
 
 
 def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=None,
-               pipelines=None, scale: str = DEFAULT_SCALE, seed: int = 0) -> list[Case]:
+               pipelines=None, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> list[Case]:
     """The cartesian product of the chosen names; unchosen stages keep the default (and
     ``encode`` defaults to every non-known-bad strategy). Unknown names fail up front."""
     from itertools import product
 
-    from vlmpath.core.scales import check_scale
     from vlmpath.engines.pipelines import DEFAULT_PIPELINE, NAMED_PIPELINES
     from vlmpath.measure.traces import read_trace
     from vlmpath.measure.workload import PRESETS
     from vlmpath.paths.encode import ENCODE_STRATEGIES
 
-    check_scale(scale)
     wls = workloads or list(PRESETS)
     for w in wls:
         if w.startswith("trace:"):

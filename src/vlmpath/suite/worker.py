@@ -54,9 +54,9 @@ def load_engine(label: str) -> EngineAdapter:
     """The adapter of the engine ``label`` names (its registry entry's class), built here."""
     from vlmpath.core.errors import EngineError
     from vlmpath.engines import registry
-    from vlmpath.engines.base import parse_engine
+    from vlmpath.engines.base import EngineSpec
 
-    spec = parse_engine(label)
+    spec = EngineSpec.parse(label)  # the job's label crossed into this process: parsed again here
     entry = registry.get(spec.name)
     engine = entry.load_adapter()(label)
     if not isinstance(engine, EngineAdapter):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import torch
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.scales import SCALES, check_scale
+from vlmpath.core.scales import SCALES, Scale
 
 if TYPE_CHECKING:
     from vlmpath.measure.items import Item
@@ -112,15 +112,14 @@ class Family:
             if value is not None:
                 object.__setattr__(self, name, MappingProxyType(dict(value)))
 
-    def tower(self, scale: str) -> TowerSpec:
-        """The tower configuration at ``scale`` (a known scale this family has a tower for)."""
-        check_scale(scale)
+    def tower(self, scale: Scale) -> TowerSpec:
+        """The tower configuration at ``scale`` (a scale this family has a tower for)."""
         if scale not in self.towers:
             raise VlmpathError(f"model family {self.name!r} has no tower for scale {scale!r}: "
                                f"it has {', '.join(self.towers)}")
         return self.towers[scale]
 
-    def check_grid(self, grid: Sequence[int], where: str, scale: str | None = None) -> Grid:
+    def check_grid(self, grid: Sequence[int], where: str, scale: Scale | None = None) -> Grid:
         """``grid`` as ``(t, h, w)``; raises naming ``where`` unless it is three positive ints
         with h and w multiples of the merge size (and the tile size at ``scale``, if any)."""
         if len(grid) != 3 or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in grid):
@@ -130,7 +129,7 @@ class Family:
             raise VlmpathError(f"{where}: grid h and w must be multiples of the merge size {self.merge}, "
                                f"got {grid!r}")
         if self.tile_patches is not None and scale is not None:
-            side = self.tile_patches[check_scale(scale)]
+            side = self.tile_patches[scale]
             if (h, w) != (side, side):
                 raise VlmpathError(f"{where}: {self.name} encodes fixed tiles of {side} x {side} patches "
                                    f"at scale {scale}, got {grid!r}; use [tiles, {side}, {side}]")

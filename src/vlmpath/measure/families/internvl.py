@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from vlmpath.core.errors import LengthMismatchError, VlmpathError
-from vlmpath.core.scales import check_scale
+from vlmpath.core.scales import Scale
 from vlmpath.measure.families import EncodeOutput, Family, seeded_init
 from vlmpath.measure.items import Item
 
@@ -80,9 +80,9 @@ def tile_layout(height: int, width: int, tile_px: int, max_tiles: int = MAX_TILE
     return best
 
 
-def grid_for_image(height: int, width: int, scale: str) -> tuple[int, int, int]:
+def grid_for_image(height: int, width: int, scale: Scale) -> tuple[int, int, int]:
     """``(tiles, side, side)``: the layout's tiles plus a thumbnail when there are several."""
-    cfg = TOWERS[check_scale(scale)]
+    cfg = TOWERS[scale]
     cols, rows = tile_layout(height, width, cfg.tile_px)
     tiles = cols * rows + (1 if cols * rows > 1 else 0)
     side = TILE_PATCHES[scale]
@@ -129,10 +129,10 @@ class InternVLTower(torch.nn.Module):
         return self.projector(shuffled.reshape(n, -1, shuffled.shape[-1])).reshape(-1, self.out_dim)
 
 
-def build_tower(scale: str, device: torch.device | str = "cpu", seed: int = 0,
+def build_tower(scale: Scale, device: torch.device | str = "cpu", seed: int = 0,
                 weights_dir: str | Path | None = None, config: TowerConfig | None = None) -> torch.nn.Module:
     """The InternVL tower in eval mode on ``device``; ``config`` replaces the scale's shape."""
-    tc = config or TOWERS[check_scale(scale)]
+    tc = config or TOWERS[scale]
     tower = InternVLTower(tc)
     if weights_dir is not None:
         load_weights(tower, weights_dir)

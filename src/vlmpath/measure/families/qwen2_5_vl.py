@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from vlmpath.core.errors import LengthMismatchError, VlmpathError
-from vlmpath.core.scales import check_scale
+from vlmpath.core.scales import Scale
 from vlmpath.measure.evs_layout import EVS_KEEP, evs_kept_tokens
 from vlmpath.measure.families import EncodeOutput, Family, seeded_init
 from vlmpath.measure.items import Item
@@ -109,12 +109,11 @@ def _vision_classes():
     return modeling.Qwen2_5_VisionTransformerPretrainedModel, Qwen2_5_VLVisionConfig
 
 
-def build_vision_tower(scale: str, device: torch.device | str = "cpu", seed: int = 0,
+def build_vision_tower(scale: Scale, device: torch.device | str = "cpu", seed: int = 0,
                        weights_dir: str | Path | None = None,
                        config: TowerConfig | None = None) -> torch.nn.Module:
     """transformers' Qwen2.5-VL vision transformer in eval mode on ``device``; ``config``
     replaces the scale's shape (the self-tests run ``full`` widths with fewer blocks)."""
-    check_scale(scale)
     tower_cls, config_cls = _vision_classes()
     tc = config or TOWERS[scale]
     cfg = config_cls(depth=tc.depth, hidden_size=tc.hidden_size, intermediate_size=tc.intermediate_size,

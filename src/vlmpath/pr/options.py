@@ -1,0 +1,81 @@
+"""What does ``vlmpath ci pr`` take?
+
+``PrOptions``: every flag of ``vlmpath ci pr`` as one record, built once by the CLI (as
+``runner.options.RunOptions`` is for ``vlmpath run``), with the scale and shard as the
+typed values the CLI parsed them into. ``pr.flow.run_pr`` takes it for vlmpath's own
+commits; with ``engine_src`` the CLI hands its engine fields to ``pr.engine.run_engine_pr``
+(``engine_pr``). What a test injects instead of the real world (a fake suite runner, an
+environment, a profiler) stays a keyword of ``run_pr``: those are not options.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vlmpath.core.errors import VlmpathError
+from vlmpath.core.machine_names import MachineName
+from vlmpath.core.option_enums import Counter, Tower
+from vlmpath.core.scales import DEFAULT_SCALE, Scale
+from vlmpath.runner.shards import Shard
+
+if TYPE_CHECKING:
+    from vlmpath.pr.serve import ServeOptions
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class PrOptions:
+    """Everything ``vlmpath ci pr`` takes (see ``pr.flow.run_pr`` for what each one does)."""
+
+    base: str
+    head: str
+    out_dir: PathLike = "bench-out"
+    repo: PathLike = "."
+    machine: MachineName | None = None         # default: VLMPATH_MACHINE or probed
+    bench: str | None = None
+    quick: bool = False
+    results_dir: PathLike | None = None
+    rerun_base: bool = False
+    fail_on_regression: bool = True
+    thresholds: PathLike | None = None
+    scale: Scale | None = None                 # None: `vlmpath run`'s default (tiny)
+    charts: bool = True
+    trusted_results: PathLike | None = None
+    interleave: int = 0
+    instructions: bool = False
+    instructions_bench: str | None = None
+    counter: Counter = Counter.OPS
+    accepted: PathLike | None = None
+    shard: Shard | None = None
+    pr: int | None = None
+    # --engine-src REPO: two commits of an engine instead of vlmpath's own (pr.engine)
+    engine_src: PathLike | None = None
+    engine: str | None = None                  # the engine's registry name (None: found from the tree)
+    engine_subdir: str | None = None
+    engine_python: str | None = None
+    workloads: Sequence[str] | None = None
+    repeat: int = 3
+    tower: Tower = Tower.OURS
+    # --serve MODEL_DIR: each side's tree also served (pr.serve.ServeOptions, checked by the CLI)
+    serve: ServeOptions | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine_src and (self.instructions or self.shard or self.serve):
+            raise VlmpathError("--instructions, --shard and --serve take vlmpath's own sides: leave them out "
+                               "with --engine-src (serve an engine's two trees with `vlmpath serve-pair "
+                               "--base-pythonpath A --head-pythonpath B`)")
+
+
+def engine_pr(opts: PrOptions, **kw):
+    """``vlmpath ci pr --engine-src``: ``opts`` as a ``pr.engine.run_engine_pr`` call."""
+    from vlmpath.pr.engine import run_engine_pr
+
+    return run_engine_pr(opts.engine_src, opts.base, opts.head, out_dir=opts.out_dir, subdir=opts.engine_subdir,
+                         workloads=opts.workloads, scale=opts.scale or DEFAULT_SCALE, repeat=opts.repeat,
+                         engine_python=opts.engine_python, machine=opts.machine, thresholds=opts.thresholds,
+                         fail_on_regression=opts.fail_on_regression, charts=opts.charts, engine=opts.engine,
+                         tower=opts.tower, **kw)
