@@ -214,3 +214,18 @@ def test_the_dockerfiles_and_the_lock_agree_and_drift_is_seen(tmp_path):
     _pin(repo / "docker")  # a digest in the lock that the Dockerfile's default does not carry
     r = _bash("ci/base-images.sh check docker/cuda.Dockerfile", repo, {}, _fake_docker(tmp_path))
     assert r.returncode == 2 and "the lock says" in r.stderr
+
+
+def test_the_image_and_split_scripts_pass_shellcheck():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dockerlint", Path(__file__).with_name("dockerlint.py"))
+    dl = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dl)
+    tool = dl.find_tool("shellcheck")
+    assert tool, "shellcheck is not installed; run: pip install -r ci/requirements-lint.txt"
+    scripts = [ROOT / "ci" / n for n in ("image.sh", "base-images.sh", "shard-matrix.sh")]
+    r = subprocess.run([tool, *map(str, scripts)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+    planted = subprocess.run([tool, "-"], input="#!/usr/bin/env bash\nrm -rf $1/*\n", capture_output=True, text=True)
+    assert planted.returncode != 0  # the unquoted expansion is seen
