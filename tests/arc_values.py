@@ -125,11 +125,11 @@ def rule_problems(values: dict[str, Any]) -> list[str]:
         out.append(f"{name}: the runner and dind share no /var/run volume (the Docker socket)")
     # Trusted and PR runners never share nodes.
     pool = "pr" if pr else "trusted"
-    if spec.get("nodeSelector", {}).get("vlmpath.dev/pool") != pool:
-        out.append(f"{name}: nodeSelector vlmpath.dev/pool must be {pool!r}")
+    if spec.get("nodeSelector", {}).get("vlmpath-ci/pool") != pool:
+        out.append(f"{name}: nodeSelector vlmpath-ci/pool must be {pool!r}")
     tolerated = {(t.get("key"), t.get("value")) for t in spec.get("tolerations", [])}
     other = "trusted" if pr else "pr"
-    if ("vlmpath.dev/pool", other) in tolerated or ("vlmpath.dev/pool", None) in tolerated:
+    if ("vlmpath-ci/pool", other) in tolerated or ("vlmpath-ci/pool", None) in tolerated:
         out.append(f"{name}: tolerates the {other} pool's taint")
     if pr:
         out += _pr_problems(name, values)

@@ -110,11 +110,11 @@ def _other_socket(v):
 
 
 def _trusted_pool(v):
-    v["template"]["spec"]["nodeSelector"]["vlmpath.dev/pool"] = "trusted"
+    v["template"]["spec"]["nodeSelector"]["vlmpath-ci/pool"] = "trusted"
 
 
 def _pr_pool(v):
-    v["template"]["spec"]["nodeSelector"]["vlmpath.dev/pool"] = "pr"
+    v["template"]["spec"]["nodeSelector"]["vlmpath-ci/pool"] = "pr"
 
 
 def _container_mode(v):
@@ -130,7 +130,7 @@ PLANTS = {
                       (_secret_volume, "volume creds (secret)"),
                       (_sa_token, "automountServiceAccountToken must be false"),
                       (_host_path, "volume host (hostPath)"),
-                      (_trusted_pool, "nodeSelector vlmpath.dev/pool must be 'pr'"),
+                      (_trusted_pool, "nodeSelector vlmpath-ci/pool must be 'pr'"),
                       (_inline_token, "values: {'github_token': 'ghp_planted'} is not of type 'string'"),
                       (_misplaced_limits, "'limit' was unexpected"),
                       (_unknown_pod_field, "'nodeselector' was unexpected"),
@@ -139,7 +139,7 @@ PLANTS = {
                 (_no_dind, "no dind container"),
                 (_dind_exits, "without restartPolicy Always"),
                 (_other_socket, "not dind's unix:///var/run/docker.sock"),
-                (_pr_pool, "nodeSelector vlmpath.dev/pool must be 'trusted'")],
+                (_pr_pool, "nodeSelector vlmpath-ci/pool must be 'trusted'")],
 }
 
 
@@ -164,7 +164,7 @@ def test_the_workflows_runs_on_labels_are_the_scale_set_names():
     pools = {"trusted": set(), "pr": set()}
     for p in FILES:
         v = arc.load(p)
-        pools[v["template"]["spec"]["nodeSelector"]["vlmpath.dev/pool"]].add(v["runnerScaleSetName"])
+        pools[v["template"]["spec"]["nodeSelector"]["vlmpath-ci/pool"]].add(v["runnerScaleSetName"])
     assert labels == pools == {"trusted": {"nvidia-gpu", "amd-gpu"}, "pr": {"nvidia-gpu-pr", "amd-gpu-pr"}}
 
 
