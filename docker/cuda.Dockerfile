@@ -18,8 +18,10 @@
 
 # Full tag, never "latest". The same torch (2.6.0) as the ROCm image: a ROCm/CUDA ratio
 # compares vendors, not torch versions (tests/test_docker.py keeps them equal).
-# Pin a digest (@sha256:...) on a box with registry access:
-#   docker buildx imagetools inspect pytorch/pytorch:2.6.0-cuda12.4-cudnn9-runtime
+# The digest is docker/base-images.lock's (ci/base-images.sh resolve writes it there and
+# here, as TAG@sha256:...): CI builds (ci/image.sh) pass it as --build-arg BASE_IMAGE and
+# refuse a base without one. Until a job with registry access has resolved it, this
+# default is the tag alone (what a local `docker compose build` uses).
 ARG BASE_IMAGE=pytorch/pytorch:2.6.0-cuda12.4-cudnn9-runtime
 FROM ${BASE_IMAGE}
 

@@ -17,8 +17,10 @@
 # ), because a group name would resolve inside the image, where "render" may not exist.
 
 # Full tag, never "latest". The same torch (2.6.0) as the CUDA image (see there).
-# Pin a digest (@sha256:...) on a box with registry access:
-#   docker buildx imagetools inspect rocm/pytorch:rocm6.4.1_ubuntu24.04_py3.12_pytorch_release_2.6.0
+# The digest is docker/base-images.lock's (ci/base-images.sh resolve writes it there and
+# here, as TAG@sha256:...): CI builds (ci/image.sh) pass it as --build-arg BASE_IMAGE and
+# refuse a base without one. Until a job with registry access has resolved it, this
+# default is the tag alone (what a local `docker compose build` uses).
 ARG BASE_IMAGE=rocm/pytorch:rocm6.4.1_ubuntu24.04_py3.12_pytorch_release_2.6.0
 FROM ${BASE_IMAGE}
 

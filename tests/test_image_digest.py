@@ -21,6 +21,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = ROOT / "ci" / "image.sh"
 DIGEST = "sha256:" + "ab" * 32
+BASE_DIGEST = "sha256:" + "cd" * 32  # what the fake registry answers for a base image's tag
+CUDA_BASE = "pytorch/pytorch:2.6.0-cuda12.4-cudnn9-runtime"
 
 
 def _fake_docker(tmp: Path, *, pull_ok: bool = True) -> Path:
@@ -31,6 +33,7 @@ def _fake_docker(tmp: Path, *, pull_ok: bool = True) -> Path:
     (bin_dir / "docker").write_text(f"""#!/usr/bin/env bash
 printf '%s\\n' "$*" >> {log}
 case "$1" in
+  buildx) echo '{{"mediaType": "application/vnd.oci.image.index.v1+json", "digest": "{BASE_DIGEST}", "size": 1}}' ;;
   inspect) repo="${{@: -1}}"; echo "${{repo%%:main-*}}@{DIGEST}" ;;
   pull) {'exit 0' if pull_ok else 'echo "manifest unknown" >&2; exit 1'} ;;
 esac
@@ -54,10 +57,23 @@ def _checkout(tmp: Path) -> Path:
     """A git checkout holding this repository's ci/ (what a job's actions/checkout gives)."""
     repo = tmp / "main"
     shutil.copytree(ROOT / "ci", repo / "ci")
+    shutil.copytree(ROOT / "docker", repo / "docker")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-q",
-                    "--allow-empty", "-m", "main"], check=True)
+                    "-m", "main"], check=True)
     return repo
+
+
+def _pin(docker_dir: Path) -> None:
+    """A lock as a commit after bench-main's first image job has it: the bases resolved."""
+    lock = docker_dir / "base-images.lock"
+    lock.write_text(lock.read_text().replace(" unresolved", f" {BASE_DIGEST}"))
+
+
+def _job_env(wf: str, job: str) -> dict[str, str]:
+    jobs = yaml.safe_load((ROOT / ".github" / "workflows" / wf).read_text())["jobs"]
+    return {k: str(v) for k, v in jobs[job].get("env", {}).items() if "${{" not in str(v)}
 
 
 def _step(wf: str, job: str, name_part: str) -> dict:
@@ -70,14 +86,27 @@ def test_the_digest_flows_from_mains_image_job_to_the_shards_the_history_and_the
     bin_dir = _fake_docker(tmp_path)
     # bench-main, job image: build main's image, push it, keep its digest (repository in
     # lowercase: GitHub's owner/name may have capitals, a registry path may not).
+    # First the base image: the lock has no digest yet, so the trusted job reads it from the
+    # registry, writes it to the lock and the Dockerfile, and says so in the job summary.
+    env = {**_job_env("bench-main.yml", "image"), "DOCKERFILE": "docker/cuda.Dockerfile",
+           "REPOSITORY": "ghcr.io/Owner/Name/vlmpath-nvidia", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    pin = _step("bench-main.yml", "image", "Pin the base image")
+    r = _bash(pin["run"], repo, env, bin_dir)
+    assert r.returncode == 0, r.stderr
+    assert _calls(tmp_path) == [f"buildx imagetools inspect {CUDA_BASE} --format {{{{json .Manifest}}}}"]
+    assert f"cuda.Dockerfile {CUDA_BASE} {BASE_DIGEST}" in (repo / "docker/base-images.lock").read_text()
+    assert f"ARG BASE_IMAGE={CUDA_BASE}@{BASE_DIGEST}\n" in (repo / "docker/cuda.Dockerfile").read_text()
+    assert f"+ARG BASE_IMAGE={CUDA_BASE}@{BASE_DIGEST}" in (tmp_path / "summary.md").read_text()
+    assert _bash("ci/base-images.sh check docker/cuda.Dockerfile", repo, {}, bin_dir).returncode == 0
+    (tmp_path / "calls.log").unlink()
     push = _step("bench-main.yml", "image", "push it by digest")
-    r = _bash(push["run"], repo, {"DOCKERFILE": "docker/cuda.Dockerfile",
-                                  "REPOSITORY": "ghcr.io/Owner/Name/vlmpath-nvidia"}, bin_dir)
+    r = _bash(push["run"], repo, env, bin_dir)
     assert r.returncode == 0, r.stderr
     ref = (repo / "image-ref.txt").read_text().strip()
     assert ref == f"ghcr.io/owner/name/vlmpath-nvidia@{DIGEST}"
     calls = _calls(tmp_path)
     assert calls[0].startswith("build -f docker/cuda.Dockerfile") and calls[0].endswith(" .")
+    assert f"--build-arg BASE_IMAGE={CUDA_BASE}@{BASE_DIGEST} " in calls[0]  # FROM the digest
     assert re.fullmatch(r"push ghcr\.io/owner/name/vlmpath-nvidia:main-[0-9a-f]{12}", calls[1])
 
     # bench-main, job gpu: the artifact image-nvidia lands in image/; the shard pulls the digest.
@@ -120,6 +149,8 @@ def test_the_digest_flows_from_mains_image_job_to_the_shards_the_history_and_the
 ])
 def test_without_a_usable_digest_the_image_is_built_from_mains_dockerfile(tmp_path, content, why):
     repo = _checkout(tmp_path)
+    shutil.copytree(repo / "docker", repo / "tool" / "docker")
+    _pin(repo / "tool" / "docker")
     bin_dir = _fake_docker(tmp_path, pull_ok=False)
     if content is not None:
         (repo / "ref.txt").write_text(content + "\n")
@@ -129,6 +160,7 @@ def test_without_a_usable_digest_the_image_is_built_from_mains_dockerfile(tmp_pa
     assert why in r.stdout and "built vlmpath:cuda-pr locally" in r.stdout
     calls = _calls(tmp_path)
     assert calls[-1].startswith("build -f tool/docker/cuda.Dockerfile") and calls[-1].endswith("-t vlmpath:cuda-pr tool")
+    assert f"--build-arg BASE_IMAGE={CUDA_BASE}@{BASE_DIGEST} " in calls[-1]
     pulls = [c for c in calls if c.startswith("pull")]
     assert pulls == ([f"pull ghcr.io/o/n/x@{DIGEST}"] if why == "pulling" else [])
 
@@ -139,3 +171,61 @@ def test_image_script_refuses_bad_arguments(tmp_path):
         r = _bash(f"ci/image.sh {args}", ROOT, {}, bin_dir)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
     assert _calls(tmp_path) == []
+
+
+@pytest.mark.parametrize("resolve", [None, "1"], ids=["pr-job", "trusted-but-registry-silent"])
+def test_a_build_from_a_base_image_not_pinned_by_digest_is_refused(tmp_path, resolve):
+    """The PR GPU job's fallback build (no VLMPATH_RESOLVE_BASE: it never asks a registry
+    what a tag means) and a trusted job whose registry gives no digest: nothing is built."""
+    repo = _checkout(tmp_path)
+    bin_dir = _fake_docker(tmp_path, pull_ok=False)
+    if resolve:  # the fake registry answers without a digest
+        (bin_dir / "docker").write_text((bin_dir / "docker").read_text().replace(f'"digest": "{BASE_DIGEST}", ', ""))
+    env = {"VLMPATH_RESOLVE_BASE": resolve} if resolve else {}
+    assert "VLMPATH_RESOLVE_BASE" not in _job_env("bench-gpu.yml", "gpu")
+    r = _bash("ci/image.sh pull-or-build missing.txt docker/cuda.Dockerfile . vlmpath:cuda-pr", repo, env, bin_dir)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "not pinned by digest" in r.stderr
+    assert not [c for c in _calls(tmp_path) if c.startswith("build ")]
+    assert "unresolved" in (repo / "docker/base-images.lock").read_text()  # nothing half-written
+
+
+@pytest.mark.parametrize("line, why", [
+    ("cuda.Dockerfile pytorch/pytorch unresolved", "with a full tag"),
+    (f"cuda.Dockerfile {CUDA_BASE} sha256:123", "is not sha256:<64 hex>"),
+    (f"cuda.Dockerfile {CUDA_BASE} {BASE_DIGEST}; id", "is not 'cuda.Dockerfile TAG DIGEST'"),
+    (f"cuda.Dockerfile {CUDA_BASE} {BASE_DIGEST}\ncuda.Dockerfile {CUDA_BASE} {BASE_DIGEST}", "not exactly one line"),
+    ("", "not exactly one line"),
+])
+def test_a_bad_lock_is_refused_before_docker(tmp_path, line, why):
+    repo = _checkout(tmp_path)
+    bin_dir = _fake_docker(tmp_path)
+    (repo / "docker/base-images.lock").write_text(f"# planted\n{line}\n")
+    r = _bash("ci/base-images.sh ref docker/cuda.Dockerfile", repo, {}, bin_dir)
+    assert r.returncode == 2 and why in r.stderr, r.stderr
+    assert _calls(tmp_path) == []
+
+
+def test_the_dockerfiles_and_the_lock_agree_and_drift_is_seen(tmp_path):
+    for f in ("cuda", "rocm"):
+        r = _bash(f"ci/base-images.sh check docker/{f}.Dockerfile", ROOT, {}, _fake_docker(tmp_path))
+        assert r.returncode == 0, r.stderr
+    repo = _checkout(tmp_path)
+    _pin(repo / "docker")  # a digest in the lock that the Dockerfile's default does not carry
+    r = _bash("ci/base-images.sh check docker/cuda.Dockerfile", repo, {}, _fake_docker(tmp_path))
+    assert r.returncode == 2 and "the lock says" in r.stderr
+
+
+def test_the_image_and_split_scripts_pass_shellcheck():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dockerlint", Path(__file__).with_name("dockerlint.py"))
+    dl = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dl)
+    tool = dl.find_tool("shellcheck")
+    assert tool, "shellcheck is not installed; run: pip install -r ci/requirements-lint.txt"
+    scripts = [ROOT / "ci" / n for n in ("image.sh", "base-images.sh", "shard-matrix.sh")]
+    r = subprocess.run([tool, *map(str, scripts)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+    planted = subprocess.run([tool, "-"], input="#!/usr/bin/env bash\nrm -rf $1/*\n", capture_output=True, text=True)
+    assert planted.returncode != 0  # the unquoted expansion is seen

@@ -213,11 +213,12 @@ def test_the_cpu_shard_matrix_runs_and_each_entry_is_a_shard_the_cli_takes(pr_wf
     from vlmpath.runner.shards import Shard
 
     job = pr_wf["jobs"]["shards"]
-    (step,) = job["steps"]
+    step = _split_step(job)
     values = {"vars.CPU_SHARDS": shards} if shards else {}
     out = tmp_path / "output"
     env = {**os.environ, "CPU_SHARDS": _render(job["env"]["CPU_SHARDS"], values), "GITHUB_OUTPUT": str(out)}
-    r = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True)
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True,
+                       cwd=ROOT)
     assert r.returncode == 0, r.stderr
     key, _, matrix = out.read_text().strip().partition("=")
     entries = json.loads(matrix)
@@ -241,10 +242,45 @@ def test_the_shard_split_refuses_a_bad_count(pr_wf, tmp_path, bad):
     import os
     import subprocess
 
-    (step,) = pr_wf["jobs"]["shards"]["steps"]
+    step = _split_step(pr_wf["jobs"]["shards"])
     env = {**os.environ, "CPU_SHARDS": bad, "GITHUB_OUTPUT": str(tmp_path / "o")}
-    r = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True)
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True,
+                       cwd=ROOT)
     assert r.returncode == 2 and "::error::CPU_SHARDS" in r.stdout
+    assert not (tmp_path / "o").exists()  # nothing written for the matrix to read
+
+
+def _split_step(job: dict[str, Any]) -> dict[str, Any]:
+    (step,) = [s for s in job["steps"] if s.get("id") == "split"]
+    return step
+
+
+@pytest.mark.parametrize("wf_path, job_id, var, default", [
+    (PR_WF, "shards", "CPU_SHARDS", 3), (MAIN_WF, "plan", "GPU_SHARDS", 1), (GPU_WF, "plan", "GPU_SHARDS", 1)])
+def test_every_workflow_splits_through_the_one_shard_script(wf_path, job_id, var, default, tmp_path):
+    """The three split jobs run ci/shard-matrix.sh, checked out (only it, no credentials) in
+    the job: no copy of the split logic in a workflow. Run as GitHub would render the step."""
+    import json
+    import os
+    import subprocess
+
+    job = load(wf_path)["jobs"][job_id]
+    step = _split_step(job)
+    assert step["run"] == f'ci/shard-matrix.sh {var} "${var}"'
+    (co,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert co["with"]["persist-credentials"] is False and co["with"]["sparse-checkout"] == "ci/shard-matrix.sh"
+    assert job["steps"].index(co) < job["steps"].index(step)
+    assert "permissions" not in job or job["permissions"] in ({}, {"contents": "read"})
+    out = tmp_path / "o"
+    env = {**os.environ, var: _render(job["env"][var], {}), "GITHUB_OUTPUT": str(out)}
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(out.read_text().strip().partition("=")[2]) == list(range(1, default + 1))
+    env[var] = "0"
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 2 and f"::error::{var} is not a number" in r.stdout
 
 
 def test_pr_gpu_job_runs_the_flow_inside_an_image_built_from_main(gpu_wf):
