@@ -58,7 +58,8 @@ case "$cmd" in
             tmp=$(mktemp "$dockerfile.XXXXXX")
             sed "s|^ARG BASE_IMAGE=.*|ARG BASE_IMAGE=$tag@$digest|" "$dockerfile" > "$tmp"
             mv "$tmp" "$dockerfile"
-            echo "::notice::base-images: pinned $tag@$digest for $key: commit $lock and $dockerfile"
+            # Not a workflow command: only the anchored-regex-checked tag and digest, to stderr.
+            echo "base-images: pinned $tag@$digest for $key: commit $lock and $dockerfile" >&2
         fi
         printf '%s@%s\n' "$tag" "$digest"
         ;;

@@ -11,8 +11,9 @@
 # matrix written, 2 bad count or arguments.
 set -euo pipefail
 
-[[ $# -eq 2 && "$1" =~ ^[A-Z][A-Z0-9_]{0,40}$ ]] || { echo "usage: ci/shard-matrix.sh NAME COUNT" >&2; exit 2; }
-name=$1 count=$2
+name=${1:-} count=${2:-}
+[[ $# -eq 2 ]] || { echo "usage: ci/shard-matrix.sh NAME COUNT" >&2; exit 2; }
+[[ "$name" =~ ^[A-Z][A-Z0-9_]{0,40}$ ]] || { echo "usage: ci/shard-matrix.sh NAME COUNT (NAME: a variable's name)" >&2; exit 2; }
 [[ "$count" =~ ^[1-9][0-9]?$ ]] || { echo "::error::$name is not a number from 1 to 64"; exit 2; }
 (( count <= 64 )) || { echo "::error::$name is over 64"; exit 2; }
 [[ -n "${GITHUB_OUTPUT:-}" ]] || { echo "shard-matrix: GITHUB_OUTPUT is not set (run it as a workflow step)" >&2; exit 2; }
