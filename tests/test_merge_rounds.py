@@ -30,13 +30,14 @@ def _tok(i: int, head: bool, slower: float, owned=None):
 
 
 def _artifact(root: Path, name: str, *, slower: float = 1.0, rounds: int | None = 6, round_sha: str | None = None,
-              shard: tuple[int, int] | None = None, owned=None) -> Path:
+              shard: tuple[int, int] | None = None, owned=None, round_cases=None, round_slower=None) -> Path:
     art = root / name
     for c, head in ((BASE, False), (HEAD, True)):
         write_asv_run(art / "results", MACHINE, c, _tok(0, head, slower, owned))
     for i in range(rounds or 0):
         for side, c, head in (("base", BASE, False), ("head", round_sha or HEAD, True)):
-            write_asv_run(art / "rounds" / f"{i:02d}" / side, MACHINE, c, _tok(i, head, slower, owned))
+            write_asv_run(art / "rounds" / f"{i:02d}" / side, MACHINE, c,
+                          _tok(i, head, slower if round_slower is None else round_slower, round_cases or owned))
     entry = None
     if shard is not None:
         from vlmpath.runner.shards import unit_of
@@ -95,11 +96,29 @@ def test_rounds_for_another_sha_are_named_and_the_timings_not_judged(tmp_path):
 
 def test_each_shard_judges_its_own_cases_on_its_own_rounds(tmp_path):
     parts = _owned(2)
-    slow_k = next(k for k, owned in enumerate(parts, start=1) if SLOW in owned)
     for k, owned in enumerate(parts, start=1):
         _artifact(tmp_path / "a", f"bench-cpu-shard-{k}", slower=1.3, shard=(k, 2), owned=owned)
     res = ci_merge.merge_artifacts(tmp_path / "a", tmp_path / "m", fail_on_regression=True)
     toks = [c for c in res.report.all() if c.benchmark == TOK]
     assert res.exit_code == 1 and len(toks) == 8 and {c.method for c in toks} == {"paired"}
     assert [(c.benchmark, c.params) for c in res.report.regressions] == [(TOK, _tok_row(res).params)]
-    assert any(f"bench-cpu-shard-{slow_k}: base and head measured in 6" in n for n in res.notes)
+    assert any(f"base and head measured in 6 interleaved rounds (bench-cpu-shard-1, bench-cpu-shard-2)" in n for n in res.notes)
+
+
+def test_a_shards_rounds_judge_only_its_own_cases_and_a_broken_shard_is_not_judged(tmp_path):
+    parts = _owned(2)
+    slow_k = next(k for k, owned in enumerate(parts, start=1) if SLOW in owned)
+    for k, owned in enumerate(parts, start=1):  # the other shard's rounds plant SLOW (a case it does not own)
+        _artifact(tmp_path / "a", f"bench-cpu-shard-{k}", shard=(k, 2), owned=owned,
+                  round_cases=None if k == slow_k else owned | {SLOW}, round_slower=1.0 if k == slow_k else 1.5)
+    res = ci_merge.merge_artifacts(tmp_path / "a", tmp_path / "m", fail_on_regression=True)
+    assert res.exit_code == 0 and _tok_row(res).method == "paired" and _tok_row(res).verdict is Verdict.UNCHANGED
+    other = 3 - slow_k
+    import shutil
+    shutil.rmtree(tmp_path / "a" / f"bench-cpu-shard-{other}" / "rounds" / "05")
+    res = ci_merge.merge_artifacts(tmp_path / "a", tmp_path / "m2", fail_on_regression=True)
+    toks = {c.params: c for c in res.report.all() if c.benchmark == TOK}
+    own = {(("pipeline", p), ("preset", w)) for p, w in parts[slow_k - 1]}
+    assert res.exit_code == EXIT_INCOMPLETE
+    assert {c.method for p, c in toks.items() if p in own} == {"paired"}
+    assert {c.verdict for p, c in toks.items() if p not in own} == {Verdict.NOT_COMPARABLE}

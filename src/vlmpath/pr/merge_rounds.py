@@ -27,6 +27,7 @@ from vlmpath.compare.paired import pairable, paired_report
 from vlmpath.compare.thresholds import Thresholds
 from vlmpath.core.errors import VlmpathError
 from vlmpath.pr.interleave import MAX_ROUNDS, ROUNDS_SUBDIR, side_dir
+from vlmpath.pr.merge_engine import is_engine_run
 
 
 def _rounds_of(data: dict[str, Any]) -> int | None:
@@ -41,12 +42,13 @@ def _rounds_of(data: dict[str, Any]) -> int | None:
     return n
 
 
-def _load(art: Path, name: str, data: dict[str, Any], n: int, staging: Path, copy_checked: Callable):
-    """The artifact's base and head rounds, or the reason they cannot be used."""
+def _copy(art: Path, name: str, data: dict[str, Any], n: int, staging: Path, copy_checked: Callable):
+    """The artifact's rounds copied (checked, charged) into staging: {(i, side): dir}, or
+    the reason they cannot be used."""
     from vlmpath.compare import asv_results
 
     machine = data["machine"]
-    sides: dict[str, list] = {"base": [], "head": []}
+    dirs: dict[tuple[int, str], Path] = {}
     for i in range(n):
         for side, sha in (("base", data["base_sha"]), ("head", data["head_sha"])):
             src = side_dir(art, i, side)
@@ -63,15 +65,33 @@ def _load(art: Path, name: str, data: dict[str, Any], n: int, staging: Path, cop
             # refused by load_asv (one line, exit 2), never read as this side.
             if machine not in asv_results.existing_commits(dest).get(sha[:8], ()):
                 return None, f"artifact {name}: {where} has no results of {machine} for {side} {sha[:12]}"
-            run = asv_results.load_asv(dest, sha)
-            if run.machine(machine) is None:
-                return None, f"artifact {name}: {where} has no results of {machine} for {side} {sha[:12]}"
-            sides[side].append(run)
-    return (sides["base"], sides["head"]), None
+            dirs[(i, side)] = dest
+    return dirs, None
+
+
+def _load(machine: str, good: list, n: int, staging: Path):
+    """Base and head rounds of ``machine`` from its usable artifacts: one artifact's as they
+    are; shards' merged per round, each case from the shard that owns it (the same
+    ``runner.shard_store`` merge as their results: a case two shards claim is refused)."""
+    from vlmpath.compare import asv_results
+    from vlmpath.runner.shard_store import add_to_store
+
+    (_, data, dirs), *rest = good
+    sides: dict[str, list] = {"base": [], "head": []}
+    for i in range(n):
+        for side, sha in (("base", data["base_sha"]), ("head", data["head_sha"])):
+            if data.get("shard") is None:
+                where = dirs[(i, side)]
+            else:
+                where = side_dir(staging / ROUNDS_SUBDIR / f"{machine} (shards)", i, side)
+                add_to_store(where, [d[(i, side)] for _, _, d in good],
+                             shards={str(d[(i, side)]): e for _, e, d in good})
+            sides[side].append(asv_results.load_asv(where, sha))
+    return sides["base"], sides["head"]
 
 
 def _not_judged(report: ComparisonReport, machine: str, why: str) -> ComparisonReport:
-    """``machine``'s timing rows not yet judged on pairs: not judged, naming why."""
+    """``machine``'s timing rows not judged on pairs: not judged, naming why."""
     return replace(report, machines=tuple(
         replace(m, comparisons=tuple(
             replace(c, verdict=Verdict.NOT_COMPARABLE, indicative=False, significant=None,
@@ -82,28 +102,42 @@ def _not_judged(report: ComparisonReport, machine: str, why: str) -> ComparisonR
 
 def judge_rounds(report: ComparisonReport, staging: Path, root: Path, runs: Sequence[tuple[str, dict]],
                  cfg: Thresholds, copy_checked: Callable) -> tuple[ComparisonReport, list[str], list[str]]:
-    """``report`` with each interleaved artifact's timing rows judged on its paired rounds
+    """``report`` with each interleaved machine's timing rows judged on its paired rounds
     (as ``ci pr`` judged them); returns it, the notes, and the machines whose rounds could
-    not be used (``machine: rounds of artifact``: the check is incomplete at best).
+    not all be used (``machine: usable interleaved rounds``: the check is incomplete at best).
     ``copy_checked(src, dest, owner, name)``: the merge's checked, charged copy of results."""
-    notes: list[str] = []
-    broken: dict[str, str] = {}
+    by_machine: dict[str, list[tuple[str, dict, int | None]]] = {}
     for name, data in runs:
-        n = _rounds_of(data)
-        if n is None:
+        if not is_engine_run(data):  # an engine PR's records are judged by pr.merge_engine
+            by_machine.setdefault(data["machine"], []).append((name, data, _rounds_of(data)))
+    notes: list[str] = []
+    broken: list[str] = []
+    for machine, arts in sorted(by_machine.items()):
+        ns = {n for _, _, n in arts if n is not None}
+        if not ns:
             continue
-        machine = data["machine"]
-        rounds, why = _load(root / name, name, data, n, staging, copy_checked)
-        if rounds is None:
-            broken.setdefault(machine, why)
-            notes.append(f"{machine}: {why}: its timings are not judged")
-            continue
-        own = replace(report, machines=tuple(m for m in report.machines if m.machine == machine), notes=())
-        judged = paired_report(*rounds, own, cfg)
-        by_machine = {m.machine: m for m in judged.machines}
-        report = replace(report, machines=tuple(by_machine.get(m.machine, m) for m in report.machines))
-        notes.append(f"{machine}: artifact {name}: base and head measured in {n} interleaved rounds; "
-                     "timings judged on paired rounds")
-    for machine, why in broken.items():
-        report = _not_judged(report, machine, why)
-    return report, notes, [f"{m}: usable interleaved rounds" for m in sorted(broken)]
+        if len(ns) > 1:
+            raise VlmpathError(f"machine {machine}: artifacts disagree on the interleaved rounds ({sorted(ns)})")
+        n = ns.pop()
+        good, why = [], []
+        for name, data, own_n in arts:
+            if own_n is None:  # a shard that says it was not interleaved while its siblings were
+                why.append(f"artifact {name}: no interleaved rounds, unlike the machine's other shards")
+                continue
+            dirs, reason = _copy(root / name, name, data, n, staging, copy_checked)
+            if dirs is None:
+                why.append(reason)
+            else:
+                good.append((name, data, dirs))
+        if good:
+            own = replace(report, machines=tuple(m for m in report.machines if m.machine == machine), notes=())
+            judged = {m.machine: m for m in paired_report(*_load(machine, good, n, staging), own, cfg).machines}
+            report = replace(report, machines=tuple(judged.get(m.machine, m) for m in report.machines))
+            notes.append(f"{machine}: base and head measured in {n} interleaved rounds "
+                         f"({', '.join(g[0] for g in good)}); timings judged on paired rounds")
+        if why:
+            # Rows the usable rounds did not cover (a broken shard's cases): not judged.
+            report = _not_judged(report, machine, why[0])
+            notes.extend(f"{machine}: {w}: its timings are not judged" for w in why)
+            broken.append(f"{machine}: usable interleaved rounds")
+    return report, notes, broken
