@@ -9,6 +9,7 @@ in asv's format, tests/asv_fixtures.py); the merge is the real ``merge_artifacts
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from asv_fixtures import sha, write_asv_run
@@ -88,7 +89,6 @@ def test_rounds_for_another_sha_are_named_and_the_timings_not_judged(tmp_path):
     assert {c.verdict for c in res.report.all() if c.unit == "fraction"} == {Verdict.UNCHANGED}
     missing = ci_merge.merge_artifacts(_artifact(tmp_path / "b", "bench-cpu"), tmp_path / "m2")
     assert missing.exit_code == 0  # (control: the same artifact with its rounds)
-    import shutil
     shutil.rmtree(tmp_path / "b" / "bench-cpu" / "rounds" / "03")
     gone = ci_merge.merge_artifacts(tmp_path / "b", tmp_path / "m3", fail_on_regression=True)
     assert gone.exit_code == EXIT_INCOMPLETE and any("rounds/03/base is missing" in n for n in gone.notes)
@@ -102,7 +102,8 @@ def test_each_shard_judges_its_own_cases_on_its_own_rounds(tmp_path):
     toks = [c for c in res.report.all() if c.benchmark == TOK]
     assert res.exit_code == 1 and len(toks) == 8 and {c.method for c in toks} == {"paired"}
     assert [(c.benchmark, c.params) for c in res.report.regressions] == [(TOK, _tok_row(res).params)]
-    assert any(f"base and head measured in 6 interleaved rounds (bench-cpu-shard-1, bench-cpu-shard-2)" in n for n in res.notes)
+    want = "base and head measured in 6 interleaved rounds (bench-cpu-shard-1, bench-cpu-shard-2)"
+    assert any(want in n for n in res.notes), res.notes
 
 
 def test_a_shards_rounds_judge_only_its_own_cases_and_a_broken_shard_is_not_judged(tmp_path):
@@ -114,7 +115,6 @@ def test_a_shards_rounds_judge_only_its_own_cases_and_a_broken_shard_is_not_judg
     res = ci_merge.merge_artifacts(tmp_path / "a", tmp_path / "m", fail_on_regression=True)
     assert res.exit_code == 0 and _tok_row(res).method == "paired" and _tok_row(res).verdict is Verdict.UNCHANGED
     other = 3 - slow_k
-    import shutil
     shutil.rmtree(tmp_path / "a" / f"bench-cpu-shard-{other}" / "rounds" / "05")
     res = ci_merge.merge_artifacts(tmp_path / "a", tmp_path / "m2", fail_on_regression=True)
     toks = {c.params: c for c in res.report.all() if c.benchmark == TOK}

@@ -364,8 +364,8 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     quick = any(d.get("quick") is True for _, d in runs)
     report = compare.compare(*(functools.reduce(records.merge_runs, side) for side in sides), cfg, quick=quick)
     # Interleaved artifacts: timings judged on their own paired rounds, as ``ci pr`` did.
-    report, round_notes, no_rounds = judge_rounds(report, staging, root, runs, cfg,
-                                       functools.partial(_merge_results, spent=spent))
+    report, round_notes, no_rounds = judge_rounds(report, staging, {a.name: a for a in _artifact_dirs(root)}, runs,
+                                                  cfg, functools.partial(_merge_results, spent=spent))
     # Each machine's --bench, read as literal names (compare.selection): a pattern from an
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
     report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})

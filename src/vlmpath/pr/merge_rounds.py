@@ -17,7 +17,7 @@ green verdict from the single run the rounds were meant to replace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -100,12 +100,13 @@ def _not_judged(report: ComparisonReport, machine: str, why: str) -> ComparisonR
         if m.machine == machine else m for m in report.machines))
 
 
-def judge_rounds(report: ComparisonReport, staging: Path, root: Path, runs: Sequence[tuple[str, dict]],
+def judge_rounds(report: ComparisonReport, staging: Path, dirs: Mapping[str, Path], runs: Sequence[tuple[str, dict]],
                  cfg: Thresholds, copy_checked: Callable) -> tuple[ComparisonReport, list[str], list[str]]:
     """``report`` with each interleaved machine's timing rows judged on its paired rounds
     (as ``ci pr`` judged them); returns it, the notes, and the machines whose rounds could
     not all be used (``machine: usable interleaved rounds``: the check is incomplete at best).
-    ``copy_checked(src, dest, owner, name)``: the merge's checked, charged copy of results."""
+    ``dirs``: artifact name -> its directory; ``copy_checked(src, dest, owner, name)``: the
+    merge's checked, charged copy of results."""
     by_machine: dict[str, list[tuple[str, dict, int | None]]] = {}
     for name, data in runs:
         if not is_engine_run(data):  # an engine PR's records are judged by pr.merge_engine
@@ -124,11 +125,11 @@ def judge_rounds(report: ComparisonReport, staging: Path, root: Path, runs: Sequ
             if own_n is None:  # a shard that says it was not interleaved while its siblings were
                 why.append(f"artifact {name}: no interleaved rounds, unlike the machine's other shards")
                 continue
-            dirs, reason = _copy(root / name, name, data, n, staging, copy_checked)
-            if dirs is None:
+            copied, reason = _copy(dirs[name], name, data, n, staging, copy_checked)
+            if copied is None:
                 why.append(reason)
             else:
-                good.append((name, data, dirs))
+                good.append((name, data, copied))
         if good:
             own = replace(report, machines=tuple(m for m in report.machines if m.machine == machine), notes=())
             judged = {m.machine: m for m in paired_report(*_load(machine, good, n, staging), own, cfg).machines}
