@@ -92,6 +92,12 @@ def test_rounds_for_another_sha_are_named_and_the_timings_not_judged(tmp_path):
     shutil.rmtree(tmp_path / "b" / "bench-cpu" / "rounds" / "03")
     gone = ci_merge.merge_artifacts(tmp_path / "b", tmp_path / "m3", fail_on_regression=True)
     assert gone.exit_code == EXIT_INCOMPLETE and any("rounds/03/base is missing" in n for n in gone.notes)
+    other = _artifact(tmp_path / "c", "bench-cpu")
+    head2 = other / "bench-cpu" / "rounds" / "02" / "head"
+    shutil.move(head2 / MACHINE, head2 / "other-box")  # a round of another machine
+    moved = ci_merge.merge_artifacts(other, tmp_path / "m4", fail_on_regression=True)
+    assert moved.exit_code == EXIT_INCOMPLETE
+    assert any("rounds/02/head holds machines ['other-box']" in n for n in moved.notes), moved.notes
 
 
 def test_each_shard_judges_its_own_cases_on_its_own_rounds(tmp_path):
