@@ -51,6 +51,14 @@ def test_interleaved_rounds_pair_base_and_head(repo, tmp_path, head_speed, expec
     (c,) = [c for c in res.report.all() if c.benchmark == SPEED]
     assert c.method == "paired" and c.verdict is expected and not c.indicative
     assert res.exit_code == (1 if expected is Verdict.REGRESSION else 0)
+    # ci merge of the job's own artifact (what bench-comment.yml posts) judges the same
+    # rounds the same way: the merged verdict is the job's (pr.merge_rounds).
+    from vlmpath.pr.merge import merge_artifacts
+
+    merged = merge_artifacts(tmp_path / "out", tmp_path / "merged", fail_on_regression=True)
+    (m,) = [m for m in merged.report.all() if m.benchmark == SPEED]
+    assert (m.method, m.verdict, m.reason) == (c.method, c.verdict, c.reason)
+    assert merged.exit_code == res.exit_code
 
 
 @pytest.mark.e2e

@@ -34,6 +34,11 @@ def _values(runs: Sequence[RunResults], machine: str) -> list[dict]:
     return out
 
 
+def pairable(c) -> bool:
+    """A row the paired rounds re-judge: timing-like (banded), with a band."""
+    return c.method in ("mann-whitney", "threshold") and c.factor is not None
+
+
 def paired_report(base_rounds: Sequence[RunResults], head_rounds: Sequence[RunResults],
                   report: ComparisonReport, cfg: Thresholds) -> ComparisonReport:
     """``report`` (the last round's comparison) with timing-like verdicts re-judged by pairs."""
@@ -45,7 +50,7 @@ def paired_report(base_rounds: Sequence[RunResults], head_rounds: Sequence[RunRe
         bvals, hvals = _values(base_rounds, mc.machine), _values(head_rounds, mc.machine)
         rows = []
         for c in mc.comparisons:
-            if c.method not in ("mann-whitney", "threshold") or c.factor is None:
+            if not pairable(c):
                 rows.append(c)
                 continue
             key = (c.benchmark, c.params)

@@ -34,6 +34,7 @@ from vlmpath.pr.outputs import (
     write_outputs,
 )
 from vlmpath.pr.merge_engine import is_engine_run, load_engine_artifact
+from vlmpath.pr.merge_rounds import judge_rounds
 from vlmpath.pr.instructions import load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
 from vlmpath.compare.selection import keep_selected
@@ -362,6 +363,9 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     # could only make timings non-gating this way, which it can do anyway by its numbers).
     quick = any(d.get("quick") is True for _, d in runs)
     report = compare.compare(*(functools.reduce(records.merge_runs, side) for side in sides), cfg, quick=quick)
+    # Interleaved artifacts: timings judged on their own paired rounds, as ``ci pr`` did.
+    report, round_notes, no_rounds = judge_rounds(report, staging, {a.name: a for a in _artifact_dirs(root)}, runs,
+                                                  cfg, functools.partial(_merge_results, spent=spent))
     # Each machine's --bench, read as literal names (compare.selection): a pattern from an
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
     report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
@@ -371,7 +375,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
         report = replace(report, machines=tuple(
             replace(m, comparisons=m.comparisons + tuple(missing_rows(m.machine, *gaps[m.machine])))
             if m.machine in gaps else m for m in report.machines))
-    notes = list(errors) + grant_notes
+    notes = list(errors) + grant_notes + round_notes
     for name, d in runs:
         # A run's own notes may already name their machine (flow.py prefixes some): once.
         notes.extend(n if n.startswith(f"{d['machine']}: ") else f"{d['machine']}: {n}"
@@ -385,6 +389,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
         write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
     profiles = _read_profiles(root, [name for name, _ in runs])  # inside the comment's size fit
     absent = [f"{m}: shard {k}/{n}" for m, (n, ks) in sorted(gaps.items()) for k in ks]
+    absent += no_rounds
     code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles,
                          incomplete_because=f"missing {', '.join(absent)}" if absent else None)
     _append_ir_grew(root, out, [name for name, _ in runs])
