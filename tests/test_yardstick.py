@@ -203,6 +203,9 @@ def test_ci_merge_carries_the_head_definition_rows(repo, tmp_path):
     assert not any(c.machine != MACHINE for c in merged.report.regressions)
     comment = (tmp_path / "merged" / "comment.md").read_text()
     assert NEW_DEFINITION in comment and "yardstick moved" in comment
+    # The one artifact given as the root itself: the same rows.
+    alone = merge_artifacts(tmp_path / "arts" / "bench-cpu", tmp_path / "merged1", fail_on_regression=True)
+    assert shown(alone.report) == shown(single.report)
     # A head-definitions/ that claims another machine's results is refused, naming the artifact.
     other = tmp_path / "arts" / "bench-cpu" / "head-definitions"
     (other / MACHINE).rename(other / "elsewhere")

@@ -85,6 +85,11 @@ def _artifact_dirs(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
 
 
+def _dir_of(root: Path, name: str) -> Path:
+    """Artifact ``name``'s directory: ``root`` itself when ``root`` is the one artifact."""
+    return root if _artifact_dirs(root) == [root] else root / name
+
+
 def _load_run_json(path: Path) -> dict[str, Any]:
     data = safe_json.loads(_read_small(path), f"corrupted {path}", strict=True)
     if not isinstance(data, dict) or data.get("schema_version") != RUN_SCHEMA_VERSION:
@@ -151,7 +156,7 @@ def _read_profiles(root: Path, names: Sequence[str]) -> list:
 
     profiles: list[CaseProfile] = []
     for name in names:
-        path = root / name / PROFILES_FILE
+        path = _dir_of(root, name) / PROFILES_FILE
         if path.is_file() and not path.is_symlink():
             try:
                 got = profiles_from_json(_read_small(path), prefix=f"{name}/")
@@ -175,7 +180,7 @@ def _append_ir_grew(root: Path, out: Path, names: Sequence[str]) -> None:
 
     growths: list[CaseGrowth] = []
     for name in names:
-        path = root / name / GREW_FILE
+        path = _dir_of(root, name) / GREW_FILE
         if path.is_file() and not path.is_symlink():
             try:
                 growths.extend(growths_from_json(_read_small(path)))
@@ -260,7 +265,7 @@ def _with_head_definitions(report, staging: Path, runs, root: Path, head: str, b
         for mr in run.machines:
             base_names.setdefault(mr.machine, set()).update(m.benchmark for m in mr.metrics)
     for name, d in runs:
-        src = root / name / DEFINITIONS_SUBDIR
+        src = _dir_of(root, name) / DEFINITIONS_SUBDIR
         if not src.is_dir() or src.is_symlink():
             continue
         defs = staging / DEFINITIONS_SUBDIR / name
