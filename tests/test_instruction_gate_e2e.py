@@ -1,18 +1,25 @@
 """Does the real counter turn a change of the routine's own code red and name it?
 
 Both counters, natively (``ops``, the PR job's default: seconds, so in the default set) and
-under callgrind (``e2e``). Three checkouts of this source tree counted at once (one callgrind process each, as the PR
-job counts base and head; mode ``routine``: the vision tower replayed from an uncounted
-recording pass, and counted on its own per shape set): the tree itself (base), a copy whose
-default injector (``masked_scatter``) also sorts the rows it injects (a planted
-``torch.sort``), and a copy whose injector calls an extra Python helper once per row. One
-small case (``EmbedRoutine('default', 'video')``): valgrind's start-up with torch is the cost
-(minutes), so this is ``e2e``. Each plant must be a regression of the routine count, the
-tower count must not move (the plants are outside the tower), and the comment's "what
-grew" must name ``aten::sort`` and the helper. The unchanged pair is judged green on
-synthetic counts in ``test_instruction_gate.py``; A/A figures come from ``vlmpath trust``.
-"""
+under callgrind (``e2e``), on copies of this source tree counted at once (one counter process
+each, as the PR job counts base and head; mode ``routine``: the vision tower replayed from an
+uncounted recording pass, and counted on its own per shape set). Two plants in the default
+injector (``masked_scatter``): it also sorts the rows it injects (a planted ``torch.sort``),
+and it calls an extra Python helper once per row. One small case
+(``EmbedRoutine('default', 'video')``).
 
+- natively: three sides, the tree itself (base) and one copy per plant: each plant alone is
+  a regression of its own tally (the sort of aten elements, the helper of bytecodes), the
+  tower tallies do not move, and "what grew" names ``aten::sort`` and the helper;
+- under callgrind: valgrind's start-up with torch is the cost (minutes per process, one
+  core each), so two sides: base and ONE copy carrying both plants. The routine count must
+  be a regression, the tower count must not move (neither plant is in the tower), and the
+  comment's "what grew" must name both ``aten::sort`` and the helper: the callgrind path
+  sees and names each plant; that each alone is red is the native test's.
+
+The unchanged pair is judged green on synthetic counts in ``test_instruction_gate.py``;
+A/A figures come from ``vlmpath trust``.
+"""
 from __future__ import annotations
 
 import shutil
@@ -37,25 +44,35 @@ PLANTS = {
 }
 HELPER = "\n\ndef _planted_helper(rows, i):\n    return rows.shape[1] * i + 1\n"
 
-def _copy(tmp: Path, name: str) -> Path:
+def _copy(tmp: Path, name: str, plants: tuple[str, ...]) -> Path:
+    """A copy of this tree as side ``name`` with ``plants`` (in order) in ``masked_scatter``."""
     src = tmp / name / "src"
     shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     inject = src / "vlmpath" / "paths" / "inject.py"
     text = inject.read_text(encoding="utf-8")
     assert text.count(INJECT) == 1, "masked_scatter changed: update the plant"
-    inject.write_text(text.replace(INJECT, PLANTS[name]) + (HELPER if name == "helper" else ""), encoding="utf-8")
+    planted = "".join(PLANTS[p][:-len(INJECT)] for p in plants) + INJECT
+    inject.write_text(text.replace(INJECT, planted) + (HELPER if "helper" in plants else ""), encoding="utf-8")
     return src
 
 
-def _three_sides(tmp_path: Path, counter: str):
-    names = ("base", "sort", "helper")
-    sides = [ir_cases.Side("base", ROOT / "src", "a" * 40),
-             *(ir_cases.Side(n, _copy(tmp_path, n), c * 40) for n, c in (("sort", "b"), ("helper", "c")))]
+def _sides(tmp_path: Path, counter: str, heads: dict[str, tuple[str, ...]]):
+    """Base (this tree) and one planted copy per entry of ``heads`` (side name -> its plants),
+    counted at once: (records by side and benchmark, ``RunResults`` by side)."""
+    names = ("base", *heads)
+    shas = {n: c * 40 for n, c in zip(names, "abcdef")}
+    sides = [ir_cases.Side("base", ROOT / "src", shas["base"]),
+             *(ir_cases.Side(n, _copy(tmp_path, n, plants), shas[n]) for n, plants in heads.items())]
     got = ir_cases.count_sides(sides, bench=CASE, threads=1, log=lambda m: None, profiles=tmp_path / "prof",
                                counter=counter)
     assert all(s["not_measured"] is None for s in got), got
     by = {n: {r["benchmark"]: r for r in s["records"]} for n, s in zip(names, got)}
-    runs = {n: ir_cases.run_results(s, "cpu-e2e", c * 40) for n, s, c in zip(names, got, "abc")}
+    runs = {n: ir_cases.run_results(s, "cpu-e2e", shas[n]) for n, s in zip(names, got)}
+    return by, runs, got
+
+
+def _three_sides(tmp_path: Path, counter: str):
+    by, runs, _ = _sides(tmp_path, counter, {"sort": ("sort",), "helper": ("helper",)})
     return by, runs
 
 
@@ -97,19 +114,19 @@ def test_the_native_counter_turns_each_planted_change_red_names_it_and_leaves_th
 def test_planted_changes_of_the_routine_turn_its_count_red_and_are_named(tmp_path):
     if shutil.which("valgrind") is None:
         pytest.skip("needs valgrind (ci/setup.sh installs it)")
-    by, runs = _three_sides(tmp_path, "callgrind")
+    by, runs, got = _sides(tmp_path, "callgrind", {"both": ("sort", "helper")})
     routine, tower = ir_cases.ROUTINE_BENCH, ir_cases.TOWER_BENCH
     assert all(set(b) == {routine, tower} for b in by.values()), by
     assert all(r["error"] is None and r["instructions"] > 100_000 for b in by.values() for r in b.values()), by
-    for plant in ("sort", "helper"):
-        verdicts = {c.benchmark: c.verdict for c in compare(runs["base"], runs[plant], Thresholds.default()).all()}
-        assert verdicts == {routine: Verdict.REGRESSION, tower: Verdict.UNCHANGED}, (plant, by)
-    g_sort, g_help = (grew(f"video ({p})", tmp_path / "prof" / "base", tmp_path / "prof" / p,
-                           by["base"][routine]["profile"], by[p][routine]["profile"]) for p in ("sort", "helper"))
-    assert "aten::sort" in [r.name for r in g_sort.aten], g_sort
-    assert "vlmpath/paths/inject.py:_planted_helper" in [r.name for r in g_help.python], g_help
-    text = render_grew([g_sort, g_help])
+    verdicts = {c.benchmark: c.verdict for c in compare(runs["base"], runs["both"], Thresholds.default()).all()}
+    assert verdicts == {routine: Verdict.REGRESSION, tower: Verdict.UNCHANGED}, by
+    g = grew("video (sort + helper)", tmp_path / "prof" / "base", tmp_path / "prof" / "both",
+             by["base"][routine]["profile"], by["both"][routine]["profile"])
+    assert "aten::sort" in [r.name for r in g.aten], g
+    assert "vlmpath/paths/inject.py:_planted_helper" in [r.name for r in g.python], g
+    text = render_grew([g])
     assert "`aten::sort`" in text and "inject.py:_planted_helper" in text
-    sizes = {p: by[p][routine]["instructions"] / by["base"][routine]["instructions"] - 1 for p in ("sort", "helper")}
-    print(f"routine-only counts: base {by['base'][routine]['instructions']}, plants {sizes}; "
-          f"tower {by['base'][tower]['instructions']}; what grew:\n{text}")
+    size = by["both"][routine]["instructions"] / by["base"][routine]["instructions"] - 1
+    print(f"routine-only counts: base {by['base'][routine]['instructions']}, both plants {size:+.1%}; "
+          f"tower {by['base'][tower]['instructions']}; seconds per side {[s['seconds'] for s in got]}, "
+          f"CPU phases {[s['phases'] for s in got]}; what grew:\n{text}")
