@@ -172,7 +172,9 @@ def _add_engine(sub: argparse._SubParsersAction) -> None:
     for q in (inst, lst):
         q.add_argument("--home", default=None, metavar="DIR", help="engine envs dir (default VLMPATH_ENGINE_HOME "
                        "or ~/.cache/vlmpath/engines)")
-    from vlmpath.cli.engine import run_engine
+    from vlmpath.cli.engine import add_sweep_args, run_engine
+
+    add_sweep_args(esub, names)
 
     p.set_defaults(func=run_engine)
 
