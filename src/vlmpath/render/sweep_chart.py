@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.dates as mdates
+from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from vlmpath.render.report_figure import FAIL, MARKERS, PALETTE, add_note, mark, new_figure, save_figure, styled
@@ -39,9 +40,14 @@ def _value(rec: CaseRecord | None, name: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) else None
 
 
-@styled
 def sweep_chart(state: SweepState, records: Mapping[str, Sequence[CaseRecord]], path: str | os.PathLike) -> Path:
     """Draw ``state``'s releases (``records``: version -> its measured records) to ``path``."""
+    return save_figure(draw_sweep(state, records), path)
+
+
+@styled
+def draw_sweep(state: SweepState, records: Mapping[str, Sequence[CaseRecord]]) -> Figure:
+    """The chart's figure (see the module docstring)."""
     points = state.ordered()
     workloads = list(state.workloads) or sorted({r.workload for rs in records.values() for r in rs})
     fig = new_figure(max(8.0, 0.7 * len(points) + 4.0), 12.5)
@@ -82,10 +88,10 @@ def sweep_chart(state: SweepState, records: Mapping[str, Sequence[CaseRecord]], 
     title = f"{state.engine}: {done} releases by upload date ({state.scale} scale)"
     if state.partial:
         title += f" - PARTIAL: {done} of {whole} requested releases measured"
-    fig.suptitle(title, fontsize=11)
+    mark(fig.suptitle(title, fontsize=11), title)
     reasons = [f"{p.version}: {p.reason}" for p in points if p.state == "failed"]
     if reasons:
         extra = f" (+{len(reasons) - MAX_REASONS} more)" if len(reasons) > MAX_REASONS else ""
         text = "not driven by the adapter:\n" + "\n".join(r[:140] for r in reasons[:MAX_REASONS]) + extra
         add_note(fig, text)
-    return save_figure(fig, path)
+    return fig

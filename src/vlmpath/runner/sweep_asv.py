@@ -22,13 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.failures import Failure, failures_path
+from vlmpath.core.git import git
 from vlmpath.core.metrics import routine_metrics
 from vlmpath.suite.sweep import SweepState, point_records
 
@@ -44,11 +45,7 @@ def machine_name(engine: str) -> str:
 
 
 def _git(repo: Path, args: list[str], env: dict | None = None, stdin: str | None = None) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, input=stdin,
-                          env={**os.environ, **(env or {})})
-    if proc.returncode:
-        raise VlmpathError(f"engine sweep: git {args[0]} in {repo} failed: {proc.stderr.strip()[:300]}")
-    return proc.stdout.strip()
+    return git(repo, *args, stdin=stdin, env=env).stdout.strip()
 
 
 def release_history(store: Path, states: list[SweepState]) -> dict[tuple[str, str], str]:
@@ -118,10 +115,11 @@ def write_asv(store: Path, states: list[SweepState]) -> Path:
                     "python": ENV_NAME, "requirements": {st.engine: p.version}, "env_vars": {},
                     "result_columns": COLUMNS, "results": out, "durations": {}, "version": 2}
             atomic.write_text(results / machine / f"{sha[:8]}-{ENV_NAME}.json", json.dumps(data) + "\n")
-            fail = results / machine / f"vlmpath-failures-{sha[:8]}.json"
-            if p.state == "failed":
-                atomic.write_text(fail, json.dumps({"release": f"{st.engine}=={p.version}", "reason": p.reason,
-                                                    "failures": {b: p.reason for b in out}}, indent=2) + "\n")
+            fail = failures_path(results / machine, sha)
+            if p.state == "failed":  # the failure-file format of ``vlmpath run``: one entry per case
+                entries = [Failure(b, (("preset", repr(w)),), f"{st.engine}=={p.version}: {p.reason}").to_dict()
+                           for b in out for w in workloads]
+                atomic.write_text(fail, json.dumps(entries, indent=2, sort_keys=True) + "\n")
             else:
                 fail.unlink(missing_ok=True)
     return results

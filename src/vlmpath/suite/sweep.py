@@ -80,6 +80,7 @@ class Prepared:
     python: str | None = None
     install_seconds: float | None = None
     disk_bytes: int | None = None
+    home: str | None = None        # the engine home the release's env is in
 
 
 Prepare = Callable[[Release], Prepared]
@@ -139,8 +140,8 @@ def measure_release(prepared: Prepared, cases: Sequence, *, repeat: int = 1, dev
     """The adapters' measurement of ``cases`` with one release, in its env's python."""
     from vlmpath.suite.engine_run import measure_cases
 
-    return measure_cases(cases, prepared.spec, repeat=repeat, python=prepared.python, device=device,
-                         threads=threads)
+    return measure_cases(cases, prepared.spec, repeat=repeat, python=prepared.python, home=prepared.home,
+                         device=device, threads=threads)
 
 
 def install_release(release: Release, *, home: Path, shared_cache: Path | None, log=print) -> Prepared:
@@ -149,7 +150,7 @@ def install_release(release: Release, *, home: Path, shared_cache: Path | None, 
 
     env = envs.install(release.label, home, log=log, shared_cache=shared_cache)
     m = env.manifest
-    return Prepared(env.spec, str(env.python), m.get("install_seconds"), m.get("disk_bytes"))
+    return Prepared(env.spec, str(env.python), m.get("install_seconds"), m.get("disk_bytes"), str(home))
 
 
 def run_sweep(engine: str, releases: Sequence[Release], store: Path, *, prepare: Prepare, measure: Measure,
