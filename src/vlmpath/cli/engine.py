@@ -1,10 +1,12 @@
-"""What do ``vlmpath measure`` and ``vlmpath engine install|list`` do with parsed arguments?
+"""What do ``vlmpath measure`` and ``vlmpath engine install|list|sweep`` do with parsed arguments?
 
 The handlers behind the CLI's ``measure`` and ``engine`` subcommands (``vlmpath.cli``
 declares the arguments): ``measure`` plans the cases, measures them with the chosen engine through
 ``vlmpath.suite.engine_run.measure_cases`` (in this process for ``reference``, in the
 engine environment's python otherwise) and prints one table row per case; ``engine``
-installs and lists cached engine environments (``vlmpath.engines.envs``), complete or not.
+installs and lists cached engine environments (``vlmpath.engines.envs``), complete or not;
+``engine sweep`` measures a range of releases into one asv store and timeline chart
+(``vlmpath.suite.sweep``, ``vlmpath.runner.sweep_asv``, ``vlmpath.render.sweep_chart``).
 """
 
 from __future__ import annotations
@@ -177,15 +179,16 @@ def run_sweep_cmd(a: argparse.Namespace) -> int:
         prepare = sweep.fake_prepare(a.engine_src)
     else:
         def prepare(r):
-            p = sweep.install_release(r, home=home, shared_cache=cache, log=log)
-            return p
+            return sweep.install_release(r, home=home, shared_cache=cache, log=log)
+
     def measure(p, cases):
         out = sweep.measure_release(p, cases, repeat=a.repeat)
-        if a.remove_envs and not a.engine_src:
+        if a.remove_envs and not a.engine_src:  # disk for a long sweep: one env at a time
             from vlmpath.engines import envs
 
             envs.remove(p.spec, home)
         return out
+
     state = sweep.run_sweep(a.engine, chosen, store, prepare=prepare, measure=measure, workloads=workloads,
                             scale=a.scale, retry_failed=a.retry_failed, limit=a.limit, log=log)
     from vlmpath.render.sweep_chart import sweep_chart

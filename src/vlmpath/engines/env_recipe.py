@@ -66,14 +66,16 @@ class InstallContext:
 
     def run(self, name: str, cmd: list[str], **kw) -> None:
         """Run one step; a failure is an ``EngineError`` with the step's last stderr lines."""
-        s = time.perf_counter()
+        s, c = time.perf_counter(), _children_cpu()
         self.log(f"engine install: {name}: {' '.join(cmd)}")
         proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
         if proc.returncode:
             tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
             raise EngineError(f"vlmpath engine install {self.spec.label}: step {name!r} failed ({cmd[0]} "
                               f"exited {proc.returncode}):\n{tail}")
-        self.steps.append({"step": name, "command": cmd, "seconds": round(time.perf_counter() - s, 1)})
+        # CPU seconds too: on a shared box the wall time says more about the neighbours
+        self.steps.append({"step": name, "command": cmd, "seconds": round(time.perf_counter() - s, 1),
+                           "cpu_seconds": round(_children_cpu() - c, 1)})
 
 
 UV_ENV = "VLMPATH_UV"  # the uv binary (else ``uv`` on PATH, else ``python -m uv``)
@@ -102,6 +104,13 @@ def uv_pip(python: Path, cache: Path) -> list[str]:
     links = [x for x in os.environ.get("PIP_FIND_LINKS", "").split() if x]
     return (uv_command() + ["pip", "install", "-q", "--python", str(python), "--link-mode=hardlink",
                             "--cache-dir", str(cache)] + [a for x in links for a in ("--find-links", x)])
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def gpu_torch() -> str | None:

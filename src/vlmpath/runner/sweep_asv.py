@@ -36,8 +36,8 @@ from vlmpath.suite.sweep import SweepState, point_records
 ENV_NAME = "sweep"
 BENCH_CLASS = "bench_engine.Engine"
 COLUMNS = ["result", "params", "version", "started_at", "duration"]
-_GIT_ID = {"GIT_AUTHOR_NAME": "vlmpath engine sweep", "GIT_AUTHOR_EMAIL": "sweep@vlmpath.invalid",
-           "GIT_COMMITTER_NAME": "vlmpath engine sweep", "GIT_COMMITTER_EMAIL": "sweep@vlmpath.invalid"}
+_GIT_ID = {"GIT_AUTHOR_NAME": "vlmpath engine sweep", "GIT_AUTHOR_EMAIL": "sweep@example.invalid",
+           "GIT_COMMITTER_NAME": "vlmpath engine sweep", "GIT_COMMITTER_EMAIL": "sweep@example.invalid"}
 
 
 def machine_name(engine: str) -> str:
