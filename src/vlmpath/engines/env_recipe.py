@@ -66,7 +66,7 @@ class InstallContext:
 
     def run(self, name: str, cmd: list[str], **kw) -> None:
         """Run one step; a failure is an ``EngineError`` with the step's last stderr lines."""
-        s, c = time.perf_counter(), _children_cpu()
+        s, c = time.perf_counter(), children_cpu_seconds()
         self.log(f"engine install: {name}: {' '.join(cmd)}")
         proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
         if proc.returncode:
@@ -75,7 +75,7 @@ class InstallContext:
                               f"exited {proc.returncode}):\n{tail}")
         # CPU seconds too: on a shared box the wall time says more about the neighbours
         self.steps.append({"step": name, "command": cmd, "seconds": round(time.perf_counter() - s, 1),
-                           "cpu_seconds": round(_children_cpu() - c, 1)})
+                           "cpu_seconds": round(children_cpu_seconds() - c, 1)})
 
 
 UV_ENV = "VLMPATH_UV"  # the uv binary (else ``uv`` on PATH, else ``python -m uv``)
@@ -106,7 +106,7 @@ def uv_pip(python: Path, cache: Path) -> list[str]:
                             "--cache-dir", str(cache)] + [a for x in links for a in ("--find-links", x)])
 
 
-def _children_cpu() -> float:
+def children_cpu_seconds() -> float:
     import resource
 
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -30,6 +30,7 @@ from pathlib import Path
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
 from vlmpath.engines.base import EngineSpec, parse_engine
+from vlmpath.engines.env_recipe import children_cpu_seconds
 from vlmpath.engines.releases import Release
 from vlmpath.suite.record import CaseRecord, read_records, write_records
 
@@ -128,13 +129,6 @@ def one_line(text: str) -> str:
     return line[:MAX_REASON]
 
 
-def _children_cpu() -> float:
-    import resource
-
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def measure_release(prepared: Prepared, cases: Sequence, *, repeat: int = 1, device: str | None = None,
                     threads: int | None = None) -> list[CaseRecord]:
     """The adapters' measurement of ``cases`` with one release, in its env's python."""
@@ -191,14 +185,14 @@ def _one_release(rel: Release, store: Path, cases, prepare: Prepare, measure: Me
     except (VlmpathError, OSError) as exc:
         log(f"engine sweep: {rel.label}: install failed: {one_line(str(exc))}")
         return Point(rel.version, date, "failed", "install failed: " + one_line(str(exc)))
-    t0, c0 = time.perf_counter(), _children_cpu()
+    t0, c0 = time.perf_counter(), children_cpu_seconds()
     try:
         records = measure(prepared, cases)
     except (VlmpathError, OSError) as exc:  # the worker could not start or died
         records, crash = [], one_line(str(exc))
     else:
         crash = None
-    wall, cpu = round(time.perf_counter() - t0, 1), round(_children_cpu() - c0, 1)
+    wall, cpu = round(time.perf_counter() - t0, 1), round(children_cpu_seconds() - c0, 1)
     common = dict(install_seconds=prepared.install_seconds, disk_bytes=prepared.disk_bytes,
                   measure_seconds=wall, measure_cpu_seconds=cpu)
     if crash is not None or not records or all(r.error for r in records):
