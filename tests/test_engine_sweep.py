@@ -249,7 +249,7 @@ def test_two_release_sweep_of_the_fixture_engine_publishes_both_points(tmp_path)
                                               "0.5.23": [{"upload_time": "2026-10-30T01:34:33"}]}}))
     store = tmp_path / "store"
     cmd = [sys.executable, "-m", "vlmpath.cli", "engine", "sweep", "sglang", "0.5.22..0.5.23", "--engine-src",
-           str(FAKE), "--offline-dates", str(index), "--store", str(store), "--workload", "multi_region"]
+           str(FAKE), "--offline-dates", str(index), "--store", str(store), "--workload", "few_large_images"]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=280)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
