@@ -279,3 +279,31 @@ def test_a_release_is_measured_in_the_env_the_sweep_installed_not_the_default_ho
     sweep.measure_release(prepared, [])
     assert seen["install"] == ("sglang==0.5.12", tmp_path / "envs", tmp_path / "c")
     assert seen["measure"]["home"] == str(tmp_path / "envs")  # not ~/.cache/vlmpath/engines
+
+
+def test_vllm_no_deps_version_is_resolved_by_pip_even_when_uv_installs(tmp_path, monkeypatch):
+    # uv has no `--report`: asked through uv the dry run failed and the bare name got the newest
+    # xgrammar, which needs an apache-tvm-ffi vLLM 0.21 does not pin (the sweep's first 0.21.0 point)
+    import subprocess as sp
+
+    from vlmpath.engines.known import vllm as known_vllm
+
+    monkeypatch.setenv(env_recipe.UV_ENV, "/opt/uv")
+    ctx = env_recipe.InstallContext(EngineSpec("release", "vllm", "0.21.0"), None, tmp_path / "e", ROOT,
+                                    shared_cache=tmp_path / "cache")
+    monkeypatch.setattr(env_recipe, "pip_recipe", lambda c: {})
+    asked, ran = [], []
+
+    def fake_run(cmd, **kw):
+        asked.append(cmd)
+        report = Path(cmd[cmd.index("--report") + 1])
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps({"install": [{"metadata": {"name": "xgrammar", "version": "0.2.5.post1"}}]}))
+        return sp.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(sp, "run", fake_run)
+    monkeypatch.setattr(env_recipe.InstallContext, "run", lambda self, name, cmd, **kw: ran.append(cmd))
+    out = known_vllm.install(ctx)
+    assert asked[0][:3] == [str(ctx.python), "-m", "pip"]  # the resolver: pip
+    assert ran[0][:3] == ["/opt/uv", "pip", "install"] and "xgrammar==0.2.5.post1" in ran[0]  # the install: uv
+    assert out["no_deps"] == ["xgrammar==0.2.5.post1"]

@@ -64,6 +64,11 @@ class InstallContext:
             return uv_pip(self.python, self.shared_cache)
         return [str(self.python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
 
+    @property
+    def pip_resolver(self) -> list[str]:
+        """pip itself (its ``--dry-run --report``, which uv lacks), whichever installs the steps."""
+        return [str(self.python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+
     def run(self, name: str, cmd: list[str], **kw) -> None:
         """Run one step; a failure is an ``EngineError`` with the step's last stderr lines."""
         s, c = time.perf_counter(), children_cpu_seconds()
