@@ -69,7 +69,8 @@ def draw_sweep(state: SweepState, records: Mapping[str, Sequence[CaseRecord]]) -
         if name == "accuracy":
             ax.set_ylim(-0.05, 1.08)
         elif ax.has_data():
-            ax.set_ylim(bottom=0, top=max(1.0, ax.get_ylim()[1]) * 1.1)
+            top = max(1.0, ax.get_ylim()[1]) * 1.1
+            ax.set_ylim(bottom=-0.06 * top, top=top)  # a line at 0 (no syncs) stays visible above the floor
             ax.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=name != "tok_per_s"))
         failed = [p for p in points if p.state == "failed"]
         if failed:  # on the panel's floor whatever its scale: x in data, y in axes units
