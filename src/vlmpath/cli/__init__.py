@@ -166,7 +166,7 @@ def _add_engine(sub: argparse._SubParsersAction) -> None:
     from vlmpath.engines import registry  # the help names every registered engine
 
     names = registry.names()
-    p = sub.add_parser("engine", help=f"install or list cached engine environments ({', '.join(names)} releases)")
+    p = sub.add_parser("engine", help=f"install, list or sweep engine environments ({', '.join(names)} releases)")
     esub = p.add_subparsers(dest="engine_command", required=True)
     inst = esub.add_parser("install", help="build (or reuse, or repair) the engine environment of a release")
     inst.add_argument("spec", help=f"a release NAME==X of {', '.join(names)}, e.g. {registry.get(names[0]).example}")
@@ -174,7 +174,9 @@ def _add_engine(sub: argparse._SubParsersAction) -> None:
     for q in (inst, lst):
         q.add_argument("--home", default=None, metavar="DIR", help="engine envs dir (default VLMPATH_ENGINE_HOME "
                        "or ~/.cache/vlmpath/engines)")
-    from vlmpath.cli.engine import run_engine
+    from vlmpath.cli.engine import add_sweep_args, run_engine
+
+    add_sweep_args(esub, names)
 
     p.set_defaults(func=run_engine)
 

@@ -1,10 +1,12 @@
-"""What do ``vlmpath measure`` and ``vlmpath engine install|list`` do with parsed arguments?
+"""What do ``vlmpath measure`` and ``vlmpath engine install|list|sweep`` do with parsed arguments?
 
 The handlers behind the CLI's ``measure`` and ``engine`` subcommands (``vlmpath.cli``
 declares the arguments): ``measure`` plans the cases, measures them with the chosen engine through
 ``vlmpath.suite.engine_run.measure_cases`` (in this process for ``reference``, in the
 engine environment's python otherwise) and prints one table row per case; ``engine``
-installs and lists cached engine environments (``vlmpath.engines.envs``), complete or not.
+installs and lists cached engine environments (``vlmpath.engines.envs``), complete or not;
+``engine sweep`` measures a range of releases into one asv store and timeline chart
+(``vlmpath.suite.sweep``, ``vlmpath.runner.sweep_asv``, ``vlmpath.render.sweep_chart``).
 """
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ def run_engine(a: argparse.Namespace) -> int:
     from vlmpath.engines import envs
     from vlmpath.engines.base import EngineSpec
 
+    if a.engine_command == "sweep":
+        return run_sweep_cmd(a)
     if a.engine_command == "install":
         env = envs.install(EngineSpec.parse(a.spec), a.home)
         print(env.python)
@@ -110,4 +114,96 @@ def run_engine(a: argparse.Namespace) -> int:
         size = f"{m['disk_bytes'] / 2**30:.2f} GiB" if "disk_bytes" in m else "?"
         secs = f"{m['install_seconds']:.0f} s" if "install_seconds" in m else "?"
         print(f"{env.spec.label}\t{env.path}\t{size}\t{secs}\tcomplete")
+    return 0
+
+
+SWEEP_HOME = "~/.cache/vlmpath/sweep"
+
+
+def add_sweep_args(esub, names) -> None:
+    """``vlmpath engine sweep NAME RELEASES``'s arguments (docs/engine-sweep.md)."""
+    sw = esub.add_parser("sweep", help="measure every release of an engine into one asv dashboard and timeline")
+    sw.add_argument("engine", choices=names)
+    sw.add_argument("releases", help="A..B (the final releases in that range, e.g. 0.5.11..0.5.23) or a "
+                    "comma-separated list (0.5.12,0.5.14)")
+    sw.add_argument("--store", default=f"{SWEEP_HOME}/store", metavar="DIR",
+                    help=f"the sweep's results, asv site and chart (default {SWEEP_HOME}/store)")
+    sw.add_argument("--home", default=f"{SWEEP_HOME}/envs", metavar="DIR",
+                    help=f"where the releases' envs go (default {SWEEP_HOME}/envs)")
+    sw.add_argument("--cache", default=f"{SWEEP_HOME}/uv-cache", metavar="DIR",
+                    help="the one uv cache every env hard-links from")
+    sw.add_argument("--no-shared-cache", action="store_true", help="install each env with pip, as engine install")
+    sw.add_argument("--workload", action="append", default=None, metavar="NAME",
+                    help="preset (repeatable; default multi_region, mixed, interleaved_modalities)")
+    from vlmpath.cli.options import scale_option
+
+    scale_option(sw)  # a Scale, parsed once here (the sweep state records its name)
+    sw.add_argument("--repeat", type=int, default=1, help="timed passes per case (default 1)")
+    sw.add_argument("--limit", type=int, default=None, metavar="N", help="measure at most N new releases now "
+                    "(the rest stay to do: the sweep is recorded as partial)")
+    sw.add_argument("--retry-failed", action="store_true", help="measure failed releases again")
+    sw.add_argument("--remove-envs", action="store_true", help="delete each release's env once it is measured")
+    sw.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
+    sw.add_argument("--engine-src", default=None, metavar="DIR", help="measure every release from this source "
+                    "tree in this python (no installs: tests, offline tries)")
+    sw.add_argument("--offline-dates", default=None, metavar="FILE", help="a PyPI-style JSON file to read the "
+                    "releases and dates from instead of the package index")
+
+
+def run_sweep_cmd(a: argparse.Namespace) -> int:
+    import json
+
+    from vlmpath.engines import releases as rel
+    from vlmpath.engines.env_recipe import uv_command
+    from vlmpath.suite import sweep
+
+    selection = rel.parse_selection(a.releases)
+    if a.repeat < 1 or (a.limit is not None and a.limit < 0):
+        raise VlmpathError("--repeat must be at least 1 and --limit at least 0")
+    workloads = a.workload or list(sweep.DEFAULT_WORKLOADS)
+    from vlmpath.engines import registry
+
+    package = registry.get(a.engine).package
+    if a.offline_dates:
+        from vlmpath.core import safe_json
+
+        index = rel.parse_index(safe_json.load_file(Path(a.offline_dates), "not a package index JSON",
+                                                    "give a file of PyPI's /pypi/NAME/json"))
+    else:
+        index = rel.index_releases(package)
+    chosen = rel.select(a.engine, selection, index)
+    store, home = Path(a.store).expanduser(), Path(a.home).expanduser()
+    cache = None if a.no_shared_cache or a.engine_src else Path(a.cache).expanduser()
+    if cache is not None:
+        uv_command()  # no uv: say so before any work
+    print(f"engine sweep {a.engine}: {len(chosen)} releases ({', '.join(r.version for r in chosen)})", file=sys.stderr)
+    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    if a.engine_src:
+        prepare = sweep.fake_prepare(a.engine_src)
+    else:
+        def prepare(r):
+            return sweep.install_release(r, home=home, shared_cache=cache, log=log)
+
+    def measure(p, cases):
+        out = sweep.measure_release(p, cases, repeat=a.repeat)
+        if a.remove_envs and not a.engine_src:  # disk for a long sweep: one env at a time
+            from vlmpath.engines import envs
+
+            envs.remove(p.spec, home)
+        return out
+
+    state = sweep.run_sweep(a.engine, chosen, store, prepare=prepare, measure=measure, workloads=workloads,
+                            scale=a.scale, retry_failed=a.retry_failed, limit=a.limit, log=log)
+    from vlmpath.render.sweep_chart import sweep_chart
+    from vlmpath.runner.sweep_asv import publish, write_asv
+
+    states = [sweep.load_state(store, p.name[len("sweep-"):-len(".json")]) for p in sorted(store.glob("sweep-*.json"))]
+    write_asv(store, states)
+    chart = sweep_chart(state, {p.version: sweep.point_records(store, a.engine, p) for p in state.ordered()},
+                        store / f"timeline-{a.engine}.png")
+    site = None if a.no_publish else publish(store)
+    for p in state.ordered():
+        print(f"{a.engine}\t{p.version}\t{p.date[:10]}\t{p.state}\t{p.reason or ''}")
+    print(json.dumps({"engine": a.engine, "partial": state.partial, "measured": len(state.points),
+                      "requested": len(state.requested), "chart": str(chart), "dashboard": str(site) if site else None}))
     return 0

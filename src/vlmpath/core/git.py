@@ -18,10 +18,13 @@ from pathlib import Path
 from vlmpath.core.errors import VlmpathError
 
 
-def git(repo: str | os.PathLike[str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """``git -C repo args``; ``check``: a non-zero exit is a ``VlmpathError`` with git's message."""
+def git(repo: str | os.PathLike[str], *args: str, check: bool = True, stdin: str | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``git -C repo args``; ``check``: a non-zero exit is a ``VlmpathError`` with git's message.
+    ``stdin``: text fed to git; ``env``: variables added to this process's environment."""
     try:
-        r = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+        r = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False,
+                           input=stdin, env={**os.environ, **env} if env else None)
     except FileNotFoundError:
         raise VlmpathError("git is not installed or not on PATH: vlmpath names results by commit, install git") from None
     if check and r.returncode != 0:

@@ -170,9 +170,11 @@ def _du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def install(spec: EngineSpec, home=None, *, project_root: str | os.PathLike | None = None, log=print) -> EngineEnv:
+def install(spec: EngineSpec, home=None, *, project_root: str | os.PathLike | None = None, log=print,
+            shared_cache: str | os.PathLike | None = None) -> EngineEnv:
     """Build (or reuse) the engine environment of the release ``spec`` (``NAME==X``, parsed
-    by the CLI)."""
+    by the CLI); with ``shared_cache`` the steps install with uv, hard-linking from that one
+    cache (``env_recipe``)."""
     from vlmpath.core import atomic
     from vlmpath.engines import env_recipe, registry
 
@@ -190,7 +192,8 @@ def install(spec: EngineSpec, home=None, *, project_root: str | os.PathLike | No
         (env.path / MANIFEST).unlink(missing_ok=True)
         t0 = time.perf_counter()
         root = Path(project_root) if project_root else Path(__file__).resolve().parents[3]
-        ctx = env_recipe.InstallContext(spec, entry, env.path, root, log)
+        ctx = env_recipe.InstallContext(spec, entry, env.path, root, log,
+                                        shared_cache=Path(shared_cache) if shared_cache else None)
         try:
             fields = (entry.installer or env_recipe.pip_recipe)(ctx)
         except EngineError:

@@ -45,7 +45,9 @@ def install(ctx) -> dict:
     fields = pip_recipe(ctx)
     cons = ["-c", str(ctx.path / "chain-constraints.txt")]
     report = ctx.path / "no-deps-report.json"
-    dry = subprocess.run(ctx.pip + ["--dry-run", "--report", str(report)] + cons + list(NO_DEPS),
+    # pip's resolver even when uv installs (a shared cache): uv has no --report, and the bare
+    # name would get the newest xgrammar, which needs an apache-tvm-ffi the release does not pin
+    dry = subprocess.run(ctx.pip_resolver + ["--dry-run", "--report", str(report)] + cons + list(NO_DEPS),
                          capture_output=True, text=True, env=dict(os.environ))
     got = {}
     if dry.returncode == 0 and report.exists():
