@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.core.scales import Scale
 from vlmpath.measure.encoders import ENCODERS
 from vlmpath.measure.families.qwen2_5_vl import REGION_TOKENS, TOWERS, build_vision_tower
 from vlmpath.measure.fidelity import TOLERANCES, relative_error
@@ -45,8 +46,9 @@ def test_tower_weights_are_seeded(session):
 
 
 def test_unknown_scale_and_encoder():
+    # A scale is refused where it is parsed (the CLI, VLMPATH_SCALE): the tower takes a Scale.
     with pytest.raises(VlmpathError, match="tiny, full"):
-        build_vision_tower("huge")
+        Scale.parse("huge")
     with pytest.raises(UnknownNameError, match=", ".join(sorted(ENCODERS))):
         ENCODERS["minicpm"]
 
