@@ -14,6 +14,8 @@ again (``close``), in reverse order:
     role="scheduler", ranks=SpawnRanks(...))``, here into a context of its own
     (``create_context``) made current with ``use_context``, so the process's own context is
     back as it was after ``close``;
+  - ``publish`` into the process-wide context (0.5.21: no ``create_context``), its
+    ``snapshot_context`` put back with ``restore_context`` on ``close``;
   - ``set_global_server_args_for_scheduler`` (earlier 0.5): as ``run_scheduler_process`` calls
     it; the previous value is put back;
   - ``global_server_args_dict`` (older): ``Scheduler.__init__``'s update of that dict from the
@@ -116,6 +118,15 @@ class SglangServerState:
             ranks = rc.SpawnRanks(world_rank=0, dp_rank=None, gpu_id=gpu)
             self._stack.enter_context(rc.use_context(rc.create_context(args, role="scheduler", ranks=ranks)))
             return "runtime_context.publish(scheduler)"
+        if rc is not None and "ranks" in inspect.signature(getattr(rc, "publish", lambda: None)).parameters \
+                and hasattr(rc, "snapshot_context") and hasattr(rc, "restore_context"):
+            # 0.5.21: one process-wide context, no create/use: published into it as
+            # run_scheduler_process does, and put back from its own snapshot on close.
+            before = rc.snapshot_context()
+            self._stack.callback(rc.restore_context, before)
+            rc.publish(args, role="scheduler", ranks=rc.SpawnRanks(world_rank=0, dp_rank=None,
+                                                                   gpu_id=self.device.index or 0))
+            return "runtime_context.publish(scheduler, process-wide)"
         sa = importlib.import_module("sglang.srt.server_args")
         setter = getattr(sa, "set_global_server_args_for_scheduler", None)
         if setter is not None:
