@@ -59,3 +59,32 @@ def test_a_readback_in_the_count_and_a_forwarded_hash_are_seen():
     out = labelled({"count": "host_offsets", "shm": "rehash_after_materialize"}, seen)
     assert out["count"] == "mask_sum_item" and out["shm"] == "precomputed_hash"
     assert out["disagreements"].count(";") == 1  # two labels, one line each
+
+
+# The counted pass's elements written per operator (a record's counts_top["aten"]), shaped as
+# sglang 0.5.12 (where + index), 0.5.23 (cumsum + index_copy_) and vLLM 0.33 wrote them.
+WHERE_INDEX = {"aten::embedding": 225280, "aten::index_put_": 225280, "aten::nonzero": 704, "aten::cat": 213872}
+INDEX_COPY = {"aten::embedding": 225280, "aten::index_copy_": 225280, "aten::scatter_": 708, "aten::cumsum": 880}
+
+
+def test_the_operator_that_wrote_the_rows_labels_the_scatter():
+    assert observed(None, None, {}, None, "sglang", aten=WHERE_INDEX) == {"scatter": "index_put"}
+    assert observed(None, None, {}, None, "sglang", aten=INDEX_COPY) == {"scatter": "index_copy"}
+    assert observed(None, None, {}, None, "vllm", aten=WHERE_INDEX) == {"merge": "index_put"}
+    # the rows' writer, not a smaller scatter beside it (0.5.23's scatter_ of 708 elements)
+    assert observed(None, None, {}, None, "sglang", aten={**INDEX_COPY, "aten::masked_scatter_": 12}) == \
+        {"scatter": "index_copy"}
+    assert observed(None, None, {}, None, "sglang", aten=None) == {}  # no counted pass: nothing said
+
+
+def test_an_agreeing_scatter_guess_stays_and_a_changed_one_is_reported():
+    out = labelled({"scatter": "where_index"}, observed(None, None, {}, None, "sglang", aten=WHERE_INDEX))
+    assert out["scatter"] == "where_index" and "disagreements" not in out
+    assert out["labelled_by"] == "behaviour:scatter"
+    # A release whose source still mentions torch.where but now writes with masked_scatter_:
+    moved = {"aten::embedding": 225280, "aten::masked_scatter_": 225280}
+    out = labelled({"scatter": "where_index"}, observed(None, None, {}, None, "sglang", aten=moved))
+    assert out["scatter"] == "masked_scatter_" and out["scatter_by_name"] == "where_index"
+    assert "scatter: the engine behaved as masked_scatter_, its names suggest where_index" in out["disagreements"]
+    out = labelled({"merge": "index_put"}, observed(None, None, {}, None, "vllm", aten=moved))
+    assert out["merge"] == "masked_scatter_" and out["merge_by_name"] == "index_put"

@@ -12,6 +12,11 @@ cross-check:
   of one request each is ``per_request``; no step with misses in two requests: unobserved;
 - ``count`` (sglang): host readbacks outside the tower in the counted pass: none is
   ``host_offsets``; one named ``item`` (``mask.sum().item()``) is ``mask_sum_item``;
+- ``scatter`` (sglang) and ``merge`` (vLLM): of the operators that write rows into the
+  prompt's embeddings (``SCATTER_OPS``), the one that wrote the most elements in the counted
+  pass (the rows: items' tokens x hidden): ``masked_scatter_``, ``index_put`` (a ``where``
+  index or a boolean-mask assignment) or ``index_copy`` (cumsum offsets); nothing without a
+  counted pass;
 - ``shm`` (sglang): digests computed on the receiving side at arrival: none means the hash
   was forwarded with the shared-memory wrapper (``precomputed_hash``); any means the receiver
   hashed (``rehash_after_materialize``, or ``none``: no wrapper at all).
@@ -31,7 +36,16 @@ AGREES = {
     "count": {"host_offsets": {"host_offsets"}, "mask_sum_item": {"mask_sum_item"}},
     "shm": {"precomputed_hash": {"precomputed_hash"},
             "rehash_after_materialize": {"rehash_after_materialize", "none"}},
+    "scatter": {"masked_scatter_": {"masked_scatter_"}, "index_put": {"where_index"},
+                "index_copy": {"cumsum_index_copy"}},
+    "merge": {"masked_scatter_": {"masked_scatter_"}, "index_put": {"index_put"}},
 }
+#: The aten operators that write embedding rows in place, by the label each one gives.
+SCATTER_OPS = {"aten::masked_scatter_": "masked_scatter_", "aten::masked_scatter": "masked_scatter_",
+               "aten::index_put_": "index_put", "aten::index_put": "index_put",
+               "aten::index_copy_": "index_copy", "aten::index_copy": "index_copy"}
+#: Each engine's name for that seam.
+SCATTER_KEY = {"sglang": "scatter", "vllm": "merge"}
 
 
 @dataclass
@@ -56,10 +70,20 @@ class StepCalls:
         return None
 
 
+def scatter_of(aten: dict | None) -> str | None:
+    """The label of the row-writing operator that wrote the most elements (see above)."""
+    written = {op: n for op, n in (aten or {}).items() if op in SCATTER_OPS and isinstance(n, int) and n > 0}
+    return SCATTER_OPS[max(written, key=written.__getitem__)] if written else None
+
+
 def observed(calls: StepCalls | None, syncs: int | None, sync_events: dict, receiver_digests: int | None,
-             engine: str) -> dict:
-    """The labels the measured behaviour gives (only those it can tell)."""
+             engine: str, *, aten: dict | None = None) -> dict:
+    """The labels the measured behaviour gives (only those it can tell); ``aten``: the counted
+    pass's elements written per operator (a record's ``counts_top["aten"]``)."""
     out = {}
+    scatter = scatter_of(aten)
+    if scatter and engine in SCATTER_KEY:
+        out[SCATTER_KEY[engine]] = scatter
     encoding = calls.chunk_encoding() if calls is not None else None
     if encoding:
         out["chunk_encoding"] = encoding

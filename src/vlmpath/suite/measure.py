@@ -256,19 +256,20 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
         syncs=syncs, encoder_syncs=encoder_syncs, sync_events=events, device=str(session.device),
         peak_bytes=memory.allocated, reserved_bytes=memory.reserved, memory=memory.to_dict(),
         **({} if engine is None else {"engine": engine.label, "engine_version": engine.version,
-                                      "engine_seams": _labelled_seams(engine, routine, syncs, events, hstats)}),
+                                      "engine_seams": _labelled_seams(engine, routine, syncs, events, hstats, counts)}),
         **({} if counts is None else {"routine_bytecodes": counts.bytecodes,
                                       "routine_aten_elements": counts.elements, "counts_error": counts.error,
                                       "counts_top": counts.top}),
     )
 
 
-def _labelled_seams(engine, routine, syncs, events, hstats) -> dict:
+def _labelled_seams(engine, routine, syncs, events, hstats, counts) -> dict:
     """The engine's seams with the labels its measured behaviour gives (``engines.behaviour``)."""
     from vlmpath.engines.behaviour import labelled, observed
 
     name = engine.label.split("==")[0].split("@")[0]
-    seen = observed(getattr(routine, "calls", None), syncs, events, hstats.sha256_digests, name)
+    aten = (counts.top or {}).get("aten") if counts is not None and isinstance(counts.top, dict) else None
+    seen = observed(getattr(routine, "calls", None), syncs, events, hstats.sha256_digests, name, aten=aten)
     return labelled(dict(engine.seams), seen)
 
 
