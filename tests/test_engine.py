@@ -153,7 +153,9 @@ def test_engine_function_that_raises_fails_its_case_and_the_run_goes_on(tmp_path
     assert bad.tok_per_s is None and bad.accuracy < 1.0  # its multi-offset requests failed
     assert good.error is None and good.accuracy == 1.0 and good.tok_per_s > 0
     assert good.engine == spec.label and good.engine_version == "0.0.0+fake"
-    assert good.engine_seams["scatter"] == "unknown" and good.engine_seams["shm"] == "none"
+    # Its names give no scatter guess ("unknown"); what it did gives one: a mask assignment.
+    assert good.engine_seams["scatter"] == "index_put" and good.engine_seams["shm"] == "none"
+    assert "scatter_by_name" not in good.engine_seams and "disagreements" not in good.engine_seams
     assert good.encoder_calls > 0 and good.syncs is not None
 
 

@@ -88,3 +88,8 @@ def test_an_agreeing_scatter_guess_stays_and_a_changed_one_is_reported():
     assert "scatter: the engine behaved as masked_scatter_, its names suggest where_index" in out["disagreements"]
     out = labelled({"merge": "index_put"}, observed(None, None, {}, None, "vllm", aten=moved))
     assert out["merge"] == "masked_scatter_" and out["merge_by_name"] == "index_put"
+
+
+def test_a_guess_that_found_nothing_is_filled_in_without_a_disagreement():
+    out = labelled({"scatter": "unknown"}, observed(None, None, {}, None, "sglang", aten=WHERE_INDEX))
+    assert out["scatter"] == "index_put" and "disagreements" not in out and "scatter_by_name" not in out

@@ -103,6 +103,7 @@ def labelled(seams: dict, seen: dict) -> dict:
     lines = []
     for key, value in sorted(seen.items()):
         guess = seams.get(key)
+        guess = None if guess == "unknown" else guess  # the names found nothing: not a claim
         if guess is not None and guess not in AGREES.get(key, {}).get(value, {value}):
             out[f"{key}_by_name"] = guess
             lines.append(f"{key}: the engine behaved as {value}, its names suggest {guess}")
