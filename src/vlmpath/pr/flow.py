@@ -338,6 +338,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         "interleave": interleave, "instructions": instructions, "counter": counter if instructions else None,
         "instructions_bench": instructions_bench, "shard": shard_entry,
         "chart_notes": chart_notes, "serve": serve.model if serve is not None else None,
+        "serve_rounds": serve.rounds if serve is not None else None,
         "regressions": len(report.regressions), "not_judged": len(report.not_judged),
         "incomplete": report.incomplete, "exit_code": code,
     })

@@ -35,6 +35,7 @@ from vlmpath.pr.outputs import (
 )
 from vlmpath.pr.merge_engine import is_engine_run, load_engine_artifact
 from vlmpath.pr.merge_rounds import judge_rounds
+from vlmpath.pr.merge_serve import collect as collect_serve, judge_serve
 from vlmpath.pr.instructions import load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
 from vlmpath.compare.selection import keep_selected
@@ -307,6 +308,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     engine_runs: list[tuple[records.RunResults, records.RunResults]] = []
     counts: list[tuple[records.RunResults, records.RunResults]] = []
     shard_arts: dict[str, list] = {}  # machine -> its shard artifacts (pr.shard), merged below
+    served: list[tuple[str, Path, dict[str, Any]]] = []  # artifacts that claim serve rows (pr.merge_serve)
     for art in _artifact_dirs(root):
         name = art.name
         spent.check_time(f"artifact {name}")
@@ -333,6 +335,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
             counted = load_artifact(art, data["machine"], data["base_sha"], data["head_sha"])
             if counted is not None:  # instruction counts (``ci pr --instructions``) join the asv rows
                 counts.append(counted)
+            served.append((name, art, data))
         runs.append((name, data))
     for machine in shard_arts:
         if machine in owner:
@@ -361,13 +364,16 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     if head_sha is not None and head != head_sha.lower():
         raise VlmpathError(f"artifacts measured head {head[:12]}, but the workflow run is for {head_sha[:12]}")
     sides = [[_load_merged(dest, sha, owner)] if len(engine_runs) < len(runs) else [] for sha in (base_sha, head)]
-    for b, h in engine_runs + counts:
+    # Serve rows from each artifact's own run files, never its comparison (pr.merge_serve).
+    serve_got, serve_notes, no_serve = collect_serve(served, spent)
+    for b, h in engine_runs + counts + [(s.base[-1], s.head[-1]) for s in serve_got]:
         sides[0].append(b)
         sides[1].append(h)
     # A quick run on any machine makes its banded rows indicative (run.json says so; a PR
     # could only make timings non-gating this way, which it can do anyway by its numbers).
     quick = any(d.get("quick") is True for _, d in runs)
     report = compare.compare(*(functools.reduce(records.merge_runs, side) for side in sides), cfg, quick=quick)
+    report, paired_serve = judge_serve(report, serve_got, cfg)
     # Interleaved artifacts: timings judged on their own paired rounds, as ``ci pr`` did.
     report, round_notes, no_rounds = judge_rounds(report, staging, {a.name: a for a in _artifact_dirs(root)}, runs,
                                                   cfg, functools.partial(_merge_results, spent=spent))
@@ -380,7 +386,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
         report = replace(report, machines=tuple(
             replace(m, comparisons=m.comparisons + tuple(missing_rows(m.machine, *gaps[m.machine])))
             if m.machine in gaps else m for m in report.machines))
-    notes = list(errors) + grant_notes + round_notes
+    notes = list(errors) + grant_notes + round_notes + serve_notes + paired_serve
     for name, d in runs:
         # A run's own notes may already name their machine (flow.py prefixes some): once.
         notes.extend(n if n.startswith(f"{d['machine']}: ") else f"{d['machine']}: {n}"
@@ -394,7 +400,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
         write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
     profiles = _read_profiles(root, [name for name, _ in runs])  # inside the comment's size fit
     absent = [f"{m}: shard {k}/{n}" for m, (n, ks) in sorted(gaps.items()) for k in ks]
-    absent += no_rounds
+    absent += no_rounds + no_serve
     code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles,
                          incomplete_because=f"missing {', '.join(absent)}" if absent else None)
     _append_ir_grew(root, out, [name for name, _ in runs])
