@@ -31,8 +31,9 @@ from . import _common, _compat
 
 SERVE_MODEL_ENV = "VLMPATH_SERVE_MODEL"  # vlmpath.suite.bench_env.SERVE_MODEL_ENV (older packages lack it)
 SERVE_LAUNCH_ENV = "VLMPATH_SERVE_LAUNCH"
-#: Rows of the table that one side's run alone cannot give (see the module doc).
-ACROSS_SIDES = ("serve_agreement_base",)
+#: Rows of the table that one side's run alone cannot give (see the module doc), and the
+#: labelled-set score (a file the user passes to serve-bench, not a workload level).
+ACROSS_SIDES = ("serve_agreement_base", "serve_labelled_score")
 #: Run-file fields with no ``serve_`` prefix of their own.
 FIELDS = {"serve_errors": "errors"}
 

@@ -60,7 +60,8 @@ def test_without_a_model_nothing_starts_and_every_track_is_skipped(bench, monkey
 def test_one_track_per_serve_row_with_its_unit_and_the_measured_values(bench, monkeypatch, tmp_path):
     rows = [m for m in METRIC_BY_NAME.values() if m.name.startswith("serve_")]
     tracks = {n for n in dir(bench.Serve) if n.startswith("track_")}
-    assert tracks == {m.track_method for m in rows if m.name != "serve_agreement_base"}
+    # Across sides and the labelled set (a file given to serve-bench): no track of their own.
+    assert tracks == {m.track_method for m in rows if m.name not in ("serve_agreement_base", "serve_labelled_score")}
     assert all(getattr(bench.Serve, m.track_method).unit == m.unit for m in rows if m.track_method in tracks)
 
     seen = {}

@@ -85,6 +85,11 @@ def add_serve_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plant", default=None, metavar="FAULT",
                    help="with --launch, self-check: shift (image rows shifted by one) or delay:S")
     p.add_argument("--out", metavar="FILE", help="write the run here (JSON, atomic)")
+    p.add_argument("--labelled", default=None, metavar="FILE.jsonl",
+                   help='also score a small labelled set: one {"image": path beside the file, "question", "answer"} '
+                   "per line, each asked alone, greedily; exact match after normalisation (docs/serving.md)")
+    p.add_argument("--labelled-max-tokens", type=int, default=32, metavar="N",
+                   help="completion tokens at most per labelled question (the server may stop early; default 32)")
     p.add_argument("--log-dir", default=None, metavar="DIR", help="server log folder (default: beside --out)")
     p.add_argument("--engine-client", default="auto", choices=["auto", "vllm", "none"],
                    help="also run the engine's own bench client (`vllm bench serve`) on the same server and "
@@ -142,6 +147,7 @@ def _run_bench(a: argparse.Namespace) -> int:
     check_output_files(("--out", a.out))
     settings = _settings(a)
     client = _client_env(a)
+    labelled = _labelled_set(a)  # refused in one line before any server starts
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if a.server:
         if a.plant or a.server_pythonpath:
@@ -151,6 +157,7 @@ def _run_bench(a: argparse.Namespace) -> int:
             srv.model_dir = a.model  # the engine client's tokenizer
         doc = run_bench(srv, settings, say)
         doc["engine_client"] = _engine_client(a, client, srv, settings, doc, Path(log_dir(a)) / "engine-client")
+        _ask(a, labelled, srv, doc, say)
     else:
         if not a.model:
             raise VlmpathError("--launch needs --model DIR (write a tiny one with --write-tiny-model DIR)")
@@ -159,12 +166,38 @@ def _run_bench(a: argparse.Namespace) -> int:
             say(f"{a.launch} server up at {srv.url} (log {srv.log})")
             doc = run_bench(srv, settings, say)
             doc["engine_client"] = _engine_client(a, client, srv, settings, doc, Path(log_dir(a)) / "engine-client")
+            _ask(a, labelled, srv, doc, say)
     print(serve_table(doc), end="")
     print(engine_client_table(doc.get("engine_client", [])), end="")
     if a.out:
         write_run(a.out, doc)
         print(f"wrote {a.out}")
-    return 1 if any(c["errors"] for c in doc["cases"]) else 0
+    return 1 if any(c["errors"] for c in doc["cases"]) or (doc.get("labelled") or {}).get("errors") else 0
+
+
+def _labelled_set(a: argparse.Namespace):
+    from vlmpath.serving.labelled import load_labelled
+
+    if a.labelled is None:
+        return None
+    if not 1 <= a.labelled_max_tokens <= 4096:
+        raise VlmpathError(f"--labelled-max-tokens {a.labelled_max_tokens}: give a whole number from 1 to 4096")
+    return load_labelled(a.labelled)
+
+
+def _ask(a: argparse.Namespace, items, srv, doc: dict, say) -> None:
+    """The labelled-set part of the run, and its score line (``serving.labelled``)."""
+    from vlmpath.render.escape import log_line
+    from vlmpath.serving.labelled import ask_labelled, score, set_name
+
+    if items is None:
+        return
+    doc["labelled"] = ask_labelled(srv, items, set_name(a.labelled), max_tokens=a.labelled_max_tokens,
+                                   timeout_s=a.timeout)
+    correct, n = score(doc["labelled"])
+    failed = f", {doc['labelled']['errors']} failed: {doc['labelled']['error']}" if doc["labelled"]["errors"] else ""
+    say(log_line(f"labelled-set score {doc['labelled']['set']}: {correct}/{n} = {correct / n:.3f} "
+                 f"(exact match after normalisation){failed}"))
 
 
 def add_serve_pair(sub: argparse._SubParsersAction) -> None:

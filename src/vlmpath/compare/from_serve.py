@@ -9,7 +9,10 @@ agreement and errors exact. The across-side agreement row is computed here: head
 texts (each prompt of the level and each request alone) against base's, base's own value
 being the share of its prompts that produced a text. A level with any failed request has
 its throughput and latency rows failing with the first error (the comparison then names
-the case once, as one failure): a server that fails fast must never read as fast.
+the case once, as one failure): a server that fails fast must never read as fast. A run
+with a labelled set (``serve-bench --labelled``) adds one exact row, the labelled-set score
+(parameter ``set``), recomputed from its outputs and answers (``serving.labelled.score``),
+failing when any of its questions failed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from vlmpath.compare.thresholds import Thresholds
 from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.metrics import METRIC_BY_NAME
+from vlmpath.serving.labelled import score as labelled_score
 from vlmpath.serving.run_file import load_run
 from vlmpath.serving.stats import agreement
 
@@ -75,8 +79,18 @@ def run_from_serve(doc: dict, *, machine: str, commit: str, base: dict | None = 
         if across is not None or base is None:
             out.append(_metric(machine, commit, case, "serve_agreement_base", across,
                                error=None if across is not None else "no outputs"))
+    if doc.get("labelled") is not None:
+        out.append(_labelled_row(machine, commit, doc["labelled"]))
     run = MachineRun(machine=machine, commit=commit, metrics=tuple(sorted(out, key=lambda m: m.case)))
     return RunResults(commit=commit, machines=(run,), source=SOURCE)
+
+
+def _labelled_row(machine: str, commit: str, part: dict) -> Metric:
+    row = METRIC_BY_NAME["serve_labelled_score"]
+    correct, n = labelled_score(part)
+    err = f"{part['errors']} of {n} labelled questions failed: {part['error']}" if part["errors"] else None
+    return Metric(machine=machine, benchmark=f"{SERVE_BENCH}.{row.track_method}", params=(("set", part["set"]),),
+                  unit=row.unit, value=None if err else correct / n, error=err, commit=commit, source=SOURCE)
 
 
 def first_differences(base: dict, head: dict) -> list[tuple[str, int, int]]:

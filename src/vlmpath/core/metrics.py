@@ -172,6 +172,9 @@ METRICS: tuple[MetricSpec, ...] = (
                "share of head's greedy outputs identical to base's for the same requests"),
     MetricSpec("serve_errors", "errors", "lower", True, "count", False,
                "requests of a served level that failed (HTTP error, timeout, server gone)"),
+    MetricSpec("serve_labelled_score", "fraction", "higher", True, "fraction", False,
+               "labelled-set score: share of a labelled set's questions (serve-bench --labelled) whose greedy "
+               "answer equals the label after normalisation"),
 )
 
 #: Units asv implies by a benchmark's prefix (no row of their own: ``time_``, ``peakmem_``).

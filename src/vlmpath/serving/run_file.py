@@ -100,6 +100,22 @@ def _case(c: Any, where: str) -> dict:
     return out
 
 
+def _labelled(v: Any, where: str) -> dict:
+    """The labelled-set part (``serving.labelled``): its name, answers and outputs, paired."""
+    w = f"{where}: labelled"
+    if not isinstance(v, dict):
+        raise _bad(w, "not an object")
+    answers, outputs = _texts(v.get("answers"), w, "answers"), _texts(v.get("outputs"), w, "outputs")
+    if not answers or len(answers) != len(outputs) or any(a is None for a in answers):
+        raise _bad(w, "answers and outputs are not two equally long, non-empty lists")
+    err = v.get("error")
+    if err is not None and not isinstance(err, str):
+        raise _bad(w, "error is not a text")
+    return {"set": _name(v.get("set"), w, "set"), "answers": answers, "outputs": outputs,
+            "errors": _count(v.get("errors", 0), w, "errors", len(answers)),
+            "error": None if err is None else err[:MAX_ERROR]}
+
+
 def parse_run(doc: Any, where: str) -> dict:
     """The checked serve-run document (module doc)."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
@@ -117,8 +133,11 @@ def parse_run(doc: Any, where: str) -> dict:
         raise _bad(where, "a workload and concurrency level appears twice")
     server = doc.get("server") if isinstance(doc.get("server"), dict) else {}
     kind = server.get("kind")
-    return {"schema": SCHEMA, "cases": out, "solo": solo,
-            "server": {"kind": kind if isinstance(kind, str) and _NAME.match(kind) else "unknown"}}
+    parsed = {"schema": SCHEMA, "cases": out, "solo": solo,
+              "server": {"kind": kind if isinstance(kind, str) and _NAME.match(kind) else "unknown"}}
+    if doc.get("labelled") is not None:
+        parsed["labelled"] = _labelled(doc["labelled"], where)
+    return parsed
 
 
 def load_run(path: str | os.PathLike[str]) -> dict:
