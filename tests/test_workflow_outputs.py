@@ -297,3 +297,40 @@ def test_a_job_summary_of_hostile_files_is_escaped(tmp_path, wf, name):
         assert "| case | verdict |" in summary
     else:  # written in the container: escaped too
         assert "| case | verdict |" not in summary and "\\| case \\| verdict \\|" in summary
+
+
+def _serve_env(tmp_path: Path, **over) -> dict:
+    model = tmp_path / "model"
+    model.mkdir(parents=True, exist_ok=True)
+    (model / "config.json").write_text("{}")
+    return {"GPU_FLAGS": "--gpus all", "VENDOR": "nvidia", "IMAGE": "vlmpath:cuda-pr", "SERVE_MODEL": str(model),
+            "SERVE_LAUNCH": "sglang", **over}
+
+
+def test_the_gpu_serve_step_is_opt_in_and_runs_mains_script_in_the_container_inside_stop_commands(tmp_path):
+    job, step = _step(GPU_WF, "Serve the PR head")
+    assert "vars.VLMPATH_SERVE_MODEL != ''" in step["if"] and "matrix.shard == 1" in step["if"]
+    assert step["env"]["SERVE_MODEL"] == "${{ vars.VLMPATH_SERVE_MODEL }}"
+    rc, log, output, _ = _run(tmp_path, step, _env_of(GPU_WF, job), _serve_env(tmp_path))
+    assert rc == 0 and output == "" and MARK in log and commands(log) == []  # the container's lines: inert
+    token = re.search(r"::stop-commands::([0-9a-f]{32})", log).group(1)
+    calls = [eval(ln) for ln in (tmp_path / "stub.log").read_text().splitlines()]  # noqa: S307 - our stub's repr
+    (name, argv, _), = calls
+    assert name == "docker" and token not in repr(argv)
+    # The model read-only, main's script read-only, the PR head only inside the container.
+    assert f"{tmp_path / 'model'}:/model:ro" in argv and any(a.endswith("tool/ci/gpu-serve.sh:/opt/vlmpath-ci/"
+                                                                      "gpu-serve.sh:ro") for a in argv)
+    assert argv[argv.index("vlmpath:cuda-pr"):] == ["vlmpath:cuda-pr", "bash", "/opt/vlmpath-ci/gpu-serve.sh",
+                                                    "/out/gpu-serve", "/model", "sglang", "python3"]
+    rc, log, _, _ = _run(tmp_path / "f", step, _env_of(GPU_WF, job), {**_serve_env(tmp_path), "STUB_RC": "4"})
+    assert rc == 4 and commands(log) == []
+
+
+@pytest.mark.parametrize("field,value", [("SERVE_MODEL", HOSTILE), ("SERVE_MODEL", "/models/../etc"),
+                                         ("SERVE_MODEL", "relative/model"), ("SERVE_LAUNCH", HOSTILE),
+                                         ("SERVE_MODEL", "/no/such/model")])
+def test_the_gpu_serve_step_refuses_a_bad_variable_without_echoing_it_or_running_docker(tmp_path, field, value):
+    job, step = _step(GPU_WF, "Serve the PR head")
+    rc, log, output, _ = _run(tmp_path, step, _env_of(GPU_WF, job), _serve_env(tmp_path, **{field: value}))
+    assert rc == 1 and output == "" and MARK not in log and commands(log)[0].startswith("::error::")
+    assert not (tmp_path / "stub.log").exists()  # nothing ran
