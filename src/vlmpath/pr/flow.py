@@ -233,6 +233,9 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     if shard is not None and shard.k != 1 and instructions:
         instructions = False  # counted once, in shard 1 (pr.shard)
         notes.append(f"shard {shard}: instruction counts are in shard 1/{shard.n}")
+    if shard is not None and shard.k != 1 and serve is not None:
+        serve = None  # served once, in shard 1 (ci merge refuses two artifacts of a machine with serve rows)
+        notes.append(f"shard {shard}: serve rows are in shard 1/{shard.n}")
     child_env: dict[str, str] = {}
 
     def request(sha: str, source: Path, bench_root: Path, results: Path = rdir, sel: str | None = None,
