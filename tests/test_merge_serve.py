@@ -115,6 +115,14 @@ def test_a_claimed_serve_run_with_a_missing_round_is_named_incomplete_never_gree
     assert any("serve/head-3.json is missing" in n and "not judged" in n for n in res.report.notes)
 
 
+def test_a_serve_folder_that_is_a_link_is_not_followed(tmp_path):
+    root = _artifact(tmp_path / "a")
+    (root / "bench-cpu" / "serve").rename(tmp_path / "elsewhere")
+    (root / "bench-cpu" / "serve").symlink_to(tmp_path / "elsewhere")
+    res = ci_merge.merge_artifacts(root, tmp_path / "m", fail_on_regression=True)
+    assert res.exit_code == EXIT_INCOMPLETE and any("serve/ is missing (or a link)" in n for n in res.report.notes)
+
+
 def test_a_malformed_serve_round_or_round_count_is_named_not_read(tmp_path):
     root = _artifact(tmp_path / "a")
     (root / "bench-cpu" / "serve" / "base-0.json").write_text(json.dumps({"schema": SCHEMA, "cases": "lots"}))

@@ -57,6 +57,8 @@ def _claimed_rounds(data: dict[str, Any]) -> int | None:
 
 def _files(art: Path, name: str, n: int) -> list[tuple[Path, str]]:
     """Each round's (path, where), base then head; a missing or oversized one refused."""
+    if (art / SERVE_SUBDIR).is_symlink() or not (art / SERVE_SUBDIR).is_dir():
+        raise VlmpathError(f"artifact {name}: {SERVE_SUBDIR}/ is missing (or a link)")
     out = []
     for i in range(n):
         for side in ("base", "head"):
