@@ -21,6 +21,7 @@ import pytest
 from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.from_serve import compare_serve_runs
 from vlmpath.core.errors import VlmpathError
+from vlmpath.serving import labelled
 from vlmpath.serving.bench import BenchSettings, run_bench
 from vlmpath.serving.launch import launched
 from vlmpath.serving.pairs import LaunchSpec, interleaved
@@ -65,12 +66,19 @@ def test_delay_is_caught_on_pairs_the_aa_pair_is_green_and_a_shift_is_red(tiny, 
     assert slow["track_serve_request_per_s"].method == "paired"
     assert _by(delay, "track_serve_agreement_base") == {"video": Verdict.UNCHANGED}
 
-    # Agreement is exact: one round of a shifted server against base's last round.
-    shifted = interleaved({"shift": spec("shift")}, settings, 1, tmp_path / "shift")["shift"]
-    shift, diffs = compare_serve_runs(base[-1:], [str(shifted[0])])
-    assert _by(shift, "track_serve_agreement_base") == {"video": Verdict.REGRESSION}
-    assert shift.exit_code() == 1 and diffs and diffs[0][0] == "video"
+    # The shift (agreement exact) is test_ci_pr_serve_..._head_shifts_image_rows: real ci pr --serve.
     assert _servers_left(tiny) == []
+
+
+def _one_labelled_question(srv, tmp_path):
+    from PIL import Image
+
+    (tmp_path / "set").mkdir()
+    Image.new("RGB", (56, 28), (200, 30, 30)).save(tmp_path / "set" / "red.png")
+    line = json.dumps({"image": "red.png", "question": "Which colour is it?", "answer": "no such answer"})
+    (tmp_path / "set" / "one.jsonl").write_text(line + "\n")
+    items = labelled.load_labelled(tmp_path / "set" / "one.jsonl")
+    return labelled.ask_labelled(srv, items, "one", max_tokens=4, timeout_s=30.0)
 
 
 def test_a_model_that_does_not_load_and_a_server_that_dies_are_one_line_and_failure_rows(tiny, tmp_path):
@@ -82,12 +90,15 @@ def test_a_model_that_does_not_load_and_a_server_that_dies_are_one_line_and_fail
             pass
     assert str(broken) in str(err.value) and "exited with code" in str(err.value)
 
-    # Dies at its 4th generate call: warm-up, 2 alone, then the first of the level.
+    # Dies at its 5th generate call: one labelled question, warm-up, 2 alone, then the first of the level.
     settings = BenchSettings(("video",), (2,), max_tokens=4, prompts=4, timeout_s=30.0)
-    with launched("transformers", tiny, log_dir=tmp_path, plant="exit:3") as srv:
+    with launched("transformers", tiny, log_dir=tmp_path, plant="exit:4") as srv:
+        part = _one_labelled_question(srv, tmp_path)
         doc = run_bench(srv, settings)
     case = doc["cases"][0]
     assert case["errors"] == 4 and case["completed"] == 0 and case["error"]
+    # The real server answered the labelled question (image decoded, sent, answered greedily).
+    assert part["errors"] == 0 and part["outputs"][0] is not None and labelled.score(part) == (0, 1)
     assert _servers_left(tiny) == []
 
 
@@ -107,3 +118,34 @@ def test_vllms_own_client_reads_the_same_requests_and_texts_on_the_same_server(t
     assert row["failed"] == 0 and row["agreement_ours"] == 1.0  # the same greedy texts, request for request
     assert row["request_per_s"] > 0 and row["output_tok_per_s"] > 0
     assert _servers_left(tiny) == []
+
+
+def test_ci_pr_serve_over_two_real_trees_is_red_naming_the_workload_when_head_shifts_image_rows(tiny, tmp_path):
+    # The real ``ci pr --serve`` (the suite faked as in tests/test_ci_serve.py, the servers
+    # real): two worktrees of a tiny git repo, head's tree carrying a copy of the served
+    # model's patch (image rows shifted by one) that its server imports from its src/.
+    import os
+
+    from test_ci_flow import MACHINE, FakeSuite, commit_value, git
+
+    from vlmpath.pr import flow as ci_flow
+    from vlmpath.pr.options import PrOptions
+    from vlmpath.pr.serve import ServeOptions
+    from vlmpath.serving.launch import PLANT_SITE
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    base = commit_value(repo, 1.0, "base")
+    plant = (PLANT_SITE / "sitecustomize.py").read_text()
+    (repo / "src" / "sitecustomize.py").write_text(plant + '\n_install("shift")\n')
+    head = commit_value(repo, 1.0, "head: image rows shifted")
+    serve = ServeOptions(tiny, rounds=1, workloads=("video",), concurrency=(1,), max_tokens=4)
+    opts = PrOptions(base, head, out_dir=tmp_path / "out", repo=repo, machine=MACHINE, charts=False,
+                     results_dir=tmp_path / "store", serve=serve)
+    res = ci_flow.run_pr(opts, run_suite=FakeSuite(), env={"PATH": os.environ["PATH"]})
+    assert _servers_left(tiny) == []
+    assert _by(res.report, "track_serve_agreement_base") == {"video": Verdict.REGRESSION}
+    assert _by(res.report, "track_serve_agreement_solo") == {"video": Verdict.UNCHANGED}  # each side self-consistent
+    assert res.exit_code == 1 and any(n.startswith("served outputs differ: video c=1") for n in res.notes)
+    assert [dict(r.params)["workload"] for r in res.report.regressions] == ["video"]
