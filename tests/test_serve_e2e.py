@@ -3,9 +3,10 @@
 End to end (``-m e2e``): servers of one tiny checkpoint written offline, up at once and
 measured in 6 interleaved rounds (``serving.pairs``): base, a second unchanged base (the A/A
 pair) and head with a planted 2 s delay before each generate call: the delay is caught on
-throughput by the paired rounds, the A/A pair stays green. Then one round of a head with
-image rows shifted by one (planted in that server process only) turns the across-side
-agreement red naming the workload. Then the lifecycle: a model directory that does not load and a server
+throughput by the paired rounds, the A/A pair stays green. Then the real ``ci pr --serve``
+over two worktrees of a tiny git repo, head's tree shifting image rows by one in its
+server: the across-side agreement red naming the workload (one round). A labelled
+question is asked of a live server too. Then the lifecycle: a model directory that does not load and a server
 that dies mid-run are one line and failure rows, bounded by the request timeout; no server
 process outlives any of it. Last, vLLM's own bench client (``vllm bench serve``, when the
 vLLM engine env is installed) on the same server and requests gives the same texts.

@@ -167,9 +167,11 @@ def stop(server: Server) -> None:
 def launched(kind: str, model: str, *, log_dir: str | os.PathLike[str], python: str | None = None,
              port: int | None = None, device: str = "cpu", pythonpath: Sequence[str] = (),
              startup_timeout_s: float = 120.0, env: dict[str, str] | None = None,
-             plant: str | None = None) -> Iterator[Server]:
+             plant: str | None = None, wait: bool = True) -> Iterator[Server]:
     """Start a ``kind`` server for ``model``, wait until it is up, yield it, stop it (module doc).
-    ``plant``: a planted fault (``plant_site``) loaded into this server process only."""
+    ``plant``: a planted fault (``plant_site``) loaded into this server process only.
+    ``wait=False``: yield it at once (the caller waits: ``wait_healthy``), so several servers
+    start side by side."""
     if kind not in KINDS:
         raise VlmpathError(f"--launch {kind!r}: use one of {', '.join(KINDS)}")
     if plant is not None:
@@ -196,7 +198,8 @@ def launched(kind: str, model: str, *, log_dir: str | os.PathLike[str], python: 
                     model=None if kind == "transformers" else str(mdir), proc=proc, log=log, command=tuple(cmd),
                     model_dir=str(mdir))
     try:
-        wait_healthy(server, startup_timeout_s)
+        if wait:
+            wait_healthy(server, startup_timeout_s)
         yield server
     finally:
         stop(server)

@@ -4,7 +4,7 @@
 ``launch.LaunchSpec``: model, interpreter, ``PYTHONPATH`` of the side's tree, a planted
 fault), keeps both up, and measures them in alternating rounds, the side that goes first
 alternating too (base-head, head-base, ...; with more sides the order rotates), writing ``base-<i>.json`` and ``head-<i>.json``
-per round. Only the last round also serves each request alone (the within-run agreement's reference:
+per round (the servers load side by side: all started, then each waited for). Only the last round also serves each request alone (the within-run agreement's reference:
 the comparison judges exact rows on the last round). Round i of base and round i of head are a pair: the comparison judges timings on
 the pairs (``compare.paired`` through ``compare.from_serve``), never on pooled samples.
 Both servers are stopped on the way out, whatever happened.
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vlmpath.serving.bench import BenchSettings, run_bench
-from vlmpath.serving.launch import launched
+from vlmpath.serving.launch import launched, wait_healthy
 from vlmpath.serving.run_file import write_run
 
 
@@ -34,10 +34,11 @@ class LaunchSpec:
     startup_timeout_s: float = 120.0
 
 
-def start(spec: LaunchSpec, log_dir: str | os.PathLike[str]):
-    """The context manager that runs ``spec``'s server."""
+def start(spec: LaunchSpec, log_dir: str | os.PathLike[str], wait: bool = True):
+    """The context manager that runs ``spec``'s server (``wait=False``: not yet up, see ``launched``)."""
     return launched(spec.kind, spec.model, log_dir=log_dir, python=spec.python, device=spec.device,
-                    pythonpath=spec.pythonpath, startup_timeout_s=spec.startup_timeout_s, plant=spec.plant)
+                    pythonpath=spec.pythonpath, startup_timeout_s=spec.startup_timeout_s, plant=spec.plant,
+                    wait=wait)
 
 
 def interleaved(sides: dict[str, LaunchSpec], settings: BenchSettings, rounds: int,
@@ -51,7 +52,10 @@ def interleaved(sides: dict[str, LaunchSpec], settings: BenchSettings, rounds: i
     names = list(sides)
     paths: dict[str, list[Path]] = {n: [] for n in names}
     with contextlib.ExitStack() as stack:
-        servers = {n: stack.enter_context(start(sides[n], out / "logs")) for n in names}
+        # All started first, then each waited for: the servers load side by side.
+        servers = {n: stack.enter_context(start(sides[n], out / "logs", wait=False)) for n in names}
+        for n in names:
+            wait_healthy(servers[n], sides[n].startup_timeout_s)
         for i in range(rounds):
             k = i % len(names)
             for side in names[k:] + names[:k]:
