@@ -200,14 +200,17 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
         run_from_records(base_recs, machine=machine, commit=base_sha, where=f"base records ({base_sha[:8]})"),
         run_from_records(head_recs, machine=machine, commit=head_sha, where=f"head records ({head_sha[:8]})"),
         cfg)
-    # The yardstick is this vlmpath's (cases, thresholds, instruments), never the engine PR's.
+    # The yardstick is this vlmpath's (cases, thresholds, instruments), never the engine PR's;
+    # the comment's notice also says what measured each side (release, and vLLM's runner).
+    measured_by = (f"measured by: base {', '.join(engines_of(base_recs)) or '?'}; "
+                   f"head {', '.join(engines_of(head_recs)) or '?'}")
     notes.append(ENGINE_NOTICE)
-    report = replace(report, notes=(ENGINE_NOTICE, *report.notes))
+    report = replace(report, notes=(f"{ENGINE_NOTICE}; {measured_by}", *report.notes))
     header = [f"engine: {root} ({sub or '.'})",
               f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {head} -> {head_sha}", f"machine: {machine}",
               f"workloads: {', '.join(wls)} (scale {scale}, repeat {repeat})",
-              f"measured by: base {', '.join(engines_of(base_recs)) or '?'}; head {', '.join(engines_of(head_recs)) or '?'}",
+              measured_by,
               *(f"note: {n}" for n in notes)]
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
     from vlmpath.pr.instructions import GREW_FILE, what_grew_records
