@@ -37,18 +37,18 @@ def _property_why(use_v2: bool, config) -> str:
     env = getattr(envs, "VLLM_USE_V2_MODEL_RUNNER", None)
     if env is not None and bool(env) == use_v2:
         return f"VLLM_USE_V2_MODEL_RUNNER={int(bool(env))}"
-    if use_v2:
-        return "its default"
     try:
         from vllm.triton_utils import HAS_TRITON
     except ImportError:
         HAS_TRITON = None
-    if HAS_TRITON is False:
-        return "no Triton"
     unsupported = getattr(config, "_get_v2_model_runner_unsupported_features", lambda: [])()
-    if unsupported:
+    if not use_v2 and HAS_TRITON is False:
+        return "no Triton"
+    if not use_v2 and unsupported:
         return "v2 lacks " + ", ".join(map(str, unsupported))
-    return "VllmConfig.use_v2_model_runner"
+    if use_v2 and HAS_TRITON and not unsupported:
+        return "its default"
+    return "VllmConfig.use_v2_model_runner"  # its answer, from inputs not read here (HiSparse, ...)
 
 
 def server_choice(api) -> tuple[str, str]:
