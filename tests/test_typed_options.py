@@ -177,6 +177,7 @@ def test_pr_options_refuse_counts_or_shards_with_an_engine_repository():
     with pytest.raises(VlmpathError, match="leave them out with --engine-src"):
         PrOptions("a", "b", engine_src="/x", shard=Shard(1, 2))
     assert PrOptions("a", "b", engine_src="/x").tower is Tower.OURS
+    assert PrOptions("a", "b", engine_src="/x").vllm_runner is VllmRunner.SERVER
 
 
 # --- the gate: parsed at the boundaries only ---------------------------------------------------
@@ -190,7 +191,7 @@ BOUNDARIES = {
     "Shard": {"runner/shards.py", "cli/run.py"},
     "Tower": {"core/option_enums.py", "cli/__init__.py", "cli/run.py"},
     "Counter": {"core/option_enums.py", "cli/__init__.py", "cli/run.py", "cli/instructions.py"},
-    "VllmRunner": {"core/option_enums.py", "cli/__init__.py", "suite/worker.py"},  # the worker's job
+    "VllmRunner": {"core/option_enums.py", "cli/__init__.py", "cli/run.py", "suite/worker.py"},  # the worker's job
     "MachineName": {"core/machine_names.py", "cli/run.py", "cli/ci.py", "measure/platform.py"},
 }
 _PARSE = re.compile(r"\b(" + "|".join(BOUNDARIES) + r")\.parse\b")
