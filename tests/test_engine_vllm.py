@@ -16,7 +16,7 @@ fixture); the tests then check:
 - the runner driven is the one the release's own server picks on this device
   (``VllmConfig.use_v2_model_runner``: v1 on a CPU without Triton), said with its why in
   the ``runner`` seam; the other runner of a release with both (``--vllm-runner``) places
-  every row on every preset too, with the same encoder calls and syncs;
+  every row on every preset too, with the same encoder calls;
 - a fault planted in the engine's step fails only its case, with the engine's message;
   rows handed to the engine in the wrong order lower the accuracy; the mask treated as
   device memory costs a sync per merge (the sync count is not blind).
@@ -71,7 +71,7 @@ def test_the_servers_runner_is_driven_and_said_with_its_why(records):
 
 def test_the_other_runner_places_every_row_on_every_preset_too(records, engine_env):
     """Both runners of a release that has both (0.33): accuracy 1.0 everywhere, and the same
-    behaviour where both run vLLM's one batching rule (calls, items, syncs)."""
+    encoder calls (both batch with vLLM's group_and_batch_mm_kwargs)."""
     server = records[next(iter(driven(records)))].engine_seams["runner"].split(" ")[0]
     other = "v2" if server == "v1" else "v1"
     cases = plan_cases(workloads=list(driven(records)), pipelines=["default"])
@@ -85,7 +85,7 @@ def test_the_other_runner_places_every_row_on_every_preset_too(records, engine_e
     for w, r in recs.items():
         assert r.error is None and r.accuracy == 1.0 and r.placed == r.items > 0, (w, r.error)
         assert r.engine_seams["runner"].startswith(f"{other} (asked: --vllm-runner {other}")
-        assert (r.encoder_calls, r.syncs) == (records[w].encoder_calls, records[w].syncs), w
+        assert r.encoder_calls == records[w].encoder_calls, w  # vLLM's one batching rule in both
         differs |= {k for k, v in r.engine_seams.items() if records[w].engine_seams.get(k) != v}
     print(f"FIGURE runner {other} vs {server}: accuracy {[(w, r.accuracy) for w, r in recs.items()]}; "
           f"labels that differ: {sorted(differs)}")
