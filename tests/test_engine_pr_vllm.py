@@ -7,7 +7,9 @@ headers left out, none of which the embedding path imports) at the repository ro
 layout of vLLM's own repository, committed as released. Two commits on top of it:
 
 - ``mistake``: ``EncoderRunner.gather_mm_embeddings``
-  (``vllm/v1/worker/gpu/mm/encoder_runner.py``) takes a chunk's rows of an item from the
+  (``vllm/v1/worker/gpu/mm/encoder_runner.py``, the v2 runner) and
+  ``GPUModelRunner._gather_mm_embeddings`` (``vllm/v1/worker/gpu_model_runner.py``, the v1
+  runner 0.33's server runs without Triton, so the adapter by default) take a chunk's rows of an item from the
   start of the item's encoder output instead of from the chunk's offset into it
   (``encoder_output[:end_idx - start_idx]``): the bug of forgetting where chunked prefill
   split an image. It is *silent*: the slice has exactly as many rows as the mask has
@@ -49,6 +51,7 @@ from engine_pr_repo import git
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
 RUNNER = "vllm/v1/worker/gpu/mm/encoder_runner.py"
+V1_RUNNER = "vllm/v1/worker/gpu_model_runner.py"  # the same gather line: planted in whichever runs
 # chunked_long: 5 of its 6 images are split across chunks; cache_reuse: none of its 12 is
 # (many_small_images has 2 of 16 split: it drops too).
 WORKLOADS = ("chunked_long", "cache_reuse")
@@ -95,14 +98,14 @@ def vllm_repo(tmp_path_factory):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", f"vllm {env.spec.version} as released")
     release = git(repo, "rev-parse", "HEAD")
-    path = repo / RUNNER
-    original = path.read_text(encoding="utf-8")
-
     git(repo, "checkout", "-q", "-b", "mistake")
-    path.write_text(plant_mistake(original), encoding="utf-8")
-    git(repo, "commit", "-q", "-am", "encoder runner: slice the chunk's rows of an item")
+    for runner in (RUNNER, V1_RUNNER):
+        path = repo / runner
+        path.write_text(plant_mistake(path.read_text(encoding="utf-8")), encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "model runners: slice the chunk's rows of an item")
     mistake = git(repo, "rev-parse", "HEAD")
-    assert git(repo, "diff", "--stat", release, mistake).count("encoder_runner.py") == 1
+    stat = git(repo, "diff", "--stat", release, mistake)
+    assert stat.count("encoder_runner.py") == 1 and stat.count("gpu_model_runner.py") == 1
 
     git(repo, "checkout", "-q", "-b", "tower", release)
     tower_py = repo / TOWER

@@ -13,6 +13,10 @@ fixture); the tests then check:
 - encoder calls match the reference's cross-request batching (vLLM's
   ``group_and_batch_mm_kwargs``: one call per modality group of a step), fewer where an
   item has several spans (``MULTI_SPAN``);
+- the runner driven is the one the release's own server picks on this device
+  (``VllmConfig.use_v2_model_runner``: v1 on a CPU without Triton), said with its why in
+  the ``runner`` seam; the other runner of a release with both (``--vllm-runner``) places
+  every row on every preset too, with the same encoder calls;
 - a fault planted in the engine's step fails only its case, with the engine's message;
   rows handed to the engine in the wrong order lower the accuracy; the mask treated as
   device memory costs a sync per merge (the sync count is not blind).
@@ -23,6 +27,7 @@ from __future__ import annotations
 import pytest
 from engine_adapter_env import EVS, driven, engine_fixtures
 
+from vlmpath.core.errors import VlmpathError
 from vlmpath.engines import registry
 from vlmpath.suite.engine_run import measure_cases
 from vlmpath.suite.measure import plan_cases
@@ -55,6 +60,36 @@ def test_seams_are_recorded_and_the_merge_does_not_sync(records):
         # #34246: index_put on a host mask; #22105: masked_scatter_ (sync-free on any mask)
         if (seams["mask"] == "host" and seams["merge"] == "index_put") or seams["merge"] == "masked_scatter_":
             assert r.syncs == 0, (w, r.sync_events)
+
+
+def test_the_servers_runner_is_driven_and_said_with_its_why(records):
+    for w, r in driven(records).items():
+        runner, _, why = r.engine_seams["runner"].partition(" ")
+        assert why.startswith("(server's choice: ") and runner in ("v1", "v2"), (w, r.engine_seams["runner"])
+        assert r.engine_seams["encoder"] == {"v1": "v1_gpu_model_runner", "v2": "v2_encoder_runner"}[runner]
+
+
+def test_the_other_runner_places_every_row_on_every_preset_too(records, engine_env):
+    """Both runners of a release that has both (0.33): accuracy 1.0 everywhere, and the same
+    encoder calls (both batch with vLLM's group_and_batch_mm_kwargs)."""
+    server = records[next(iter(driven(records)))].engine_seams["runner"].split(" ")[0]
+    other = "v2" if server == "v1" else "v1"
+    cases = plan_cases(workloads=list(driven(records)), pipelines=["default"])
+    try:
+        recs = {r.workload: r for r in measure_cases(cases, engine_env.spec, repeat=1, count=False,
+                                                       vllm_runner=other)}
+    except VlmpathError as exc:  # the release's one runner: refused in one line, naming it
+        assert f"has no {other} model runner" in str(exc)
+        pytest.skip(str(exc))
+    differs = set()
+    for w, r in recs.items():
+        assert r.error is None and r.accuracy == 1.0 and r.placed == r.items > 0, (w, r.error)
+        assert r.engine_seams["runner"].startswith(f"{other} (asked: --vllm-runner {other}")
+        assert r.encoder_calls == records[w].encoder_calls, w  # vLLM's one batching rule in both
+        differs |= {k for k, v in r.engine_seams.items() if records[w].engine_seams.get(k) != v}
+    print(f"FIGURE runner {other} vs {server}: accuracy {[(w, r.accuracy) for w, r in recs.items()]}; "
+          f"labels that differ: {sorted(differs)}")
+    assert {"runner", "encoder"} <= differs
 
 
 # Workloads with an item of several placeholder spans (MiniCPM-like regions). vLLM batches

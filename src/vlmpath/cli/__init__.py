@@ -22,7 +22,7 @@ from vlmpath.cli.shards import add_plan, add_shards
 from vlmpath.cli.smoke import add_smoke
 from vlmpath.cli.options import scale_option
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.option_enums import Counter, Tower
+from vlmpath.core.option_enums import Counter, Tower, VllmRunner
 
 # Each entry adds one subcommand to the parser (see the _add_* functions below).
 # Filled in the order of ``vlmpath --help``; ci, run, serve and bisect (and ci alert) are
@@ -206,6 +206,9 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tower", default=Tower.OURS, type=Tower.parse, choices=list(Tower),
                    help="with --engine: the vision tower: ours (seeded transformers, default) or the engine's "
                    "own (vLLM's Qwen2.5-VL)")
+    p.add_argument("--vllm-runner", default=VllmRunner.SERVER, type=VllmRunner.parse, choices=list(VllmRunner),
+                   help="with --engine vllm==X: which of vLLM's model runners to drive: the one the release's "
+                   "own server picks on this device (server, default), or v1 / v2 where the release has it")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="torch CPU threads (default: OMP_NUM_THREADS, else 1 on CPU, as `vlmpath run`)")
     engine_options(p, repeatable=True)

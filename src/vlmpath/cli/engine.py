@@ -57,8 +57,12 @@ def run_measure(a: argparse.Namespace) -> int:
     if a.tower == "engine" and any(s.in_process for s in specs):
         raise VlmpathError("--tower engine runs an engine's own vision tower: every --engine must name an engine "
                            "(NAME==X), not the reference")
+    if a.vllm_runner != "server" and any(s.name != "vllm" for s in specs):
+        raise VlmpathError(f"--vllm-runner {a.vllm_runner} chooses vLLM's model runner: every --engine must be "
+                           "vLLM (vllm==X), or leave --vllm-runner out")
     kw = dict(repeat=a.repeat, count=not a.no_syncs, device=device, weights=a.weights,
-              python=a.engine_python, home=a.engine_home, threads=threads, tower=a.tower)
+              python=a.engine_python, home=a.engine_home, threads=threads, tower=a.tower,
+              vllm_runner=a.vllm_runner)
     records = []
     for spec in specs:
         # An engine has one path per stage (its seams are recorded): one case per workload.

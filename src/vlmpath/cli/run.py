@@ -17,7 +17,7 @@ from vlmpath.core.errors import VlmpathError
 from vlmpath.core.machine_names import MachineName
 from vlmpath.cli.options import engine_spec, scale_option
 from vlmpath.core.scales import DEFAULT_SCALE
-from vlmpath.core.option_enums import Counter, Tower
+from vlmpath.core.option_enums import Counter, Tower, VllmRunner
 from vlmpath.selfcheck.ir_cases import DEFAULT_COUNTER
 
 
@@ -109,7 +109,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                 instructions_bench=a.instructions_bench, counter=a.counter,
                 shard=Shard.parse(a.shard) if a.shard else None, pr=a.pr, engine_src=a.engine_src,
                 engine=a.engine, engine_subdir=a.engine_subdir, engine_python=a.engine_python,
-                workloads=a.workload, repeat=a.repeat, tower=a.tower,
+                workloads=a.workload, repeat=a.repeat, tower=a.tower, vllm_runner=a.vllm_runner,
                 serve=serve if not a.engine_src else (a.serve or None))
             res = engine_pr(opts) if opts.engine_src else ci_flow.run_pr(opts)
         except VlmpathError as exc:
@@ -290,4 +290,7 @@ def _engine_src_arguments(pr) -> None:
     pr.add_argument("--tower", default=Tower.OURS, type=Tower.parse, choices=list(Tower),
                     help="--engine-src: the vision tower: ours (seeded transformers, default) or the engine's own "
                     "(vLLM's Qwen2.5-VL: a PR to it is measured too)")
+    pr.add_argument("--vllm-runner", default=VllmRunner.SERVER, type=VllmRunner.parse, choices=list(VllmRunner),
+                    help="--engine-src with a vLLM checkout: which of vLLM's model runners both sides drive: the "
+                    "one its own server picks on this device (server, default), or v1 / v2")
 

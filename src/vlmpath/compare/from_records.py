@@ -103,5 +103,12 @@ def run_from_records(records: Iterable[CaseRecord], *, machine: str, commit: str
 
 
 def engines_of(records: Iterable[CaseRecord]) -> list[str]:
-    """``engine version`` of the records (what measured them), e.g. ``['sglang 0.5.23']``."""
-    return sorted({f"{r.engine} {r.engine_version or ''}".strip() for r in records if r.engine})
+    """``engine version`` of the records (what measured them), e.g. ``['sglang 0.5.23']``; with
+    the model runner that ran and why where the record says (vLLM's seam ``runner``:
+    ``['vllm==0.33.0 0.33.0 runner v1 (server's choice: no Triton)']``), at most 200 characters."""
+    def one(r: CaseRecord) -> str:
+        runner = (r.engine_seams or {}).get("runner")
+        text = f"{r.engine} {r.engine_version or ''}".strip() + (f" runner {runner}" if runner else "")
+        return text[:200]
+
+    return sorted({one(r) for r in records if r.engine})

@@ -40,3 +40,8 @@ class LengthMismatchError(VlmpathError, RuntimeError):
 class EngineError(VlmpathError):
     """An engine spec, environment or release that vlmpath cannot use as asked
     (re-exported by ``vlmpath.engines.base``, where engine code imports it from)."""
+
+
+class EngineOptionError(EngineError):
+    """An engine option the release cannot honour (``--vllm-runner v2`` on a release without
+    that runner): refused before any case is measured (the CLI exits 2), not a failed case."""

@@ -63,6 +63,10 @@ class EngineEntry:
     # The seams shown in the tables' encode / inject / count / hash columns, in that order.
     stage_seams: tuple[str, ...] = ()
     example_version: str = "X.Y.Z"   # for help texts and error messages
+    # The seam that says which of its model runners ran and why (vLLM: ``runner``, chosen by
+    # ``--vllm-runner``: its adapter then takes ``runner=``); shown in the tables' pipeline
+    # column. "": one runner, no choice.
+    runner_seam: str = ""
     # ``(ctx: vlmpath.engines.env_recipe.InstallContext) -> dict``: builds the environment
     # and returns manifest fields; None: ``env_recipe.pip_recipe`` (torch pair, the release
     # ``--no-deps``, its import chain at the release's pins, vlmpath).
@@ -82,6 +86,8 @@ class EngineEntry:
             raise VlmpathError(f"{where}: a name is lowercase letters, digits and '_' (not {RESERVED})")
         if ":" not in self.adapter:
             raise VlmpathError(f"{where}: adapter {self.adapter!r} must be 'module:Class'")
+        if self.runner_seam and self.runner_seam not in self.seams:
+            raise VlmpathError(f"{where}: runner_seam {self.runner_seam!r} is one of its seams")
         if not set(self.stage_seams) <= set(self.seams) or len(self.stage_seams) not in (0, 4):
             raise VlmpathError(f"{where}: stage_seams are 4 of its seams (encode, inject, count, hash)")
         if any(Path(d).is_absolute() or ".." in Path(d).parts for d in self.source_dirs):

@@ -17,7 +17,9 @@ builds ``VllmRoutine``s, which the suite drives exactly like the reference routi
   encoder budget holds every item of the workload, so the scheduler never trims our chunk (an error if it
   did: the schedule is the workload's);
 - *encoder*: the release's model runner (``vllm_runners``: the v2 ``EncoderRunner`` or the
-  v1 ``GPUModelRunner`` methods; vLLM's ``group_and_batch_mm_kwargs`` or
+  v1 ``GPUModelRunner`` methods, by default the one the release's own server picks on this
+  device: ``VllmConfig.use_v2_model_runner``, see ``vllm_runner_choice``; ``--vllm-runner``
+  forces one; the seam ``runner`` says which and why; vLLM's ``group_and_batch_mm_kwargs`` or
   ``group_mm_kwargs_by_modality``: one call per modality group, across requests) calls our
   model's ``embed_multimodal``, which runs our encoder (the seeded tower) inside
   ``encoder_region`` and counts calls and items; outputs go into the runner's encoder
@@ -54,7 +56,7 @@ from vlmpath.engines import adapter_common
 from vlmpath.engines.adapter_common import EngineRoutineBase
 from vlmpath.engines.behaviour import StepCalls
 from vlmpath.engines.vllm_api import VllmApi, load_api
-from vlmpath.engines.vllm_runners import V1Driver, V2Driver
+from vlmpath.engines.vllm_runners import DRIVERS
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.items import Step
 from vlmpath.measure.syncs import host
@@ -124,8 +126,8 @@ class VllmRoutine(EngineRoutineBase):
     engine = "vLLM"
     evs_where = "the model's mm_pruner, not the shared embedding path"
 
-    def __init__(self, api: VllmApi, workload: Workload, encoder, table: torch.Tensor, *,
-                 cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext):
+    def __init__(self, api: VllmApi, workload: Workload, encoder, table: torch.Tensor, *, runner: str,
+                 mask: str, cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext):
         super().__init__(api, workload, encoder, table, encoder_region=encoder_region)
         self._items = list(workload.items)
         index = {id(it): k for k, it in enumerate(self._items)}
@@ -174,9 +176,9 @@ class VllmRoutine(EngineRoutineBase):
         sched.encoder_cache_mismatch_reqs = set()
         self.scheduler = sched
         model = _model_class(api)(table, self._embed)
-        driver = V2Driver if api.EncoderRunner is not None else V1Driver
-        self.driver = driver(api, model, max_tokens, hidden, table.dtype, self.device,
-                             device_mask=self.fault.kind == "device_mask")
+        # ``mask``: the seam; where vLLM keeps it on the host (or fills a host half), marked so
+        self.driver = DRIVERS[runner](api, model, max_tokens, hidden, table.dtype, self.device,
+                                      host_mask=mask != "unknown" and self.fault.kind != "device_mask")
         for req in self._reqs.values():
             self.driver.add_request(req)
 
@@ -247,11 +249,16 @@ class VllmRoutine(EngineRoutineBase):
 class VllmEngine(adapter_common.ServerStateHolder):
     """An imported vLLM release, as the suite's engine: routines, arrival, labels."""
 
-    def __init__(self, label: str, api: VllmApi | None = None):
+    def __init__(self, label: str, api: VllmApi | None = None, runner: str = "server"):
+        from vlmpath.engines.vllm_runner_choice import choose
+        from vlmpath.engines.vllm_runner_choice import label as runner_label
+
         self.api = api or load_api()
         self.label = label
         self.version = self.api.version
-        self.seams = dict(self.api.seams)
+        # ``runner``: the CLI's ``--vllm-runner`` (a ``VllmRunner``); a release without it refuses
+        self.runner, why = choose(self.api, runner)
+        self.seams = {**self.api.seams_for(self.runner), "runner": runner_label(self.runner, why)}
 
     def server_state_class(self):
         from vlmpath.engines.vllm_server_state import VllmServerState
@@ -269,8 +276,8 @@ class VllmEngine(adapter_common.ServerStateHolder):
                 encoder_region: Callable[[], AbstractContextManager] = nullcontext) -> VllmRoutine:
         # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
         self.ensure_server_state(table.device)
-        return VllmRoutine(self.api, workload, encoder, table, cache_bytes=cache_bytes,
-                           encoder_region=encoder_region)
+        return VllmRoutine(self.api, workload, encoder, table, runner=self.runner, mask=self.seams["mask"],
+                           cache_bytes=cache_bytes, encoder_region=encoder_region)
 
     def arrive(self, wl: Workload, hash_name: str) -> tuple[Workload, float, HashStats]:
         """Every distinct feature hashed by vLLM's own ``MultiModalHasher`` (what its processor

@@ -3,20 +3,22 @@
 ``VllmApi.load()`` imports the release in this process (after the torchvision shim, see
 ``torchvision_shim``; on a machine without a GPU with vLLM's CPU platform) and finds every
 seam the adapter drives *by inspection* (which modules, classes, methods and source lines
-exist), never by version string, and records the choice in ``seams`` (written into every
-record as ``engine_seams``):
+exist), never by version string; ``seams_for(runner)`` gives the seams of the path through one
+of its model runners (written into every record as ``engine_seams``):
 
 - ``encoder``: ``v2_encoder_runner`` (``vllm/v1/worker/gpu/mm/encoder_runner.py``
-  ``EncoderRunner``: prepare, execute, gather, merge; from 0.15), else
+  ``EncoderRunner``: prepare, execute, gather, merge; from 0.15) or
   ``v1_gpu_model_runner`` (``GPUModelRunner._execute_mm_encoder`` and
-  ``_gather_mm_embeddings``; see ``vllm_runners``);
+  ``_gather_mm_embeddings``; see ``vllm_runners``): the runner the engine drives
+  (``vllm_runner_choice``; ``runners`` says which this release has);
 - ``schedule``: ``scheduler._try_schedule_encoder_inputs`` with the real
   ``EncoderCacheManager`` (which items a step encodes, which the cache already holds);
 - ``prepare``: ``skips_cached`` (``prepare_mm_inputs`` drops a hash already encoded) or
   ``trusts_scheduler``;
 - ``gather``: ``feature_window`` (``get_mm_features_in_window``) or ``linear``;
-- ``mask``: ``host`` when the gather builds ``is_mm_embed`` with ``device="cpu"`` (v2),
-  ``device`` when it copies a host buffer to the device first (v1's ``copy_to_gpu``);
+- ``mask``: ``host`` when the gather builds ``is_mm_embed`` with ``device="cpu"`` (v2; 0.33's
+  v1 too), ``device`` when it copies a host buffer to the device first (0.11-0.14's v1
+  ``copy_to_gpu``);
 - ``merge``: ``index_put`` (``inputs_embeds[is_multimodal] = rows``, #34246) or
   ``masked_scatter_`` (#22105), read from ``_merge_multimodal_embeddings``' source;
 - ``platform``: how the CPU platform was obtained (``VLLM_TARGET_DEVICE`` or set by hand).
@@ -68,7 +70,7 @@ class VllmApi:
     version: str
     EncoderRunner: type | None     # v2 (from 0.15)
     EncoderCache: type | None
-    GPUModelRunner: type | None    # v1, when there is no v2 runner
+    GPUModelRunner: type | None    # v1 (0.11 on; 0.15 on beside v2)
     Scheduler: type
     EncoderCacheManager: type
     inputs: object          # vllm.multimodal.inputs
@@ -76,7 +78,7 @@ class VllmApi:
     utils: object           # vllm.model_executor.models.utils
     Request: type           # vllm.v1.request.Request
     SamplingParams: type
-    seams: dict = field(default_factory=dict)
+    loaded: dict = field(default_factory=dict)  # how it was imported: platform, torchvision shim
 
     @classmethod
     def load(cls) -> VllmApi:
@@ -105,12 +107,12 @@ class VllmApi:
         runner_mod = _optional("vllm.v1.worker.gpu.mm.encoder_runner")
         cache_mod = _optional("vllm.v1.worker.gpu.mm.encoder_cache")
         v2 = getattr(runner_mod, "EncoderRunner", None) and getattr(cache_mod, "EncoderCache", None)
-        v1 = None
-        if not v2:  # the v1 runner's methods (0.11-0.14)
-            gpu_runner = _optional("vllm.v1.worker.gpu_model_runner")
-            v1 = getattr(gpu_runner, "GPUModelRunner", None)
-            if not (hasattr(v1, "_execute_mm_encoder") and hasattr(v1, "_gather_mm_embeddings")):
-                v1 = None
+        # The v1 runner's methods (0.11 on; beside v2 from 0.15): which one runs is chosen
+        # per engine (vllm_runner_choice), so both are probed.
+        gpu_runner = _optional("vllm.v1.worker.gpu_model_runner")
+        v1 = getattr(gpu_runner, "GPUModelRunner", None)
+        if not (hasattr(v1, "_execute_mm_encoder") and hasattr(v1, "_gather_mm_embeddings")):
+            v1 = None
         wanted = {
             "v1.worker.gpu.mm.encoder_runner.EncoderRunner or GPUModelRunner._gather_mm_embeddings": v2 or v1,
             "Scheduler._try_schedule_encoder_inputs": getattr(Scheduler, "_try_schedule_encoder_inputs", None),
@@ -125,11 +127,17 @@ class VllmApi:
                               "this release cannot be measured")
         api = cls(version, runner_mod.EncoderRunner if v2 else None, cache_mod.EncoderCache if v2 else None, v1,
                   Scheduler, EncoderCacheManager, inputs, interfaces, utils, Request, SamplingParams)
-        api.seams = api._detect(shimmed, platform)
+        api.loaded = {"platform": platform, "torchvision_shim": ",".join(shimmed) or "none"}
         return api
 
-    def _detect(self, shimmed: list[str], platform: str) -> dict:
-        v2 = self.EncoderRunner is not None
+    @property
+    def runners(self) -> tuple[str, ...]:
+        """The model runners this release has whose embedding path the adapter drives."""
+        return tuple(n for n, c in (("v1", self.GPUModelRunner), ("v2", self.EncoderRunner)) if c is not None)
+
+    def seams_for(self, runner: str) -> dict:
+        """The seams of this release's path through ``runner`` (``v1`` or ``v2``)."""
+        v2 = runner == "v2"
         runner = self.EncoderRunner if v2 else self.GPUModelRunner
         gather = inspect.getsource(runner.gather_mm_embeddings if v2 else runner._gather_mm_embeddings)
         merge = inspect.getsource(self.utils._merge_multimodal_embeddings)
@@ -146,12 +154,13 @@ class VllmApi:
             "prepare": ("skips_cached" if v2 and "encoder_outputs" in inspect.getsource(runner.prepare_mm_inputs)
                         else "trusts_scheduler"),
             "gather": "feature_window" if "get_mm_features_in_window" in gather else "linear",
-            "mask": "device" if "copy_to_gpu" in gather else "host" if 'device="cpu"' in gather else "unknown",
+            # the mask's own copy (0.33's v1 gather also copies mrope positions to the device)
+            "mask": "device" if "is_mm_embed.copy_to_gpu" in gather else "host" if 'device="cpu"' in gather
+                    else "unknown",
             "merge": merged,
             "batching": ("group_and_batch_mm_kwargs" if "group_and_batch_mm_kwargs" in execute
                          else "group_mm_kwargs_by_modality" if "group_mm_kwargs_by_modality" in execute else "unknown"),
-            "platform": platform,
-            "torchvision_shim": ",".join(shimmed) or "none",
+            **self.loaded,
         }
 
 

@@ -17,9 +17,9 @@ size 1 holds and takes it down again (``close``), in reverse order:
   the same function). Taken down with ``destroy_model_parallel`` and
   ``destroy_distributed_environment``; groups somebody else built are used, never destroyed.
 
-``what`` says which pieces were set up (recorded as the seam ``server_state``), and which
-model runner the release's own server would choose here (``server_runner=v1|v2``, from
-``VllmConfig.use_v2_model_runner`` where the release has it).
+``what`` says which pieces were set up (recorded as the seam ``server_state``). Which model
+runner the server would build from this config is ``vllm_runner_choice``'s question (the
+seam ``runner``).
 """
 
 from __future__ import annotations
@@ -62,12 +62,6 @@ class VllmServerState:
         self.config = VllmConfig()
         self._stack.enter_context(set_current_vllm_config(self.config))
         self.what.append("set_current_vllm_config")
-        # Which model runner this release's server would pick here (0.33: v2 unless Triton
-        # is missing, as on a CPU image, or a feature needs v1); the adapter drives the v2
-        # EncoderRunner wherever the release has one (seam ``encoder``): said, not hidden.
-        use_v2 = getattr(self.config, "use_v2_model_runner", None)
-        if isinstance(use_v2, bool):
-            self.what.append(f"server_runner={'v2' if use_v2 else 'v1'}")
 
     def _groups(self, tmp: Path) -> None:
         from vllm.distributed import parallel_state as ps

@@ -42,7 +42,7 @@ from vlmpath.pr.outputs import (
 from vlmpath.pr.side import _log
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
-from vlmpath.core.option_enums import Tower
+from vlmpath.core.option_enums import Tower, VllmRunner
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.core.yardstick import ENGINE_NOTICE
 from vlmpath.suite import record
@@ -65,6 +65,7 @@ class EngineSide:
     engine_python: str | None  # None: VLMPATH_ENGINE_PYTHON, else the newest engine environment
     engine: str | None = None  # the registry's engine name (None: the one whose package the source holds)
     tower: Tower = Tower.OURS  # ours, or the engine's own vision tower
+    vllm_runner: VllmRunner = VllmRunner.SERVER  # vLLM's model runner (the server's by default)
 
 
 Measure = Callable[[EngineSide], None]
@@ -87,7 +88,8 @@ def measure_engine(side: EngineSide) -> None:
     # The GPU when there is one (CUDA or ROCm: both are torch.cuda), as `vlmpath measure` does.
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     measure_cases(cases, EngineSpec.for_tree(side.source, side.engine), repeat=side.repeat,
-                  json_path=side.json_path, python=side.engine_python, device=device, tower=side.tower)
+                  json_path=side.json_path, python=side.engine_python, device=device, tower=side.tower,
+                  vllm_runner=side.vllm_runner)
 
 
 def engine_subdir(root: Path, subdir: str | None, engine: str | None = None) -> str:
@@ -146,9 +148,10 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
                   engine_python: str | None = None, machine: str | None = None,
                   thresholds: str | os.PathLike[str] | None = None, fail_on_regression: bool = True,
                   charts: bool = True, measure: Measure | None = None, engine: str | None = None,
-                  tower: Tower = Tower.OURS) -> FlowResult:
+                  tower: Tower = Tower.OURS, vllm_runner: VllmRunner = VllmRunner.SERVER) -> FlowResult:
     """Measure merge-base(base, head) and head of the engine repository and compare them;
-    ``tower`` ``engine``: with the engine's own vision tower (a PR to it is measured too)."""
+    ``tower`` ``engine``: with the engine's own vision tower (a PR to it is measured too);
+    ``vllm_runner``: which of vLLM's model runners both sides drive (a vLLM checkout)."""
     from vlmpath.compare import verdict as compare
     from vlmpath.compare.from_records import engines_of, run_from_records
     from vlmpath.compare.thresholds import load_thresholds
@@ -179,7 +182,7 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
             raise VlmpathError(f"engine commit {sha[:8]} has no {sub!r} directory: pass --engine-subdir "
                                "(the directory that holds the engine's Python package)")
         path = rec_dir / f"{name}.jsonl"
-        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python, engine, tower))
+        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python, engine, tower, vllm_runner))
         return read_records(path, sha)
 
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-engine-pr-"))
@@ -200,14 +203,17 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
         run_from_records(base_recs, machine=machine, commit=base_sha, where=f"base records ({base_sha[:8]})"),
         run_from_records(head_recs, machine=machine, commit=head_sha, where=f"head records ({head_sha[:8]})"),
         cfg)
-    # The yardstick is this vlmpath's (cases, thresholds, instruments), never the engine PR's.
+    # The yardstick is this vlmpath's (cases, thresholds, instruments), never the engine PR's;
+    # the comment's notice also says what measured each side (release, and vLLM's runner).
+    measured_by = (f"measured by: base {', '.join(engines_of(base_recs)) or '?'}; "
+                   f"head {', '.join(engines_of(head_recs)) or '?'}")
     notes.append(ENGINE_NOTICE)
-    report = replace(report, notes=(ENGINE_NOTICE, *report.notes))
+    report = replace(report, notes=(f"{ENGINE_NOTICE}; {measured_by}", *report.notes))
     header = [f"engine: {root} ({sub or '.'})",
               f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {head} -> {head_sha}", f"machine: {machine}",
               f"workloads: {', '.join(wls)} (scale {scale}, repeat {repeat})",
-              f"measured by: base {', '.join(engines_of(base_recs)) or '?'}; head {', '.join(engines_of(head_recs)) or '?'}",
+              measured_by,
               *(f"note: {n}" for n in notes)]
     code = write_outputs(out, report, header=header, fail=fail_on_regression)
     from vlmpath.pr.instructions import GREW_FILE, what_grew_records

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.machine_names import MachineName
-from vlmpath.core.option_enums import Counter, Tower
+from vlmpath.core.option_enums import Counter, Tower, VllmRunner
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.runner.shards import Shard
 
@@ -60,6 +60,7 @@ class PrOptions:
     workloads: Sequence[str] | None = None
     repeat: int = 3
     tower: Tower = Tower.OURS
+    vllm_runner: VllmRunner = VllmRunner.SERVER  # a vLLM checkout's model runner (engines.vllm_runner_choice)
     # --serve MODEL_DIR: each side's tree also served (pr.serve.ServeOptions, checked by the CLI)
     serve: ServeOptions | None = None
 
@@ -78,4 +79,4 @@ def engine_pr(opts: PrOptions, **kw):
                          workloads=opts.workloads, scale=opts.scale or DEFAULT_SCALE, repeat=opts.repeat,
                          engine_python=opts.engine_python, machine=opts.machine, thresholds=opts.thresholds,
                          fail_on_regression=opts.fail_on_regression, charts=opts.charts, engine=opts.engine,
-                         tower=opts.tower, **kw)
+                         tower=opts.tower, vllm_runner=opts.vllm_runner, **kw)

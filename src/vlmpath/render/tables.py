@@ -34,26 +34,39 @@ def measure_headers() -> list[str]:
     return _LEAD + [m.name for m in record_metrics()] + _TAIL
 
 
+def _entry(r: CaseRecord):
+    """The registry entry of the engine a record's label names, or None (the reference, or an
+    engine this install does not know: its record still prints)."""
+    if r.engine == "reference" or not r.engine_seams:
+        return None
+    from vlmpath.core.errors import VlmpathError
+    from vlmpath.engines import registry
+
+    try:  # the engine a record's label names (its label is data read back: never re-parsed as a spec)
+        return registry.get(r.engine.split("==")[0].split("@")[0])
+    except VlmpathError:
+        return None
+
+
 def _stages(r: CaseRecord) -> list:
     """What ran per stage: the reference's strategies, or the engine's seams (the ones its
     registry entry shows per stage)."""
     if r.engine == "reference" or not r.engine_seams:
         return [r.pipeline.get(k, "?") for k in ("encode", "inject", "count", "hash")]
-    from vlmpath.core.errors import VlmpathError
-    from vlmpath.engines import registry
-
-    try:  # the engine a record's label names (its label is data read back: never re-parsed as a spec)
-        keys = registry.get(r.engine.split("==")[0].split("@")[0]).stage_seams
-    except VlmpathError:  # an engine this install does not know: its record still prints
-        keys = ()
+    entry = _entry(r)
+    keys = entry.stage_seams if entry else ()
     return [r.engine_seams.get(k, "?") for k in keys] if keys else ["?"] * 4
 
 
 def pipeline_name(r: CaseRecord) -> str:
     """Which named pipeline (``engines.pipelines``) a reference case ran: ``default``,
-    ``legacy``, else ``custom`` (stages chosen one by one); ``-`` for an engine's own code."""
+    ``legacy``, else ``custom`` (stages chosen one by one); for an engine's own code ``-``, or
+    which of its model runners ran (its entry's ``runner_seam``: ``runner=v1``; the record's
+    seam also says why)."""
     if r.engine != "reference" and r.engine_seams:
-        return "-"
+        entry = _entry(r)
+        runner = r.engine_seams.get(entry.runner_seam) if entry and entry.runner_seam else None
+        return f"runner={str(runner).split(' ')[0][:8]}" if runner else "-"
     from vlmpath.engines.pipelines import NAMED_PIPELINES
 
     stages = {k: r.pipeline.get(k) for k in ("encode", "inject", "count", "hash")}
@@ -74,4 +87,16 @@ def measure_table(records: Sequence[CaseRecord]) -> str:
              r.cache_hits, r.threads, "yes" if r.error else ""] for r in records]
     errors = [f"error: {r.engine} {r.workload}/{'+'.join(map(str, _stages(r)))}: {r.error}"
               for r in records if r.error]
-    return "\n".join([text_table(measure_headers(), rows), *errors])
+    return "\n".join([text_table(measure_headers(), rows), *runner_lines(records), *errors])
+
+
+def runner_lines(records: Sequence[CaseRecord]) -> list[str]:
+    """Once per engine and runner: which of its model runners ran and why (the ``runner=``
+    cell's whole seam, e.g. ``vllm==0.33.0: runner v1 (server's choice: no Triton)``)."""
+    out = {}
+    for r in records:
+        entry = _entry(r)
+        if entry and entry.runner_seam and r.engine_seams.get(entry.runner_seam):
+            line = f"{r.engine}: runner {str(r.engine_seams[entry.runner_seam])[:200]}"
+            out[line] = None
+    return list(out)

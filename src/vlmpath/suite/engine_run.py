@@ -15,8 +15,10 @@ the same suite, and the engine's own packages (torch first of all) come from its
 environment: the directory vlmpath is installed in never goes on the path (for a
 non-editable install it is the host's site-packages). Records come back as ``CaseRecord``
 objects (``suite.record.read_records``); a case the worker did not report (it crashed) is a
-failed record naming the worker's exit status and the last line of its stderr.
-``json_path`` writes them as JSON Lines, atomically.
+failed record naming the worker's exit status and the last line of its stderr; a worker that
+refused an engine option (``worker.REFUSED``: ``--vllm-runner v2`` on a release without that
+runner) raises its one line as a ``VlmpathError`` (exit 2). ``vllm_runner``: which of vLLM's
+model runners a vLLM engine drives (``engines.vllm_runner_choice``). ``json_path`` writes them as JSON Lines, atomically.
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.option_enums import Tower
+from vlmpath.core.option_enums import Tower, VllmRunner
 from vlmpath.engines.base import EngineSpec
 from vlmpath.suite.bench_env import BenchEnv
 from vlmpath.suite.record import CaseRecord, read_records, write_records
-from vlmpath.suite.worker import case_to_dict, error_text, failed_record
+from vlmpath.suite.worker import REFUSED, REFUSED_RC, case_to_dict, error_text, failed_record
 
 #: Which vision tower an engine case runs: ours (the seeded transformers tower, the default)
 #: or the engine's own (its adapter's ``engine_tower``: vLLM's or sglang's Qwen2.5-VL).
@@ -103,9 +105,11 @@ def _run_reference(cases, repeat: int, count: bool, device: str | None, weights:
 
 
 def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, device: str | None,
-                weights: str | None, threads: int | None = None, tower: Tower = Tower.OURS) -> list[CaseRecord]:
+                weights: str | None, threads: int | None = None, tower: Tower = Tower.OURS,
+                vllm_runner: VllmRunner = VllmRunner.SERVER) -> list[CaseRecord]:
     job = {"cases": [case_to_dict(c) for c in cases], "engine": spec.label, "repeat": repeat,
-           "count": count, "device": device or "cpu", "weights": weights, "threads": threads, "tower": tower}
+           "count": count, "device": device or "cpu", "weights": weights, "threads": threads, "tower": tower,
+           "vllm_runner": vllm_runner}
     env = worker_env(spec)
     # One hash seed: the counted pass's bytecodes may not depend on set and dict order of strings.
     env.setdefault("PYTHONHASHSEED", "0")
@@ -117,11 +121,17 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
         proc.stdin.write(json.dumps(job))
         proc.stdin.close()
         tail: list[str] = []
+        refused = None
         for line in proc.stderr:  # the worker's progress, passed on; its last lines kept
+            if line.startswith(REFUSED):  # said once, by the CLI (below)
+                refused = line[len(REFUSED):].strip()[:400]
+                continue
             sys.stderr.write(line)
             if line.strip():
                 tail = (tail + [line.rstrip()])[-20:]
         proc.wait()
+        if refused and proc.returncode == REFUSED_RC:
+            raise VlmpathError(refused)
         records = read_records(out, f"engine worker records ({python})") if out.exists() else []
     if len(records) < len(cases):
         why = (f"engine worker ({python}) exited with {proc.returncode} before this case: "
@@ -133,7 +143,8 @@ def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, 
 def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, *, repeat: int = 3,
                   json_path: str | os.PathLike | None = None, count: bool = True, device: str | None = None,
                   weights: str | None = None, python: str | None = None, home: str | None = None,
-                  threads: int | None = None, tower: Tower = Tower.OURS) -> list[CaseRecord]:
+                  threads: int | None = None, tower: Tower = Tower.OURS,
+                  vllm_runner: VllmRunner = VllmRunner.SERVER) -> list[CaseRecord]:
     """Measure ``cases`` with the engine; returns one record per case, in order.
     ``threads``: torch's CPU threads while measuring (``vlmpath.measure.pinning``), recorded."""
     # A label arrives only from a benchmark module (VLMPATH_ENGINE, its process boundary; any
@@ -144,10 +155,13 @@ def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, 
     if spec.in_process:
         if tower != "ours":
             raise VlmpathError("--tower engine runs an engine's own vision tower: name an engine (--engine NAME==X)")
+        if vllm_runner != "server":
+            raise VlmpathError(f"--vllm-runner {vllm_runner} chooses vLLM's model runner: name a vLLM engine "
+                               "(--engine vllm==X), or leave --vllm-runner out")
         records = _run_reference(cases, repeat, count, device, weights, threads)
     else:
         records = _run_worker(cases, spec, engine_python(spec, python, home), repeat, count, device, weights,
-                              threads, tower)
+                              threads, tower, vllm_runner)
     if json_path is not None:
         write_records(json_path, records)
     return records

@@ -9,7 +9,10 @@ case (``suite.record.dumps_record``), in order, appending as it goes, so that a 
 leaves the records measured so far (``engine_run`` fills in the rest).
 
 A case that raises is a failed record carrying the error, and the next case runs; an
-engine that does not load at all gives every case the same failed record. An adapter's
+engine that does not load at all gives every case the same failed record. An engine option
+the release cannot honour (``EngineOptionError``: ``--vllm-runner v2`` on a release without
+it) is bad input, not a result: one ``REFUSED`` line on stderr, no record, exit 2
+(``engine_run`` raises it as the CLI's one-line refusal). An adapter's
 ``close()`` (where it has one: the server state it set up) runs after the last case.
 """
 
@@ -18,7 +21,8 @@ from __future__ import annotations
 import json
 import sys
 
-from vlmpath.core.errors import VlmpathError
+from vlmpath.core.errors import EngineOptionError, VlmpathError
+from vlmpath.core.option_enums import VllmRunner
 from vlmpath.suite.record import CaseRecord, dumps_record
 from vlmpath.engines.base import EngineAdapter
 
@@ -50,15 +54,24 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:500]
 
 
-def load_engine(label: str) -> EngineAdapter:
-    """The adapter of the engine ``label`` names (its registry entry's class), built here."""
+#: The start of the worker's stderr line that carries a refusal (``EngineOptionError``).
+REFUSED = "vlmpath worker refused: "
+REFUSED_RC = 2
+
+
+def load_engine(label: str, runner: VllmRunner = VllmRunner.SERVER) -> EngineAdapter:
+    """The adapter of the engine ``label`` names (its registry entry's class), built here;
+    ``runner`` goes to an adapter whose entry has a ``runner_seam`` (vLLM's)."""
     from vlmpath.core.errors import EngineError
     from vlmpath.engines import registry
     from vlmpath.engines.base import EngineSpec
 
     spec = EngineSpec.parse(label)  # the job's label crossed into this process: parsed again here
     entry = registry.get(spec.name)
-    engine = entry.load_adapter()(label)
+    if runner != "server" and not entry.runner_seam:
+        raise EngineOptionError(f"--vllm-runner {runner}: {label} has no model runners to choose from "
+                                "(only vLLM's adapter takes it); leave --vllm-runner out")
+    engine = entry.load_adapter()(label, **({"runner": runner} if entry.runner_seam else {}))
     if not isinstance(engine, EngineAdapter):
         raise EngineError(f"engine {spec.name!r}: adapter {entry.adapter} lacks what the suite drives "
                           "(label, version, seams, routine(), arrive(): vlmpath.engines.base.EngineAdapter)")
@@ -77,7 +90,10 @@ def run_job(job: dict, out) -> int:
     label = job["engine"]
     device = job.get("device") or "cpu"
     try:
-        engine = load_engine(label)
+        engine = load_engine(label, VllmRunner.parse(job.get("vllm_runner") or "server"))
+    except EngineOptionError as exc:  # bad input: refused before any case (see the module docstring)
+        print(REFUSED + str(exc).splitlines()[0][:400], file=sys.stderr, flush=True)
+        return -1
     except Exception as exc:  # an engine that cannot load fails every case, with its reason
         for case in cases:
             out.write(dumps_record(failed_record(case, error_text(exc), label, device=device)) + "\n")
@@ -112,8 +128,8 @@ def main() -> int:
     except json.JSONDecodeError as exc:
         raise VlmpathError(f"worker: the job on stdin is not JSON ({exc})") from exc
     with open(job["out"], "a", encoding="utf-8") as out:
-        run_job(job, out)
-    return 0
+        refused = run_job(job, out) < 0
+    return REFUSED_RC if refused else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

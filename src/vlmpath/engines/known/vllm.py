@@ -65,7 +65,8 @@ ENGINE = EngineEntry(
     adapter="vlmpath.engines.vllm_adapter:VllmEngine",
     import_chain=resources.files("vlmpath.engines").joinpath("data/vllm_import_chain.txt"),
     source_dirs=("",),  # a vLLM checkout keeps its package at the root
-    seams=("encoder", "schedule", "prepare", "gather", "mask", "merge", "batching", "platform"),
+    seams=("encoder", "runner", "schedule", "prepare", "gather", "mask", "merge", "batching", "platform"),
+    runner_seam="runner",  # v1 or v2 and why (vllm_runner_choice): the server's, or --vllm-runner's
     # encode: how calls are batched; inject: the merge; count: where the mask lives; hash:
     # how cached items are prepared (their mm_hash decides).
     stage_seams=("batching", "merge", "mask", "prepare"),
