@@ -43,8 +43,9 @@ case "$cmd" in
         arts=()
         for art in "$new"/*/; do
             name=$(basename "$art")
-            if [[ "$name" =~ ^image-([a-z]{1,20})$ ]]; then
-                # Main's image digest for the PR GPU jobs (ci/image.sh pull-or-build).
+            if [[ "$name" =~ ^image-([a-z]{1,20}(-[a-z]{1,20})?)$ ]]; then
+                # Main's image digest for the PR GPU jobs (ci/image.sh pull-or-build), and the
+                # NVIDIA scale sets' dind image's (image-dind-nvidia: deploy/arc).
                 vendor=${BASH_REMATCH[1]}
                 ref=$(head -c 400 "$art/image-ref.txt" 2>/dev/null | head -n1 || true)
                 if [[ "$ref" =~ ^[a-z0-9][a-z0-9._/-]{0,200}@sha256:[0-9a-f]{64}$ ]]; then
