@@ -2,7 +2,9 @@
 # The trusted benchmark history kept on a git branch (used by bench-main.yml only).
 #
 #   ci/history.sh fetch BRANCH DIR         clone BRANCH of origin into DIR (an empty one if absent)
-#   ci/history.sh append NEW_DIR RESULTS   add every artifact's asv results to RESULTS (shards merged)
+#   ci/history.sh append NEW_DIR RESULTS   add every artifact's asv results to RESULTS (shards merged);
+#                                          an image-<vendor> artifact's digest goes to images/<vendor>.txt
+#                                          and, with SHA (the commit) set, images/<vendor>/<SHA>.txt
 #   ci/history.sh push DIR MESSAGE         commit DIR and push it to its branch
 #   ci/history.sh publish HTML_DIR BRANCH  asv-publish RESULTS (DIR/results) into HTML_DIR, push it to BRANCH
 #
@@ -43,13 +45,20 @@ case "$cmd" in
         arts=()
         for art in "$new"/*/; do
             name=$(basename "$art")
-            if [[ "$name" =~ ^image-([a-z]{1,20})$ ]]; then
-                # Main's image digest for the PR GPU jobs (ci/image.sh pull-or-build).
+            if [[ "$name" =~ ^image-([a-z]{1,20}(-[a-z]{1,20})?)$ ]]; then
+                # Main's image digest for the PR GPU jobs (ci/image.sh pull-or-build), and the
+                # NVIDIA scale sets' dind image's (image-dind-nvidia: deploy/arc).
                 vendor=${BASH_REMATCH[1]}
                 ref=$(head -c 400 "$art/image-ref.txt" 2>/dev/null | head -n1 || true)
                 if [[ "$ref" =~ ^[a-z0-9][a-z0-9._/-]{0,200}@sha256:[0-9a-f]{64}$ ]]; then
                     mkdir -p "$results/../images"
                     printf '%s\n' "$ref" > "$results/../images/$vendor.txt"
+                    # Per commit too: an engine repository pins a vlmpath commit (VLMPATH_REF)
+                    # and pulls the image built at exactly that commit.
+                    if [[ "${SHA:-}" =~ ^[0-9a-f]{40}$ ]]; then
+                        mkdir -p "$results/../images/$vendor"
+                        printf '%s\n' "$ref" > "$results/../images/$vendor/$SHA.txt"
+                    fi
                 else
                     echo "::warning::history: $name holds no image digest"
                 fi

@@ -29,6 +29,10 @@ ARC_DIR = ROOT / "deploy" / "arc"
 K8S_VERSIONS = ("1.29", "1.37")
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
 DOCKER_SOCK = "unix:///var/run/docker.sock"
+# The NVIDIA dind sidecar: main's docker/dind-nvidia.Dockerfile image, pushed by bench-main's
+# image job and named by digest (ci/arc-dind.sh pin); the AMD one: the stock daemon.
+DIND_NVIDIA_IMAGE = re.compile(r"[a-z0-9][a-z0-9._/-]{0,200}/vlmpath-dind-nvidia@(unresolved|sha256:[0-9a-f]{64})")
+DIND_STOCK_IMAGE = re.compile(r"docker:\d+\.\d+\.\d+-dind")
 
 VALUES_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -114,6 +118,7 @@ def rule_problems(values: dict[str, Any]) -> list[str]:
         out.append(f"{name}: dind is an init container without restartPolicy Always: it would exit before the job")
     if not dind.get("securityContext", {}).get("privileged") or "dockerd" not in dind.get("args", []):
         out.append(f"{name}: dind must run dockerd, privileged")
+    out += _daemon_problems(name, vendor, spec, dind)
     runner = by_name.get("runner")
     if runner is None:
         return [*out, f"{name}: no runner container"]
@@ -133,6 +138,29 @@ def rule_problems(values: dict[str, Any]) -> list[str]:
         out.append(f"{name}: tolerates the {other} pool's taint")
     if pr:
         out += _pr_problems(name, values)
+    return out
+
+
+def _daemon_problems(name: str, vendor: str, spec: dict[str, Any], dind: dict[str, Any]) -> list[str]:
+    """NVIDIA: the node's runtime puts the GPUs into dind, and dind's own toolkit hands them to
+    `docker run --gpus all`, so the pod runs under the GPU Operator's RuntimeClass and dind is
+    main's dind-nvidia image, by digest (or `@unresolved` until one is committed). AMD: the
+    device plugin's amd.com/gpu schedules the pod and the privileged dind sees /dev/kfd and
+    /dev/dri, so no runtime and the stock docker:dind, never the NVIDIA image."""
+    image = str(dind.get("image", ""))
+    env = {e["name"] for e in dind.get("env", [])}
+    if vendor == "nvidia":
+        out = [] if spec.get("runtimeClassName") == "nvidia" else [
+            f"{name}: runtimeClassName must be 'nvidia' (the GPU Operator's runtime hands dind the GPUs)"]
+        if not DIND_NVIDIA_IMAGE.fullmatch(image):
+            out.append(f"{name}: dind image {image!r} is not <registry>/vlmpath-dind-nvidia@sha256:<64 hex> "
+                       "(or @unresolved): the NVIDIA Container Toolkit is in main's dind-nvidia image only")
+        return out
+    out = [f"{name}: runtimeClassName {spec['runtimeClassName']!r}: the AMD GPU needs no runtime"
+           ] if spec.get("runtimeClassName") else []
+    if not DIND_STOCK_IMAGE.fullmatch(image):
+        out.append(f"{name}: dind image {image!r} is not the stock docker:<version>-dind")
+    out += [f"{name}: dind env {e} is NVIDIA's" for e in sorted(env) if e.startswith("NVIDIA_")]
     return out
 
 

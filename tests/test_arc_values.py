@@ -9,9 +9,11 @@ to catch a planted mistake; the real files stay green.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 import arc_values as arc
 
@@ -121,6 +123,24 @@ def _container_mode(v):
     v["containerMode"] = {"type": "kubernetes"}
 
 
+def _dind_image(image):
+    def how(v):
+        _container(v, "dind")["image"] = image
+    return how
+
+
+def _no_runtime_class(v):
+    v["template"]["spec"].pop("runtimeClassName")
+
+
+def _nvidia_runtime(v):
+    v["template"]["spec"]["runtimeClassName"] = "nvidia"
+
+
+def _nvidia_env(v):
+    _container(v, "dind")["env"].append({"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"})
+
+
 PLANTS = {
     "nvidia-gpu-pr": [(_set_limits("nvidia.com/gpus"), "device plugin's resource is 'nvidia.com/gpu'"),
                       (_set_limits("amd.com/gpu"), "device plugin's resource is 'nvidia.com/gpu'"),
@@ -134,12 +154,21 @@ PLANTS = {
                       (_inline_token, "values: {'github_token': 'ghp_planted'} is not of type 'string'"),
                       (_misplaced_limits, "'limit' was unexpected"),
                       (_unknown_pod_field, "'nodeselector' was unexpected"),
-                      (_container_mode, "values: {'type': 'kubernetes'} is not of type 'null'")],
+                      (_container_mode, "values: {'type': 'kubernetes'} is not of type 'null'"),
+                      # The stock daemon has no NVIDIA toolkit: `--gpus all` would fail in every job.
+                      (_dind_image("docker:27.5.1-dind"), "is not <registry>/vlmpath-dind-nvidia@sha256"),
+                      # A tag moves; only a digest names what main built.
+                      (_dind_image("ghcr.io/vlmpath/vlmpath/vlmpath-dind-nvidia:main"), "vlmpath-dind-nvidia@sha256"),
+                      (_no_runtime_class, "runtimeClassName must be 'nvidia'")],
     "amd-gpu": [(_set_limits("nvidia.com/gpu"), "device plugin's resource is 'amd.com/gpu'"),
                 (_no_dind, "no dind container"),
                 (_dind_exits, "without restartPolicy Always"),
                 (_other_socket, "not dind's unix:///var/run/docker.sock"),
-                (_pr_pool, "nodeSelector vlmpath-ci/pool must be 'trusted'")],
+                (_pr_pool, "nodeSelector vlmpath-ci/pool must be 'trusted'"),
+                (_nvidia_runtime, "the AMD GPU needs no runtime"),
+                (_dind_image("ghcr.io/vlmpath/vlmpath/vlmpath-dind-nvidia@unresolved"), "not the stock docker"),
+                (_dind_image("docker:dind"), "not the stock docker:<version>-dind"),  # no version
+                (_nvidia_env, "dind env NVIDIA_VISIBLE_DEVICES is NVIDIA's")],
 }
 
 
@@ -174,3 +203,26 @@ def test_a_workflow_label_with_no_scale_set_is_seen():
     names = {arc.load(p)["runnerScaleSetName"] for p in FILES}
     labels = arc.workflow_labels(texts)
     assert labels["pr"] - names == {"amd-mi300-pr"}
+
+
+def test_the_nvidia_scale_sets_name_the_dind_image_main_pushes_and_amd_the_same_engine():
+    """The NVIDIA values' dind image is the repository bench-main's image job pushes
+    docker/dind-nvidia.Dockerfile to (rendered for the repository the scale sets register
+    with), pinned by digest or still `@unresolved`; AMD runs the stock dind of the Docker
+    Engine version that Dockerfile installs."""
+    main = yaml.safe_load((ROOT / ".github/workflows/bench-main.yml").read_text(encoding="utf-8"))
+    job = main["jobs"]["image"]
+    (entry,) = [e for e in job["strategy"]["matrix"]["include"] if e["dockerfile"] == "docker/dind-nvidia.Dockerfile"]
+    assert entry["runner"] == "ubuntu-latest"  # built without a GPU, never on a PR runner
+    dockerfile = (ROOT / entry["dockerfile"]).read_text(encoding="utf-8")
+    engine = re.search(r"^ARG DOCKER_VERSION=5:(\d+\.\d+\.\d+)-", dockerfile, re.M).group(1)
+    for p in FILES:
+        v = arc.load(p)
+        repo = v["githubConfigUrl"].removeprefix("https://github.com/")
+        pushed = (job["env"]["REPOSITORY"].replace("${{ github.repository }}", repo)
+                  .replace("${{ matrix.vendor }}", entry["vendor"]).lower())
+        image = _container(v, "dind")["image"]
+        if p.stem.startswith("nvidia"):
+            assert image.partition("@")[0] == pushed == "ghcr.io/vlmpath/vlmpath/vlmpath-dind-nvidia", p.name
+        else:
+            assert image == f"docker:{engine}-dind", p.name

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"
 DOCKERFILES = [DOCKER / "cuda.Dockerfile", DOCKER / "rocm.Dockerfile"]
+# The NVIDIA runner scale sets' Docker daemon (deploy/arc): linted as the others, but not a
+# benchmark image (no torch, no pip, root on purpose): its own rules below.
+DIND = DOCKER / "dind-nvidia.Dockerfile"
 COMPOSE = DOCKER / "compose.yaml"
 
 _spec = importlib.util.spec_from_file_location("dockerlint", Path(__file__).with_name("dockerlint.py"))
@@ -39,7 +43,7 @@ def _compose() -> dict:
 
 # --- hadolint ------------------------------------------------------------------------
 @pytest.mark.e2e
-@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("dockerfile", [*DOCKERFILES, DIND], ids=lambda p: p.name)
 def test_hadolint_passes_at_warning_level(dockerfile):
     r = subprocess.run([_tool("hadolint"), "-c", str(ROOT / ".hadolint.yaml"), "-t", "warning",
                         str(dockerfile)], capture_output=True, text=True, cwd=ROOT)
@@ -141,13 +145,66 @@ def test_compose_services_profiles_and_dashboard():  # the serve profile: see it
 
 
 def test_dockerignore_keeps_what_is_copied_and_nothing_else():
-    sources = sorted({s for f in DOCKERFILES for s in dl.copy_sources(dl.parse_dockerfile(f))})
+    sources = sorted({s for f in [*DOCKERFILES, DIND] for s in dl.copy_sources(dl.parse_dockerfile(f))})
+    assert "docker/dind-entrypoint.sh" in sources
     assert "src" in sources and "pyproject.toml" in sources
     ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8")
     needed = sources + ["src/vlmpath/cli/__init__.py"]
     kept_out = [".git", ".git/HEAD", ".venv/bin/python", "results/x.json", "reports/html/index.html",
                 ".asv/results/m.json", "src/vlmpath/__pycache__/cli.cpython-311.pyc", "tests/test_docker.py"]
     assert dl.dockerignore_problems(ignore, needed, kept_out) == []
+
+
+# --- the NVIDIA dind image -------------------------------------------------------------------
+def dind_problems(text: str) -> list[str]:
+    """The dind image's rules: its base pinned as every base is (the lock's tag, never
+    latest), the Docker Engine and the NVIDIA Container Toolkit installed at pinned versions
+    from their vendors' signed apt repositories, the `nvidia` runtime written into
+    daemon.json, and nothing of this repository in it but its entrypoint."""
+    dfp = dl.parse_dockerfile(text)
+    out = dl.base_image_problems(dfp)
+    runs = "\n".join(i["value"] for i in dfp.structure if i["instruction"] == "RUN")
+    for pkg, arg in (("docker-ce", "DOCKER_VERSION"), ("nvidia-container-toolkit", "NVIDIA_TOOLKIT_VERSION"),
+                     ("libnvidia-container1", "NVIDIA_TOOLKIT_VERSION")):
+        if f'"{pkg}=${{{arg}}}"' not in runs or not dfp.args.get(arg):
+            out.append(f"{pkg} is not installed at a pinned version (ARG {arg})")
+    for repo in ("https://download.docker.com/linux/ubuntu", "https://nvidia.github.io/libnvidia-container/stable/deb/"):
+        if not re.search(r"deb \[[^]]*signed-by=/etc/apt/keyrings/[^]]+\] " + re.escape(repo), runs):
+            out.append(f"apt repository {repo} is not trusted through its own signed-by key")
+    if "nvidia-ctk runtime configure --runtime=docker --config=/etc/docker/daemon.json" not in runs:
+        out.append("the nvidia runtime is not configured in /etc/docker/daemon.json (nvidia-ctk runtime configure)")
+    if dl.PIP_INSTALL.search(runs):
+        out.append("pip install in the dind image")
+    copied = dl.copy_sources(dfp)
+    if copied != ["docker/dind-entrypoint.sh"]:
+        out.append(f"COPY {copied}: the dind image holds only its entrypoint")
+    return out
+
+
+def test_the_dind_image_keeps_its_rules_and_its_base_is_in_the_lock():
+    text = DIND.read_text(encoding="utf-8")
+    assert dind_problems(text) == []
+    lock = [ln.split() for ln in (DOCKER / "base-images.lock").read_text().splitlines() if ln and ln[0] != "#"]
+    (entry,) = [e for e in lock if e[0] == DIND.name]
+    assert dl.parse_dockerfile(text).baseimage == entry[1] and entry[2] == "unresolved"  # no digest read here
+    entry_sh = (DOCKER / "dind-entrypoint.sh").read_text(encoding="utf-8")
+    assert entry_sh.rstrip().endswith('exec "$@"')  # the scale sets' `dockerd ...` args run as given
+
+
+@pytest.mark.parametrize("old, new, expect", [
+    ("ARG BASE_IMAGE=ubuntu:24.04", "ARG BASE_IMAGE=ubuntu:latest", "uses 'latest'"),
+    ('"nvidia-container-toolkit=${NVIDIA_TOOLKIT_VERSION}"', "nvidia-container-toolkit",
+     "nvidia-container-toolkit is not installed at a pinned version"),
+    ("signed-by=/etc/apt/keyrings/docker.asc", "trusted=yes", "download.docker.com/linux/ubuntu is not trusted"),
+    ("nvidia-ctk runtime configure --runtime=docker", "nvidia-ctk --version", "nvidia runtime is not configured"),
+    ("COPY --chmod=0755 docker/dind-entrypoint.sh", "COPY src /opt/src\nCOPY --chmod=0755 docker/dind-entrypoint.sh",
+     "holds only its entrypoint"),
+])
+def test_the_dind_rules_catch_a_planted_mistake(old, new, expect):
+    text = DIND.read_text(encoding="utf-8")
+    assert old in text
+    found = dind_problems(text.replace(old, new))
+    assert any(expect in p for p in found), found
 
 
 # --- the checkers fail on bad input --------------------------------------------------------

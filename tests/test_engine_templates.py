@@ -259,3 +259,91 @@ def test_template_engines_are_engines_vlmpath_drives():
     registry = pytest.importorskip("vlmpath.engines.registry",
                                    reason="the engine registry is not merged into this branch yet")
     assert {e.name for e in ci_templates.engines()} == set(registry.names())
+
+
+# --- the image: the pinned vlmpath's, by digest ------------------------------------------------
+def _image_step(engine: str) -> dict[str, Any]:
+    gpu = load(template(engine, "gpu"))["jobs"]["gpu"]
+    return next(s for s in gpu["steps"] if "image by digest" in s.get("name", ""))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_gpu_template_pulls_the_pinned_vlmpaths_image_by_digest_never_a_tag_build(engine):
+    """The same digest flow as bench-gpu.yml: no `docker build` of its own, the digests from
+    vlmpath's bench-results read-only, and no licence to resolve a base image's tag."""
+    gpu = load(template(engine, "gpu"))["jobs"]["gpu"]
+    runs = "\n".join(str(s.get("run", "")) for s in gpu["steps"])
+    assert "docker build" not in runs and "docker pull" not in runs  # only ci/image.sh, which pins
+    assert "VLMPATH_RESOLVE_BASE" not in yaml.safe_dump(gpu)
+    (images,) = [s for s in gpu["steps"] if (s.get("with") or {}).get("path") == "vlmpath-images"]
+    assert images["with"] == {"repository": "${{ env.VLMPATH_REPOSITORY }}", "ref": "bench-results",
+                              "path": "vlmpath-images", "sparse-checkout": "images", "persist-credentials": False}
+    assert images.get("continue-on-error") is True
+    step = _image_step(engine)
+    assert gpu["steps"].index(images) < gpu["steps"].index(step)
+    assert 'vlmpath/ci/image.sh pull-or-build "vlmpath-images/images/$VENDOR/$commit.txt"' in step["run"]
+
+
+def _job_dir(tmp: Path, *, pinned: bool, digest_for: str | None) -> tuple[Path, str]:
+    """The gpu job's directory: vlmpath/ (the pinned checkout) and vlmpath-images/ (bench-results)."""
+    import subprocess
+
+    from test_image_digest import DIGEST, _pin
+
+    job = tmp / "job"
+    shutil.copytree(ROOT / "ci", job / "vlmpath" / "ci")
+    shutil.copytree(ROOT / "docker", job / "vlmpath" / "docker")
+    if pinned:
+        _pin(job / "vlmpath" / "docker")
+    git = ["git", "-C", str(job / "vlmpath")]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "pinned"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    ref = f"ghcr.io/vlmpath/vlmpath/vlmpath-nvidia@{DIGEST}"
+    if digest_for is not None:
+        (job / "vlmpath-images/images/nvidia").mkdir(parents=True)
+        (job / "vlmpath-images/images/nvidia" / f"{digest_for or commit}.txt").write_text(ref + "\n")
+        (job / "vlmpath-images/images/nvidia.txt").write_text(ref + "\n")  # main's latest: not this one's
+    return job, ref
+
+
+@pytest.mark.parametrize("case", ["digest-of-the-pinned-commit", "only-another-commits", "none", "unpinned-base"])
+def test_gpu_templates_image_step_pulls_the_pinned_commits_digest_else_builds_from_the_pinned_base(tmp_path, case):
+    from test_image_digest import BASE_DIGEST, CUDA_BASE, _bash, _calls, _fake_docker
+
+    job, ref = _job_dir(tmp_path, pinned=case != "unpinned-base",
+                        digest_for={"digest-of-the-pinned-commit": "", "only-another-commits": "f" * 40}.get(case))
+    bin_dir = _fake_docker(tmp_path)
+    r = _bash(_image_step(ENGINES[0])["run"], job, {"VENDOR": "nvidia", "DOCKERFILE": "docker/cuda.Dockerfile",
+                                                    "IMAGE": "vlmpath:cuda-engine-pr"}, bin_dir)
+    calls = _calls(tmp_path)
+    if case == "digest-of-the-pinned-commit":
+        assert r.returncode == 0, r.stderr
+        assert calls == [f"pull {ref}", f"tag {ref} vlmpath:cuda-engine-pr"]
+    elif case == "unpinned-base":  # the lock has no digest: nothing is built from a tag
+        assert r.returncode == 3 and "not pinned by digest" in r.stderr
+        assert not [c for c in calls if c.startswith(("build", "pull"))]
+    else:  # main's latest image is not the pinned vlmpath: built from the pinned checkout
+        assert r.returncode == 0, r.stderr
+        assert "no image digest recorded" in r.stdout and not [c for c in calls if c.startswith("pull")]
+        (build,) = [c for c in calls if c.startswith("build ")]
+        assert build.startswith("build -f vlmpath/docker/cuda.Dockerfile") and build.endswith(" vlmpath")
+        assert f"--build-arg BASE_IMAGE={CUDA_BASE}@{BASE_DIGEST} " in build
+
+
+def test_the_history_files_each_image_digest_per_commit_for_the_engine_templates(tmp_path):
+    from test_image_digest import DIGEST, _bash, _fake_docker
+
+    new, results = tmp_path / "new", tmp_path / "history" / "results"
+    (new / "image-amd").mkdir(parents=True)
+    results.mkdir(parents=True)
+    ref = f"ghcr.io/o/n/vlmpath-amd@{DIGEST}"
+    (new / "image-amd" / "image-ref.txt").write_text(ref + "\n")
+    sha = "a" * 40
+    r = _bash(f"ci/history.sh append {new} {results}", ROOT, {"REPO": "o/n", "SHA": sha}, _fake_docker(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    images = tmp_path / "history" / "images"
+    assert (images / "amd.txt").read_text() == (images / "amd" / f"{sha}.txt").read_text() == ref + "\n"
+    r = _bash(f"ci/history.sh append {new} {results}", ROOT, {"REPO": "o/n", "SHA": "../../x"}, _fake_docker(tmp_path))
+    assert r.returncode == 0 and sorted(p.name for p in (images / "amd").iterdir()) == [f"{sha}.txt"]

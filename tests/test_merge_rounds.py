@@ -128,3 +128,27 @@ def test_a_shards_rounds_judge_only_its_own_cases_and_a_broken_shard_is_not_judg
     assert res.exit_code == EXIT_INCOMPLETE
     assert {c.method for p, c in toks.items() if p in own} == {"paired"}
     assert {c.verdict for p, c in toks.items() if p not in own} == {Verdict.NOT_COMPARABLE}
+
+
+def test_an_unchanged_pair_sharded_three_ways_reads_as_the_unsharded_one_green_and_judged(tmp_path):
+    """The A/A pair of the CPU PR job (base and head one tree, 6 interleaved rounds) as one
+    artifact and as 3 shard artifacts, each shard with rounds of its own cases only: the same
+    rows with the same verdicts and methods, green, and judged (the timings on pairs, the
+    exact rows exactly), nothing left not judged. A planted shard slowdown is the control."""
+    def rows(res):
+        return sorted((c.benchmark, c.params, c.verdict.value, c.method) for c in res.report.all())
+
+    whole = ci_merge.merge_artifacts(_artifact(tmp_path / "one", "bench-cpu"), tmp_path / "m1", fail_on_regression=True)
+    for k, owned in enumerate(_owned(3), start=1):
+        _artifact(tmp_path / "three", f"bench-cpu-shard-{k}", shard=(k, 3), owned=owned)
+    shards = ci_merge.merge_artifacts(tmp_path / "three", tmp_path / "m3", fail_on_regression=True)
+    assert rows(shards) == rows(whole) and len(rows(whole)) == 24  # 12 cases: accuracy and tok/s
+    assert shards.exit_code == whole.exit_code == 0 and not shards.report.not_judged
+    assert {m for *_, m in rows(shards)} >= {"paired", "exact"}
+    assert {v for _, _, v, _ in rows(shards)} == {"unchanged"}
+    # The control: the same shards with one case slower on head in its own shard's rounds.
+    for k, owned in enumerate(_owned(3), start=1):
+        _artifact(tmp_path / "bad", f"bench-cpu-shard-{k}", shard=(k, 3), owned=owned, slower=1.3 if SLOW in owned else 1.0)
+    bad = ci_merge.merge_artifacts(tmp_path / "bad", tmp_path / "m4", fail_on_regression=True)
+    assert bad.exit_code == 1 and [(c.benchmark, c.params) for c in bad.report.regressions] == [
+        (TOK, (("pipeline", SLOW[0]), ("preset", SLOW[1])))]

@@ -22,6 +22,7 @@ Each rule is shown to catch a planted mistake, and the real files stay green.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import re
 import shutil
 import subprocess
@@ -174,6 +175,14 @@ def test_gpu_base_reuse_reads_the_history_branch_read_only():
     assert not re.search(r"-v \"?[\w.-]+:/", bench["run"])  # no host-local named volume
 
 
+def _artifact_globs(pattern: str) -> set[str]:
+    """download-artifact's pattern with its braces expanded (minimatch: nested braces too)."""
+    m = re.search(r"\{([^{}]*)\}", pattern)
+    if m is None:
+        return {pattern}
+    return {g for alt in m.group(1).split(",") for g in _artifact_globs(pattern[:m.start()] + alt + pattern[m.end():])}
+
+
 def test_cpu_history_does_not_wait_for_gpu_runners():
     main = load(MAIN_WF)
     jobs = main["jobs"]
@@ -181,7 +190,12 @@ def test_cpu_history_does_not_wait_for_gpu_runners():
     assert "concurrency" not in main  # a run waiting for GPU runners blocks no later run
     assert all(isinstance(j.get("timeout-minutes"), int) for j in jobs.values())
     assert jobs["history-cpu"]["env"]["ARTIFACTS"] == "main-cpu"
-    assert jobs["history-gpu"]["env"]["ARTIFACTS"] == "{main,image}-{nvidia,amd}*"  # shards and digests
+    # The GPU shards and the image digests (the dind image's too), never the CPU's results.
+    wanted = _artifact_globs(jobs["history-gpu"]["env"]["ARTIFACTS"])
+    assert wanted == {"main-nvidia*", "main-amd*", "image-nvidia*", "image-amd*", "image-dind-nvidia*"}
+    uploaded = {"main-nvidia-shard-1", "main-amd-shard-2", "image-nvidia", "image-amd", "image-dind-nvidia"}
+    assert {n for n in uploaded | {"main-cpu", "base-images-nvidia", "arc-values-dind-nvidia"}
+            if any(fnmatch.fnmatchcase(n, g) for g in wanted)} == uploaded
     assert jobs["history-gpu"]["steps"] == jobs["history-cpu"]["steps"]
 
 

@@ -268,6 +268,11 @@ def test_a_second_ci_pr_on_a_held_results_directory_refuses_and_leaves_nothing(r
     base = _commit(repo, "base", {**_package(1.0), "benchmarks/bench_embed.py": HONEST})
     head = _commit(repo, "head", {"README.md": "words\n"})
     suite = DefinitionSuite()
+    # The holder's own outputs (its interleaved rounds so far): a refused run never wipes them.
+    running = [tmp_path / "out" / "rounds" / "00" / "base" / "r.json", tmp_path / "out" / "results" / "r.json"]
+    for f in running:
+        f.parent.mkdir(parents=True)
+        f.write_text("{}")
     holder = subprocess.Popen([sys.executable, "-c", "import sys; from vlmpath.core.run_lock import results_lock\n"
                                "with results_lock(sys.argv[1], 'vlmpath run --trusted'):\n"
                                "    print('held', flush=True); sys.stdin.read()", str(tmp_path / "store")],
@@ -281,6 +286,7 @@ def test_a_second_ci_pr_on_a_held_results_directory_refuses_and_leaves_nothing(r
         holder.stdin.close()  # type: ignore[union-attr]
         holder.wait(timeout=30)
     assert suite.calls == [] and len(worktrees(repo)) == 1
+    assert all(f.is_file() for f in running)
     with results_lock(tmp_path / "store", "after"):  # and it was never taken by the refused run
         pass
 

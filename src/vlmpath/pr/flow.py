@@ -203,12 +203,9 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     rdir = Path(results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    if (out / RESULTS_SUBDIR).exists():
-        shutil.rmtree(out / RESULTS_SUBDIR)  # a stale copy would be compared as if new
     cfg = base_thresholds(root, base_sha, thresholds)  # base's packaged yaml, never head's (pr.yardstick)
     if interleave:
         pr_interleave.check_rounds(interleave)
-        shutil.rmtree(out / pr_interleave.ROUNDS_SUBDIR, ignore_errors=True)  # no stale rounds
     runner = run_suite or run_suite_subprocess
     if serve is not None:  # a model directory that is not one is refused before any measuring
         from vlmpath.pr import serve as pr_serve
@@ -250,6 +247,9 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     # Left in reverse: the worktrees, then the temporary directory, then the results lock.
     with ExitStack() as stack:
         lock_env = stack.enter_context(results_lock(rdir, "vlmpath ci pr " + " ".join(sys.argv[1:])))
+        # Only once the lock is held: a run refused by it never wipes the running one's outputs.
+        shutil.rmtree(out / RESULTS_SUBDIR, ignore_errors=True)  # a stale copy would be compared as if new
+        shutil.rmtree(out / pr_interleave.ROUNDS_SUBDIR, ignore_errors=True)  # no stale rounds
         # After tmp is gone: a worktree interrupted while git was still adding it is pruned.
         stack.callback(git, root, "worktree", "prune", check=False)
         tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
