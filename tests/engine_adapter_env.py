@@ -4,7 +4,7 @@
 ``engine_env`` (``VLMPATH_ENGINE_INSTALL``'s release of that engine when it names one, which
 must then be complete: a failure, not a skip; else the newest complete environment; else a
 skip naming the install command) and ``records`` (every preset measured once through it,
-by workload). The release is in every test's id (``test_x[vllm==0.33.0]``): a result names
+by workload); ``planted_fixture`` the planted faults, measured together. The release is in every test's id (``test_x[vllm==0.33.0]``): a result names
 what it ran.
 """
 
@@ -51,6 +51,29 @@ def engine_fixtures(name: str, example: str):
         return {r.workload: r for r in recs}
 
     return engine_env, records
+
+
+#: The plants of ``planted`` (``VLMPATH_ENGINE_FAULT``, several joined by ``;``): a raising
+#: engine step on one workload, rows handed back in reverse order on another, a clean third.
+PLANTS = "few_large_images:raise:engine says no;many_small_images:flip"
+PLANTED = ("few_large_images", "many_small_images", "video")
+
+
+def planted_fixture():
+    """A module fixture: ``PLANTED`` measured in one engine process carrying ``PLANTS``
+    (one worker start where a worker per plant cost one each)."""
+
+    @pytest.fixture(scope="module")
+    def planted(engine_env):
+        from vlmpath.engines.adapter_common import FAULT_ENV
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv(FAULT_ENV, PLANTS)
+            recs = measure_cases(plan_cases(workloads=list(PLANTED), pipelines=["default"]), engine_env.spec,
+                                 repeat=1, count=False)
+        return {r.workload: r for r in recs}
+
+    return planted
 
 
 def driven(records):

@@ -4,6 +4,7 @@ measure table's pipeline column."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,40 @@ def test_measure_refuses_a_bad_name_before_importing_torch():
     assert proc.stdout.strip().endswith("RC 2 False"), proc.stdout + proc.stderr
     err = proc.stderr.strip().splitlines()
     assert len(err) == 1 and "did you mean 'batched'" in err[0]
+
+
+def test_profile_refuses_each_bad_value_in_one_line_before_importing_torch(tmp_path):
+    """Every value of `vlmpath profile` (engine, case form and names, passes, top, out) is
+    judged before the profiler's imports load torch; one interpreter runs them all."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    bad = {"bogus-engine": (["embed:default/video", "--engine", "bogus"], "unknown engine 'bogus'"),
+           "close-engine": (["embed:default/video", "--engine", "referenc"], "did you mean 'reference'"),
+           "form": (["notacase"], "write PATH:VARIANT/PRESET"),
+           "path": (["fold:default/video"], "write PATH:VARIANT/PRESET"),
+           "pipeline": (["embed:nope/video"], "unknown pipeline 'nope'"),
+           "strategy": (["encode:batchd/video"], "did you mean 'batched'"),
+           "preset": (["embed:default/vidoe"], "did you mean 'video'"),
+           "passes": (["embed:default/video", "--passes", "0"], "--passes must be at least 1"),
+           "top": (["embed:default/video", "--top", "-3"], "--top must be at least 1"),
+           "out": (["embed:default/video", "--out", str(blocker)], "a file is in the way")}
+    code = ("import contextlib, io, json, sys\nfrom vlmpath.cli import main\nout = {}\n"
+            "for name, argv in json.loads(sys.argv[1]).items():\n"
+            "    err = io.StringIO()\n"
+            "    with contextlib.redirect_stderr(err):\n"
+            "        rc = main(['profile', *argv])\n"
+            "    out[name] = [rc, err.getvalue(), 'torch' in sys.modules]\n"
+            "print(json.dumps(out))")
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps({k: v[0] for k, v in bad.items()})],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    got = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else proc.stderr
+    assert isinstance(got, dict), got
+    for name, (_, want) in bad.items():
+        rc, err, torch_loaded = got[name]
+        lines = err.strip().splitlines()
+        assert (rc, len(lines), torch_loaded) == (2, 1, False), (name, got[name])
+        assert lines[0].startswith("vlmpath profile: error: ") and want in lines[0], (name, lines)
 
 
 @pytest.mark.parametrize("port", ["99999", "-1"])

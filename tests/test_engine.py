@@ -25,6 +25,20 @@ FAKE = Path(__file__).parent / "fixtures" / "fake_engine"
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# --- the planted faults of the adapter tests -----------------------------------------------------
+def test_several_planted_faults_each_reach_only_their_workload(monkeypatch):
+    from vlmpath.engines.adapter_common import FAULT_ENV, Fault
+
+    monkeypatch.setenv(FAULT_ENV, "few_large_images:raise:engine says no;many_small_images:flip")
+    assert Fault.for_workload("few_large_images").raises == "engine says no"
+    assert Fault.for_workload("many_small_images").flip and not Fault.for_workload("many_small_images").raises
+    assert Fault.for_workload("video") == Fault() and Fault.server_state_wanted()
+    monkeypatch.setenv(FAULT_ENV, "video:device_mask;*:bare")
+    assert Fault.for_workload("video").kind == "device_mask" and not Fault.server_state_wanted()
+    monkeypatch.setenv(FAULT_ENV, "few_large_images:raise")  # one plant, as before; the default message
+    assert Fault.for_workload("few_large_images").raises == Fault.message and Fault.server_state_wanted()
+
+
 # --- specs ---------------------------------------------------------------------------------
 def test_reference_is_the_default():
     for text in (None, "", "reference"):

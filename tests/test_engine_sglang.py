@@ -20,7 +20,7 @@ the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import EVS, driven, engine_fixtures
+from engine_adapter_env import EVS, driven, engine_fixtures, planted_fixture
 
 from vlmpath.engines import registry
 from vlmpath.suite.engine_run import measure_cases
@@ -29,6 +29,7 @@ from vlmpath.suite.measure import plan_cases
 pytestmark = pytest.mark.engine
 
 engine_env, records = engine_fixtures("sglang", "0.5.23")
+planted = planted_fixture()
 
 
 def test_every_drivable_preset_places_every_row(records, engine_env):
@@ -71,16 +72,13 @@ def test_encoder_calls_match_the_reference_strategy_of_the_same_shape(records):
     assert all(e == f for e, f in calls.values()), calls
 
 
-def test_planted_engine_fault_fails_only_its_case(engine_env, monkeypatch):
-    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "few_large_images:raise:engine says no")
-    cases = plan_cases(workloads=["few_large_images", "many_small_images"], pipelines=["default"])
-    bad, good = measure_cases(cases, engine_env.spec, repeat=1, count=False)
+def test_planted_engine_fault_fails_only_its_case(planted):
+    bad, good = planted["few_large_images"], planted["video"]  # measured after it, in its process
     assert bad.error == "RuntimeError: engine says no" and bad.accuracy == 0.0
     assert good.error is None and good.accuracy == 1.0
 
 
-def test_rows_in_the_wrong_order_lower_the_accuracy(engine_env, monkeypatch):
-    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:flip")
-    (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
-                           engine_env.spec, repeat=1, count=False)
+def test_rows_in_the_wrong_order_lower_the_accuracy(planted, records):
+    rec = planted["many_small_images"]
     assert rec.error is None and rec.accuracy < 1.0
+    assert records["many_small_images"].accuracy == 1.0  # the flip did it, not the preset

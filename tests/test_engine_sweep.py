@@ -82,6 +82,23 @@ def test_index_date_is_the_first_upload_and_yanked_or_bad_entries_are_skipped():
 
 
 # --- the sweep loop: resume, failure points, partial ----------------------------------------
+def test_the_index_answer_is_read_bounded_in_size_and_depth(tmp_path, monkeypatch):
+    from vlmpath.engines import releases
+
+    (tmp_path / "sglang").mkdir()
+    answer = tmp_path / "sglang" / "json"
+    answer.write_text(json.dumps({"releases": {"0.5.22": [{"upload_time": "2026-10-16T00:26:04"}]}}))
+    monkeypatch.setenv(releases.INDEX_URL_ENV, tmp_path.as_uri())
+    assert list(releases.index_releases("sglang")) == ["0.5.22"]  # an unchanged answer reads
+    monkeypatch.setattr(releases, "MAX_INDEX_BYTES", 40)
+    with pytest.raises(VlmpathError, match="over 40 bytes; refused: not a package index answer"):
+        releases.index_releases("sglang")
+    monkeypatch.setattr(releases, "MAX_INDEX_BYTES", 1 << 20)
+    answer.write_text("[" * 100_000 + "]" * 100_000)  # deep nesting: one line, not a RecursionError
+    with pytest.raises(VlmpathError, match="not JSON .*nested more than"):
+        releases.index_releases("sglang")
+
+
 def _releases(*versions: str) -> list[Release]:
     return [Release("sglang", v, T0 + timedelta(days=10 * i)) for i, v in enumerate(versions)]
 

@@ -25,7 +25,7 @@ fixture); the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import EVS, driven, engine_fixtures
+from engine_adapter_env import EVS, driven, engine_fixtures, planted_fixture
 
 from vlmpath.core.errors import VlmpathError
 from vlmpath.engines import registry
@@ -35,6 +35,7 @@ from vlmpath.suite.measure import plan_cases
 pytestmark = pytest.mark.engine
 
 engine_env, records = engine_fixtures("vllm", "0.33.0")
+planted = planted_fixture()
 
 
 def test_every_drivable_preset_places_every_row(records, engine_env):
@@ -108,19 +109,16 @@ def test_encoder_calls_match_cross_request_batching(records):
     assert all(e < f for w, (e, f) in calls.items() if w in MULTI_SPAN), calls
 
 
-def test_planted_engine_fault_fails_only_its_case(engine_env, monkeypatch):
-    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "few_large_images:raise:engine says no")
-    cases = plan_cases(workloads=["few_large_images", "many_small_images"], pipelines=["default"])
-    bad, good = measure_cases(cases, engine_env.spec, repeat=1, count=False)
+def test_planted_engine_fault_fails_only_its_case(planted):
+    bad, good = planted["few_large_images"], planted["video"]  # measured after it, in its process
     assert bad.error == "RuntimeError: engine says no" and bad.accuracy == 0.0
     assert good.error is None and good.accuracy == 1.0
 
 
-def test_rows_in_the_wrong_order_lower_the_accuracy(engine_env, monkeypatch):
-    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:flip")
-    (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
-                           engine_env.spec, repeat=1, count=False)
+def test_rows_in_the_wrong_order_lower_the_accuracy(planted, records):
+    rec = planted["many_small_images"]
     assert rec.error is None and rec.accuracy < 1.0
+    assert records["many_small_images"].accuracy == 1.0  # the flip did it, not the preset
 
 
 def test_a_device_mask_costs_one_sync_per_merge(engine_env, monkeypatch):
@@ -135,11 +133,11 @@ def test_a_device_mask_costs_one_sync_per_merge(engine_env, monkeypatch):
     assert rec.syncs >= 1 and all("index_put" in k for k in rec.sync_events), rec.sync_events
 
 
-def test_vllms_own_tower_runs_in_place_of_ours_and_places_every_row(engine_env):
+def test_vllms_own_tower_runs_in_place_of_ours_and_places_every_row(engine_env, records):
     """``--tower engine``: vLLM's ``Qwen2_5_VisionTransformer`` with our tower's weights
     (its own ``load_weights``), in the release's path; recorded as the ``tower`` seam."""
     cases = plan_cases(workloads=["multi_region", "many_small_images"], pipelines=["default"])
-    ours = {r.workload: r for r in measure_cases(cases, engine_env.spec, repeat=1)}
+    ours = records  # the same cases, counted, with our tower (the module's one measured run)
     theirs = {r.workload: r for r in measure_cases(cases, engine_env.spec, repeat=1, tower="engine")}
     for w, r in theirs.items():
         assert r.error is None and r.accuracy == 1.0 and r.placed == r.items > 0, (w, r.error)

@@ -223,4 +223,6 @@ def test_the_gate_finds_a_planted_second_parse(tmp_path):
 def test_ci_pr_refuses_serve_with_an_engine_repository(tmp_path, capsys):
     code = main(["ci", "pr", "--base", "a", "--head", "b", "--out", str(tmp_path), "--engine-src", str(tmp_path),
                  "--serve", str(tmp_path)])
-    assert code == 2 and "serve-pair" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--serve" in err[0] and "serve-pair" in err[0]
+    assert "serve-pair" in (tmp_path / "error.txt").read_text()  # as any refusal of ci pr

@@ -230,25 +230,26 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="reports/profile", help="trace and ops JSON dir (default reports/profile)")
 
     def run(a: argparse.Namespace) -> int:
-        _check_case_names(a.case)  # before torch is imported by the profiler's module
-        from vlmpath.suite.profile import run_command
+        from vlmpath.suite.profile import check_options, run_command  # the module is torch-free
+
+        # Every value judged before the profiler's imports load torch (seconds).
+        check_options(a.engine, a.passes, a.top, a.out)
+        _check_case(a.case)
         print(run_command(a.case, engine=a.engine, scale=a.scale, passes=a.passes, out_dir=a.out, top=a.top))
         return 0
 
     p.set_defaults(func=run)
 
 
-def _check_case_names(text: str) -> None:
-    """``PATH:VARIANT/PRESET``'s names known (``core.choice_names``, torch-free); the form
-    itself is ``suite.profile.parse_case``'s to judge."""
+def _check_case(text: str) -> None:
+    """``PATH:VARIANT/PRESET``: its form (``suite.profile.case_parts``) and its names
+    (``core.choice_names``), all torch-free."""
     from vlmpath.core.errors import UnknownNameError
     from vlmpath.core.validate import check_choices
     from vlmpath.engines.pipelines import NAMED_PIPELINES
+    from vlmpath.suite.profile import case_parts
 
-    path, _, rest = text.partition(":")
-    variant, _, preset = rest.partition("/")
-    if not variant or not preset:
-        return
+    path, variant, preset = case_parts(text)
     if path == "encode":
         check_choices({"encode": [variant]}, None)
     elif path == "embed" and variant not in NAMED_PIPELINES:

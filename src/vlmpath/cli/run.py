@@ -96,7 +96,11 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
 
         try:  # inside: a bad --shard is written into --out's error file, as any refusal of ci pr
             serve = None
-            if a.serve and not a.engine_src:
+            if a.serve and a.engine_src:
+                raise VlmpathError("--serve serves vlmpath's own sides: leave it out with --engine-src (serve an "
+                                   "engine's two trees with `vlmpath serve-pair --base-pythonpath A "
+                                   "--head-pythonpath B`)")
+            if a.serve:
                 from vlmpath.pr.serve import ServeOptions
 
                 serve = ServeOptions(a.serve, a.serve_launch, a.serve_rounds, a.serve_python, a.serve_device).check()
@@ -110,7 +114,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                 shard=Shard.parse(a.shard) if a.shard else None, pr=a.pr, engine_src=a.engine_src,
                 engine=a.engine, engine_subdir=a.engine_subdir, engine_python=a.engine_python,
                 workloads=a.workload, repeat=a.repeat, tower=a.tower, vllm_runner=a.vllm_runner,
-                serve=serve if not a.engine_src else (a.serve or None))
+                serve=serve)
             res = engine_pr(opts) if opts.engine_src else ci_flow.run_pr(opts)
         except VlmpathError as exc:
             pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")

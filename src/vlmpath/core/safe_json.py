@@ -1,4 +1,4 @@
-"""How is a JSON file that someone else wrote read without trusting it?
+"""How is a JSON file (or an HTTP answer) that someone else wrote read without trusting it?
 
 Artifacts, traces and results directories can come from code under test. Every such file
 is read here: a regular file (not a device, FIFO or symlink), checked with ``fstat`` on the
@@ -63,6 +63,16 @@ def read_capped(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_BY
     if len(data) > max_bytes:  # it grew while we read it
         raise VlmpathError(f"{what} {str(p)!r} is over the limit of {max_bytes} bytes")
     return data
+
+
+def read_stream_capped(stream, what: str, max_bytes: int, fix: str = "") -> bytes:
+    """At most ``max_bytes`` of a stream someone else sends (an HTTP response: GitHub's API,
+    a package index's JSON): one ``read`` of ``max_bytes + 1``, so a 200 MB answer is one
+    error naming ``what``, not memory."""
+    raw = stream.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise VlmpathError(f"{what} over {max_bytes} bytes; refused{f': {fix}' if fix else ''}")
+    return raw
 
 
 def _number(kind, strict: bool = False):

@@ -5,8 +5,8 @@
 ``EncodeStats``; EVS workloads refused with the engine's reason (EVS frame re-layout is
 model code in both engines, not the shared path); and the planted fault of the tests.
 
-``VLMPATH_ENGINE_FAULT=WORKLOAD:KIND[:MESSAGE]`` (tests only) plants a fault in routines of
-that workload (``Fault``): ``raise`` makes the engine's step raise ``RuntimeError(MESSAGE)``,
+``VLMPATH_ENGINE_FAULT=WORKLOAD:KIND[:MESSAGE]`` (tests only; several joined by ``;``) plants a
+fault in routines of that workload (``Fault``): ``raise`` makes the engine's step raise ``RuntimeError(MESSAGE)``,
 ``flip`` hands the engine each encoder call's rows in reverse order (a misplacement the
 accuracy must see), and an engine may know more kinds (vLLM: ``device_mask``).
 ``VLMPATH_ENGINE_FAULT=*:bare`` (tests only) runs every routine of the process without the
@@ -37,19 +37,28 @@ class Fault:
     kind: str | None = None
     message: str = "planted engine fault"
 
+    @staticmethod
+    def _plants() -> list[tuple[str, str, str]]:
+        """(workload, kind, message) of each plant; ``;`` separates several (one engine
+        process carries them all: one worker start for the tests' planted cases)."""
+        out = []
+        for plant in os.environ.get(FAULT_ENV, "").split(";"):
+            target, _, fault = plant.partition(":")
+            kind, _, message = fault.partition(":")
+            out.append((target, kind, message))
+        return out
+
     @classmethod
     def for_workload(cls, name: str) -> Fault:
-        target, _, fault = os.environ.get(FAULT_ENV, "").partition(":")
-        kind, _, message = fault.partition(":")
-        if target != name or not kind:
-            return cls()
-        return cls(kind, message or cls.message)
+        for target, kind, message in cls._plants():
+            if target == name and kind:
+                return cls(kind, message or cls.message)
+        return cls()
 
     @classmethod
     def server_state_wanted(cls) -> bool:
         """True unless ``*:bare`` asks for routines without the server's state."""
-        target, _, kind = os.environ.get(FAULT_ENV, "").partition(":")
-        return not (target == "*" and kind.partition(":")[0] == "bare")
+        return not any(target == "*" and kind == "bare" for target, kind, _ in cls._plants())
 
     @property
     def flip(self) -> bool:

@@ -10,12 +10,12 @@ the sweep's timeline.
 
 ``index_releases(package)`` reads PyPI's JSON API (``/pypi/NAME/json``: every release's
 files with their ``upload_time``); a release's date is its earliest file's upload.
-The JSON is hostile input: bounded in size, every field checked, a bad one skipped.
+The JSON is hostile input: bounded in size, depth and number length (``core.safe_json``, the
+reader GitHub's API answers go through too), every field checked, a bad one skipped.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import ssl
@@ -23,6 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 from vlmpath.engines.base import EngineSpec
 
@@ -147,13 +148,9 @@ def index_releases(package: str, *, timeout: float = 60.0) -> dict[str, datetime
     context = ssl.create_default_context(cafile=cafile) if cafile and os.path.exists(cafile) else None
     try:
         with urllib.request.urlopen(url, timeout=timeout, context=context) as resp:
-            body = resp.read(MAX_INDEX_BYTES + 1)
+            body = safe_json.read_stream_capped(resp, f"engine sweep: {url}", MAX_INDEX_BYTES,
+                                                "not a package index answer")
     except OSError as exc:
         raise VlmpathError(f"engine sweep: cannot read the package index at {url} ({exc}); check the network, "
                            f"or point {INDEX_URL_ENV} at a mirror, or list releases already measured") from exc
-    if len(body) > MAX_INDEX_BYTES:
-        raise VlmpathError(f"engine sweep: {url} is over {MAX_INDEX_BYTES >> 20} MiB: not a package index answer")
-    try:
-        return parse_index(json.loads(body))
-    except ValueError as exc:
-        raise VlmpathError(f"engine sweep: {url} is not JSON ({exc}); check {INDEX_URL_ENV}") from exc
+    return parse_index(safe_json.loads(body, f"engine sweep: {url}", f"check {INDEX_URL_ENV}"))

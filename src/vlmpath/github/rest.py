@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -171,9 +172,9 @@ class _Client:
                 f"{where}: connection failed ({self._redact(str(reason))})", None, None
             ) from None
         hdrs = {k.lower(): v for k, v in (headers or {}).items()}
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
+        try:  # bounded (depth, number length): a hostile body is "not JSON", never a RecursionError
+            body = safe_json.loads(raw, where) if raw else None
+        except VlmpathError:
             body = None
         if 200 <= status < 300:
             return _Response(status, hdrs, body)
@@ -297,9 +298,6 @@ MAX_BODY_BYTES = 8 << 20
 
 
 def _read_capped(resp, where: str) -> bytes:
-    """At most ``MAX_BODY_BYTES`` of a response body: a 200 MB answer is an error, not memory."""
-    raw = resp.read(MAX_BODY_BYTES + 1)
-    if len(raw) > MAX_BODY_BYTES:
-        raise VlmpathError(f"{where}: response body over {MAX_BODY_BYTES} bytes; refused")
-    return raw
+    """At most ``MAX_BODY_BYTES`` of a response body (``core.safe_json``, as a package index's)."""
+    return safe_json.read_stream_capped(resp, f"{where}: response body", MAX_BODY_BYTES)
 

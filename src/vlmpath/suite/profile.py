@@ -43,17 +43,40 @@ class OpRow:
         return self.self_cpu_us + self.self_device_us
 
 
-def parse_case(text: str):
-    """``embed:default/many_small_images`` -> ``RoutineCase`` (the suite's case label)."""
+def case_parts(text: str) -> tuple[str, str, str]:
+    """``embed:default/many_small_images`` -> ``("embed", "default", "many_small_images")``;
+    a text of another form is one line (torch-free: the CLI refuses it before torch loads)."""
     from vlmpath.core.errors import VlmpathError
-    from vlmpath.suite.cases import RoutineCase
 
     path, _, rest = text.partition(":")
     variant, _, preset = rest.partition("/")
     if path not in ("encode", "embed") or not variant or not preset:
         raise VlmpathError(f"case {text!r}: write PATH:VARIANT/PRESET, e.g. embed:default/many_small_images "
                            "or encode:batched/video")
-    return RoutineCase(path, variant, preset)
+    return path, variant, preset
+
+
+def parse_case(text: str):
+    """``embed:default/many_small_images`` -> ``RoutineCase`` (the suite's case label)."""
+    parts = case_parts(text)
+    from vlmpath.suite.cases import RoutineCase  # imports torch: after the form is judged
+
+    return RoutineCase(*parts)
+
+
+def check_options(engine: str, passes: int, top: int, out_dir: str = ".") -> None:
+    """``vlmpath profile``'s other values, each refused in one line (torch-free: the CLI
+    checks them before the profiler's imports)."""
+    from vlmpath.core.errors import UnknownNameError, VlmpathError
+
+    if engine not in ENGINES:
+        raise UnknownNameError("engine", engine, ENGINES)
+    if passes < 1:
+        raise VlmpathError(f"--passes must be at least 1, got {passes}")
+    if top < 1:
+        raise VlmpathError(f"--top must be at least 1 (operators printed), got {top}")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise VlmpathError(f"--out {out_dir}: a file is in the way; give a directory for the trace and ops JSON")
 
 
 def _device() -> str:
@@ -130,12 +153,7 @@ def run_command(case_text: str, *, engine: str = "reference", scale: str = "tiny
                 out_dir: str = "reports/profile", top: int = 15, device: str | None = None) -> str:
     """``vlmpath profile``: profile the case, write ``<out>/<case>.trace.json`` and
     ``<case>.ops.json``, and return the report (top operators by self time)."""
-    from vlmpath.core.errors import UnknownNameError, VlmpathError
-
-    if engine not in ENGINES:
-        raise UnknownNameError("engine", engine, ENGINES)
-    if passes < 1:
-        raise VlmpathError(f"--passes must be at least 1, got {passes}")
+    check_options(engine, passes, top, out_dir)
     case = parse_case(case_text)
     case.pipeline()  # an unknown strategy or pipeline fails here, naming the choices
     stem = os.path.join(out_dir, case.label.replace(":", "-").replace("/", "-"))
