@@ -86,7 +86,12 @@ def preimport_tower() -> None:
     """Import transformers' Qwen2.5-VL modules now. Under asv's ``forkserver`` launch method
     (``vlmpath run`` uses it on CPU) the suite is imported once in the server and every
     benchmark is a fork of it, so this ~3 s import is paid once instead of per benchmark;
-    under ``spawn`` (GPU) the benchmark would import it anyway."""
+    under ``spawn`` (GPU) the benchmark would import it anyway. A discovery process (asv's
+    ``discover`` command, and ``vlmpath run``'s own, invoked alike: ``runner.discovery``)
+    only lists the benchmarks and never builds a tower: it skips the import (~4 CPU-s of
+    each discovery; a run discovers twice, a PR flow's yardstick twice more)."""
+    if sys.argv[1:2] == ["discover"]:
+        return
     import transformers.models.qwen2_5_vl.modeling_qwen2_5_vl  # noqa: F401
 
 

@@ -114,10 +114,10 @@ class Replay:
         self.config = tmp / "thresholds.yaml"
         self.config.write_text(THRESHOLDS, encoding="utf-8")
 
-    def flow(self, base: str, head: str, name: str, **kw) -> pr_outputs.FlowResult:
+    def flow(self, base: str, head: str, name: str, profile: bool | None = None, **kw) -> pr_outputs.FlowResult:
         return ci_flow.run_pr(PrOptions(base, head, out_dir=self.tmp / name, repo=self.repo, machine=MACHINE,
                                         bench=BENCH, results_dir=self.results, charts=False,
-                                        thresholds=self.config, **kw), env=self.env)
+                                        thresholds=self.config, **kw), env=self.env, profile=profile)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,10 @@ def replay(tmp_path_factory) -> dict:
     for sha in (r.good, r.bad):  # as main's trusted history would hold them
         write_run_info(r.results, MACHINE, sha, quick=False, scale=None, bench=BENCH, trusted=True)
     out["revert"] = r.flow(r.bad, r.revert, "revert")
-    out["slow"] = r.flow(r.good, r.slow, "slow")
+    # The slowdown's regression would be profiled on both sides (two more worktrees and
+    # torch.profiler processes); nothing here reads the profiles: the regression's profile
+    # through the real script is tests/test_profile.py's e2e.
+    out["slow"] = r.flow(r.good, r.slow, "slow", profile=False)
     out["aa"] = [r.flow(r.good, r.aa, "aa0")]
     out["aa"] += [r.flow(r.good, r.aa, f"aa{i}", rerun_base=True) for i in range(1, AA_REPS)]
     return out

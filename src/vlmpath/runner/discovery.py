@@ -2,7 +2,10 @@
 
 ``--bench`` is checked against asv's own discovery of the suite (``asv_runner.discovery``,
 same names and parameter strings as ``asv run -b``), run in the benchmark interpreter, so
-that a regex matching nothing fails up front, naming some benchmarks.
+that a regex matching nothing fails up front, naming some benchmarks. The script runs as
+``python -c SCRIPT discover DIR OUT``: ``discover`` first, as asv's own discovery process
+has it, so the suite can tell a listing from a run (``benchmarks/_common.preimport_tower``
+skips the tower's imports there).
 """
 
 from __future__ import annotations
@@ -39,10 +42,10 @@ _DISCOVER_SCRIPT = r"""
 import json, sys
 from asv_runner.discovery import disc_benchmarks
 out = []
-for b in disc_benchmarks(sys.argv[1]):
+for b in disc_benchmarks(sys.argv[2]):
     out.append({"name": b.name, "params": [[str(p) for p in axis] for axis in b.params],
                 "unit": getattr(b, "unit", ""), "version": str(getattr(b, "version", ""))})
-json.dump(out, open(sys.argv[2], "w"))
+json.dump(out, open(sys.argv[3], "w"))
 """
 
 
@@ -53,7 +56,7 @@ def discover(benchmark_dir: Path, python: str, env: Mapping[str, str]) -> list[D
         out = Path(tmp) / "benchmarks.json"
         penv = dict(env)
         penv["PYTHONPATH"] = os.pathsep.join(x for x in (str(benchmark_dir.parent), penv.get("ASV_PYTHONPATH", "")) if x)
-        proc = subprocess.run([python, "-c", _DISCOVER_SCRIPT, str(benchmark_dir), str(out)],
+        proc = subprocess.run([python, "-c", _DISCOVER_SCRIPT, "discover", str(benchmark_dir), str(out)],
                               capture_output=True, text=True, env=penv, cwd=tmp, check=False)
         if proc.returncode != 0:
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
