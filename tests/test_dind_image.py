@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import arc_values as arc
-from test_image_digest import BASE_DIGEST, DIGEST, ROOT, _bash, _calls, _fake_docker, _job_env, _step
+from test_image_digest import BASE_DIGEST, DIGEST, ROOT, _bash, _calls, _fake_docker, _filed_by_history, _job_env, _step
 
 REPO = "ghcr.io/vlmpath/vlmpath/vlmpath-dind-nvidia"
 NVIDIA_VALUES = ("deploy/arc/nvidia-gpu.yaml", "deploy/arc/nvidia-gpu-pr.yaml")
@@ -63,13 +63,7 @@ def test_mains_image_job_builds_the_dind_image_and_names_its_digest_in_the_nvidi
     assert handed["if"] == pin["if"] and set(handed["with"]["path"].split()) == set(NVIDIA_VALUES)
 
     # history: the artifact image-dind-nvidia becomes bench-results' images/dind-nvidia.txt.
-    new = tmp_path / "new"
-    (new / "image-dind-nvidia").mkdir(parents=True)
-    shutil.copy(repo / "image-ref.txt", new / "image-dind-nvidia" / "image-ref.txt")
-    history = tmp_path / "history"
-    (history / "results").mkdir(parents=True)
-    r = _bash(f"ci/history.sh append {new} {history / 'results'}", repo, {"REPO": "o/n"}, bin_dir)
-    assert r.returncode == 0, r.stdout + r.stderr
+    history = _filed_by_history(repo, tmp_path, "image-dind-nvidia", bin_dir)
     assert (history / "images" / "dind-nvidia.txt").read_text().strip() == ref
 
 

@@ -53,6 +53,19 @@ def _bash(script: str, cwd: Path, env: dict[str, str], bin_dir: Path) -> subproc
                           text=True, timeout=60)
 
 
+def _filed_by_history(repo: Path, tmp: Path, artifact: str, bin_dir: Path) -> Path:
+    """Run ``ci/history.sh append`` on one image artifact (``repo``'s image-ref.txt) and
+    return the bench-results checkout it wrote into."""
+    new = tmp / "new"
+    (new / artifact).mkdir(parents=True)
+    shutil.copy(repo / "image-ref.txt", new / artifact / "image-ref.txt")
+    history = tmp / "history"
+    (history / "results").mkdir(parents=True)
+    r = _bash(f"ci/history.sh append {new} {history / 'results'}", repo, {"REPO": "o/n"}, bin_dir)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return history
+
+
 def _checkout(tmp: Path) -> Path:
     """A git checkout holding this repository's ci/ (what a job's actions/checkout gives)."""
     repo = tmp / "main"
@@ -120,13 +133,7 @@ def test_the_digest_flows_from_mains_image_job_to_the_shards_the_history_and_the
     assert _calls(tmp_path) == [f"pull {ref}", f"tag {ref} vlmpath:cuda-main"]
 
     # history: ci/history.sh append files the digest on bench-results for the PR jobs.
-    new = tmp_path / "new"
-    (new / "image-nvidia").mkdir(parents=True)
-    shutil.copy(repo / "image-ref.txt", new / "image-nvidia" / "image-ref.txt")
-    history = tmp_path / "history"
-    (history / "results").mkdir(parents=True)
-    r = _bash(f"ci/history.sh append {new} {history / 'results'}", repo, {"REPO": "o/n"}, bin_dir)
-    assert r.returncode == 0, r.stdout + r.stderr
+    history = _filed_by_history(repo, tmp_path, "image-nvidia", bin_dir)
     assert (history / "images" / "nvidia.txt").read_text().strip() == ref
 
     # bench-gpu (a PR): trusted/ is the bench-results checkout; tool/ is main's checkout.
