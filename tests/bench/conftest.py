@@ -57,19 +57,24 @@ def bench_session(bench_device):
 
 
 @pytest.fixture(scope="session")
-def routine_records(bench_session, bench_scale):
+def routine_records(bench_session, bench_scale, pytestconfig):
     """Measured routine cases, memoised per (preset, pipeline) for the session: the encode
-    ``batched`` and embed ``default`` rows are the same case and are measured once."""
+    ``batched`` and embed ``default`` rows are the same case and are measured once.
+    With benchmarks disabled (the normal test run) nothing reads the timed samples (the
+    extra_info goes into no JSON), so each case is measured once instead of
+    ``ROUTINE_SAMPLES`` times: the same checks (no error, the same encoder calls), a
+    seventh of the work."""
     from vlmpath.suite import cases
     from vlmpath.suite.measure import measure_case
 
+    disabled = bool(pytestconfig.getoption("benchmark_disable", False))
+    repeat = 1 if disabled else cases.routine_repeat(cases.quick_from_env())
     memo: dict = {}
 
     def get(case: cases.RoutineCase):
         key = (case.preset, case.pipeline().label)
         if key not in memo:
-            memo[key] = measure_case(case.measure_case(bench_scale), bench_session,
-                                     repeat=cases.routine_repeat(cases.quick_from_env()))
+            memo[key] = measure_case(case.measure_case(bench_scale), bench_session, repeat=repeat)
         return memo[key]
 
     return get
