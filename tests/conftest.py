@@ -92,6 +92,18 @@ class CoreRunner:
         return self._records[key]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread():
+    """One intra-op thread for the whole run (restored after), as ``vlmpath run`` pins
+    OMP_NUM_THREADS=1 on CPU and tests/bench/conftest.py does for the mirror: on a shared
+    2-core box OpenMP threads spin-waiting for each other made the tiny towers' ops ~4x
+    dearer in CPU and in wall (measure_case on multi_region: 38 s of CPU, 9 s with one)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def session() -> Session:
     return Session("cpu")

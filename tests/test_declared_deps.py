@@ -11,6 +11,7 @@ metadata. A planted undeclared import is shown to be seen.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata as md
 import re
 import sys
@@ -59,8 +60,13 @@ def imports(paths: list[Path]) -> dict[str, str]:
     return out
 
 
+@functools.cache  # every installed distribution's files read (~0.4 s): once per run, not per test
+def _distributions() -> dict:
+    return md.packages_distributions()
+
+
 def undeclared(found: dict[str, str], allowed: set[str]) -> list[str]:
-    dists = md.packages_distributions()
+    dists = _distributions()
     out = []
     for mod, where in sorted(found.items()):
         if mod in ELSEWHERE or mod == "tomli":  # tomli: declared for python < 3.11 only

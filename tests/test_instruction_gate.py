@@ -240,6 +240,34 @@ def test_a_side_whose_callgrind_run_breaks_is_not_measured_and_the_other_still_c
             for s, e in started] == [("video", 1, str(tmp_path / "b"), "1", "0"), ("video", 1, str(tmp_path / "h"), "1", "0")]
 
 
+def test_a_native_side_that_imports_another_vlmpath_is_not_measured_without_a_probe(monkeypatch, tmp_path):
+    """Natively the worker's own result says which vlmpath it ran (no probe process: one
+    torch import less per side); one from elsewhere is not this side's code, so nothing it
+    counted stands, and the side that ran its own still counts."""
+    monkeypatch.setattr(ir_cases, "_probe", lambda src, env: pytest.fail("the native counter started a probe"))
+    for d in ("b", "h"):
+        (tmp_path / d / "vlmpath").mkdir(parents=True)
+
+    def finish(proc, tmp, out, timeout):
+        ran = tmp_path / ("elsewhere" if tmp.name == "side0" else "h") / "vlmpath" / "__init__.py"
+        return {"vlmpath": str(ran), "not_measured": None,
+                "records": [{"pipeline": "default", "preset": "video", "error": None,
+                             "parts": {"bytecodes": 7, "elements": 9}}]}
+
+    class Proc:
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(callgrind, "start", lambda argv, tmp, env, instrument=True, native=False: Proc())
+    monkeypatch.setattr(callgrind, "finish", finish)
+    base, head = ir_cases.count_sides([ir_cases.Side("base", tmp_path / "b", SHA_B),
+                                       ir_cases.Side("head", tmp_path / "h", SHA_H)], bench="video", counter="ops")
+    assert base["not_measured"].startswith(f"the counter would import vlmpath from {tmp_path / 'elsewhere'}")
+    assert base["records"] == []
+    assert head["not_measured"] is None
+    assert sorted(r["instructions"] for r in head["records"]) == [7, 9]
+
+
 def test_the_cpu_pr_job_counts_every_case_and_pairs_its_timings_by_default():
     import subprocess
 

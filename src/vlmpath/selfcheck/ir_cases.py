@@ -11,9 +11,11 @@ threads pinned (``measure.pinning``), tiny scale by default. Two counters (``cou
 
 The worker (``selfcheck/ir_worker.py``) runs by path with ``PYTHONPATH`` = the side's
 ``src``: the harness is fixed, the code under test varies (as asv runs head's benchmarks on
-each side's package). A quick plain-Python probe first proves the side imports its own
-``vlmpath`` and has what the worker needs; if not, the side is *not measured* with that
-reason, never a crash.
+each side's package). The side must import its own ``vlmpath`` and have what the worker
+needs; if not, the side is *not measured* with that reason, never a crash. Under callgrind a
+quick plain-Python probe proves it first (a broken side would cost minutes of Valgrind);
+natively the worker's own result says it (a probe would cost one more torch import per
+side, ~2.7 s of CPU, as long as the native worker's own start-up).
 
 ``records`` are what ``vlmpath instructions --out FILE`` writes (one JSON: case, benchmark,
 params, the count (under ``instructions``, whatever its unit: the benchmark names it),
@@ -119,8 +121,11 @@ def _probe(src: Path, env: Mapping[str, str]) -> str | None:
         if r.returncode != 0 or not out.is_file():
             return f"the counter's probe failed (exit {r.returncode}): {r.stderr.strip()[-300:]}"
         result = json.loads(out.read_text(encoding="utf-8"))
-    if result.get("not_measured"):
-        return result["not_measured"]
+    return result.get("not_measured") or _shadowed(result, src)
+
+
+def _shadowed(result: Mapping[str, Any], src: Path) -> str | None:
+    """Why a worker's (or probe's) result is not ``src``'s: it imported another ``vlmpath``."""
     got = Path(result["vlmpath"]).resolve().parent
     if got != (src / "vlmpath").resolve():
         return f"the counter would import vlmpath from {got}, not from {src} (a .pth or editable-install hook?)"
@@ -144,7 +149,7 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
             side_env = _env(src, threads, env)
             res = {"side": side.label, "commit": side.commit, "source": str(src), "scale": scale,
                    "threads": threads, "bench": bench, "mode": mode, "counter": counter,
-                   "not_measured": _probe(src, side_env), "records": []}
+                   "not_measured": None if counter == "ops" else _probe(src, side_env), "records": []}
             results.append(res)
             if res["not_measured"]:
                 log(f"instructions: {side.label} not measured: {res['not_measured']}")
@@ -155,15 +160,18 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
                          profiles=str(profiles / side.label) if profiles is not None else None)
             how = "natively (bytecodes, aten elements)" if counter == "ops" else "under callgrind, one process (minutes)"
             log(f"counts: counting {side.label} ({src}) {how}")
-            running.append((res, tmp, time.monotonic(), callgrind.start(_argv(spec), tmp, side_env, instrument=False,
+            running.append((res, src, tmp, time.monotonic(), callgrind.start(_argv(spec), tmp, side_env, instrument=False,
                                                                         native=counter == "ops")))
         try:
-            for res, tmp, t0, proc in running:
+            for res, src, tmp, t0, proc in running:
                 try:
                     out = callgrind.finish(proc, tmp, tmp / "result.json", timeout)
                 except VlmpathError as exc:  # this side's run broke: said, and the other sides still count
                     out = {"not_measured": str(exc)}
-                res["not_measured"] = out.get("not_measured")
+                why = out.get("not_measured") or (_shadowed(out, src) if out.get("vlmpath") else None)
+                if why:  # not this side's code: nothing it counted stands
+                    out = {"not_measured": why}
+                res["not_measured"] = why
                 res["records"] = [x for r in out.get("records", ()) for x in _records(r, res["commit"], mode, counter)]
                 res["seconds"] = round(time.monotonic() - t0, 1)
                 res["phases"] = out.get("phases")  # CPU seconds: start-up, uncounted, counted
