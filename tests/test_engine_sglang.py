@@ -3,8 +3,8 @@
 Runs on the release ``VLMPATH_ENGINE_INSTALL`` names (CI installs it with
 ``VLMPATH_ENGINE_INSTALL=sglang==0.5.23 ci/setup.sh``; it must be complete), else on the
 newest *complete* sglang environment (``vlmpath engine list``), and names it in every
-test id; skips, saying how to get one, when there is none. One worker run measures every preset once (module fixture);
-the tests then check:
+test id; skips, saying how to get one, when there is none. One worker start measures every
+preset once and the planted cases (module fixture); the tests then check:
 
 - every preset the adapter can drive places every item's rows (accuracy 1.0), and the EVS
   preset (model code in sglang) is one failed case with a message that says so;
@@ -20,7 +20,7 @@ the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import EVS, driven, engine_fixtures, planted_fixture
+from engine_adapter_env import EVS, driven, engine_fixtures
 
 from vlmpath.engines import registry
 from vlmpath.suite.engine_run import measure_cases
@@ -28,8 +28,8 @@ from vlmpath.suite.measure import plan_cases
 
 pytestmark = pytest.mark.engine
 
-engine_env, records = engine_fixtures("sglang", "0.5.23")
-planted = planted_fixture()
+# One worker start measures both of the module's case sets (the presets, the plants).
+engine_env, measured, records, planted = engine_fixtures("sglang", "0.5.23")
 
 
 def test_every_drivable_preset_places_every_row(records, engine_env):
