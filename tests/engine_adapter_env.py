@@ -3,21 +3,25 @@
 ``engine_fixtures(name, example, extra_sets)`` returns the module fixtures both adapter test
 files use: ``engine_env`` (``VLMPATH_ENGINE_INSTALL``'s release of that engine when it names
 one, which must then be complete: a failure, not a skip; else the newest complete
-environment; else a skip naming the install command), ``measured`` (every case set the
-module's tests need, measured by ONE engine worker start: ``suite.engine_run.measure_case_sets``;
-a worker start costs ~10 s of importing the engine), and from it ``records`` (every preset
-measured once, by workload) and ``planted`` (the planted faults, measured together). The
-release is in every test's id (``test_x[vllm==0.33.0]``): a result names what it ran.
+environment; else a skip naming the install command; ``engine_env_fixture`` gives it alone,
+for the engine's other test modules), ``measured`` (every case set the module's tests need,
+measured by ONE engine worker start: ``suite.engine_run.measure_case_sets``; a start costs
+~10 s of importing the engine), and from it ``records`` (every preset measured once, by
+workload) and ``planted`` (the planted faults, measured together). ``reference_records`` is
+the reference's records the encoder-call tests compare with, measured once per test session
+(both adapter modules compare with the same). The release is in every test's id
+(``test_x[vllm==0.33.0]``): a result names what it ran.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 import pytest
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.suite.engine_run import CaseSet, measure_case_sets
+from vlmpath.suite.engine_run import CaseSet, measure_case_sets, measure_cases
 from vlmpath.suite.measure import plan_cases
 
 EVS = "evs_video"
@@ -38,12 +42,8 @@ def _chosen(name: str, example: str):
     return env, None
 
 
-def engine_fixtures(name: str, example: str, extra_sets: Callable[[], dict[str, CaseSet]] | None = None):
-    """(``engine_env``, ``measured``, ``records``, ``planted``) fixtures for a test module to
-    bind at top level. ``measured`` is ONE ``measure_case_sets`` call (one worker start) over
-    the module's case sets by name: ``records`` (every preset, counted), ``planted``
-    (``PLANTED`` carrying ``PLANTS``) and ``extra_sets()``'s; ``records`` and ``planted`` are
-    those two sets by workload."""
+def engine_env_fixture(name: str, example: str):
+    """The ``engine_env`` module fixture (see the module docstring), for a module to bind."""
     env, why = _chosen(name, example)
 
     @pytest.fixture(scope="module", params=[env.spec.label if env else f"no-{name}-env"])
@@ -53,6 +53,17 @@ def engine_fixtures(name: str, example: str, extra_sets: Callable[[], dict[str, 
         if env is None:
             pytest.skip(why)
         return env
+
+    return engine_env
+
+
+def engine_fixtures(name: str, example: str, extra_sets: Callable[[], dict[str, CaseSet]] | None = None):
+    """(``engine_env``, ``measured``, ``records``, ``planted``) fixtures for a test module to
+    bind at top level. ``measured`` is ONE ``measure_case_sets`` call (one worker start) over
+    the module's case sets by name: ``records`` (every preset, counted), ``planted``
+    (``PLANTED`` carrying ``PLANTS``) and ``extra_sets()``'s; ``records`` and ``planted`` are
+    those two sets by workload."""
+    engine_env = engine_env_fixture(name, example)
 
     @pytest.fixture(scope="module")
     def measured(engine_env):
@@ -100,3 +111,15 @@ def driven(records):
 def driven_cases():
     """The ``default`` pipeline's case of every preset ``driven`` keeps."""
     return [c for c in plan_cases(pipelines=["default"]) if c.workload != EVS]
+
+
+@cache  # one test session measures each (workloads, strategy) once: both modules ask the same
+def _reference(workloads: tuple[str, ...], strategy: str) -> tuple:
+    return tuple(measure_cases(plan_cases(workloads=list(workloads), encode=[strategy]), "reference", repeat=1,
+                               count=False))
+
+
+def reference_records(workloads, strategy: str) -> dict:
+    """The reference routine's records of ``workloads`` with encode ``strategy`` (the default
+    pipeline otherwise), uncounted, by workload."""
+    return by_workload(_reference(tuple(workloads), strategy))

@@ -20,11 +20,9 @@ preset once and the planted cases (module fixture); the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import EVS, driven, engine_fixtures
+from engine_adapter_env import EVS, driven, engine_fixtures, reference_records
 
 from vlmpath.engines import registry
-from vlmpath.suite.engine_run import measure_cases
-from vlmpath.suite.measure import plan_cases
 
 pytestmark = pytest.mark.engine
 
@@ -66,8 +64,7 @@ def test_seams_are_recorded_and_syncs_follow_them(records):
 def test_encoder_calls_match_the_reference_strategy_of_the_same_shape(records):
     seams = next(iter(driven(records).values())).engine_seams
     strategy = "batched" if seams["chunk_encoding"] == "batched_cross_request" else "per_request"
-    ref = {r.workload: r for r in measure_cases(plan_cases(workloads=list(driven(records)), encode=[strategy]),
-                                                   "reference", repeat=1, count=False)}
+    ref = reference_records(driven(records), strategy)
     calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in driven(records).items()}
     assert all(e == f for e, f in calls.values()), calls
 

@@ -26,7 +26,8 @@ tower); the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import EVS, by_workload, driven, driven_cases, engine_fixtures, set_records
+from engine_adapter_env import (EVS, by_workload, driven, driven_cases, engine_fixtures, reference_records,
+                                set_records)
 
 from vlmpath.core.errors import VlmpathError
 from vlmpath.engines import registry
@@ -116,8 +117,7 @@ MULTI_SPAN = {"multi_region"}
 
 
 def test_encoder_calls_match_cross_request_batching(records):
-    ref = {r.workload: r for r in measure_cases(plan_cases(workloads=list(driven(records)), encode=["batched"]),
-                                                   "reference", repeat=1, count=False)}
+    ref = reference_records(driven(records), "batched")
     calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in driven(records).items()}
     assert all(e == f for w, (e, f) in calls.items() if w not in MULTI_SPAN), calls
     assert all(e < f for w, (e, f) in calls.items() if w in MULTI_SPAN), calls

@@ -212,6 +212,8 @@ def measure_case_sets(sets: Sequence[CaseSet], engine_spec: EngineSpec | str | N
     # A label arrives only from a benchmark module (VLMPATH_ENGINE, its process boundary; any
     # side's benchmarks pass the variable's text): everything else hands a parsed spec.
     spec = engine_spec if isinstance(engine_spec, EngineSpec) else EngineSpec.parse(engine_spec)
+    if not sets:
+        return []  # no worker started for nothing
     if spec.in_process:
         return _run_reference(sets, device, weights, threads)
     return _run_worker(sets, spec, engine_python(spec, python, home), device, weights, threads)
