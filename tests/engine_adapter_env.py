@@ -1,18 +1,27 @@
 """Which engine environment do an engine's adapter tests run, and the measured presets they share.
 
-``engine_fixtures(name, example)`` returns the module fixtures both adapter test files use:
-``engine_env`` (``VLMPATH_ENGINE_INSTALL``'s release of that engine when it names one, which
-must then be complete: a failure, not a skip; else the newest complete environment; else a
-skip naming the install command) and ``records`` (every preset measured once through it,
-by workload); ``planted_fixture`` the planted faults, measured together. The release is in every test's id (``test_x[vllm==0.33.0]``): a result names
-what it ran.
+``engine_fixtures(name, example, extra_sets)`` returns the module fixtures both adapter test
+files use: ``engine_env`` (``VLMPATH_ENGINE_INSTALL``'s release of that engine when it names
+one, which must then be complete: a failure, not a skip; else the newest complete
+environment; else a skip naming the install command; ``engine_env_fixture`` gives it alone,
+for the engine's other test modules), ``measured`` (every case set the module's tests need,
+measured by ONE engine worker start: ``suite.engine_run.measure_case_sets``; a start costs
+~10 s of importing the engine), and from it ``records`` (every preset measured once, by
+workload) and ``planted`` (the planted faults, measured together). ``reference_records`` is
+the reference's records the encoder-call tests compare with, measured once per test session
+(both adapter modules compare with the same). The release is in every test's id
+(``test_x[vllm==0.33.0]``): a result names what it ran.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
+
 import pytest
 
-from vlmpath.suite.engine_run import measure_cases
+from vlmpath.core.errors import VlmpathError
+from vlmpath.suite.engine_run import CaseSet, measure_case_sets, measure_cases
 from vlmpath.suite.measure import plan_cases
 
 EVS = "evs_video"
@@ -33,8 +42,8 @@ def _chosen(name: str, example: str):
     return env, None
 
 
-def engine_fixtures(name: str, example: str):
-    """(``engine_env``, ``records``) fixtures for a test module to bind at top level."""
+def engine_env_fixture(name: str, example: str):
+    """The ``engine_env`` module fixture (see the module docstring), for a module to bind."""
     env, why = _chosen(name, example)
 
     @pytest.fixture(scope="module", params=[env.spec.label if env else f"no-{name}-env"])
@@ -45,37 +54,72 @@ def engine_fixtures(name: str, example: str):
             pytest.skip(why)
         return env
 
+    return engine_env
+
+
+def engine_fixtures(name: str, example: str, extra_sets: Callable[[], dict[str, CaseSet]] | None = None):
+    """(``engine_env``, ``measured``, ``records``, ``planted``) fixtures for a test module to
+    bind at top level. ``measured`` is ONE ``measure_case_sets`` call (one worker start) over
+    the module's case sets by name: ``records`` (every preset, counted), ``planted``
+    (``PLANTED`` carrying ``PLANTS``) and ``extra_sets()``'s; ``records`` and ``planted`` are
+    those two sets by workload."""
+    engine_env = engine_env_fixture(name, example)
+
     @pytest.fixture(scope="module")
-    def records(engine_env):
-        recs = measure_cases(plan_cases(pipelines=["default"]), engine_env.spec, repeat=1)
-        return {r.workload: r for r in recs}
+    def measured(engine_env):
+        sets = {"records": CaseSet(plan_cases(pipelines=["default"]), repeat=1),
+                "planted": CaseSet(plan_cases(workloads=list(PLANTED), pipelines=["default"]), repeat=1,
+                                   count=False, faults=PLANTS),
+                **(extra_sets() if extra_sets else {})}
+        return dict(zip(sets, measure_case_sets(list(sets.values()), engine_env.spec), strict=True))
 
-    return engine_env, records
+    @pytest.fixture(scope="module")
+    def records(measured):
+        return by_workload(set_records(measured, "records"))
+
+    @pytest.fixture(scope="module")
+    def planted(measured):
+        return by_workload(set_records(measured, "planted"))
+
+    return engine_env, measured, records, planted
 
 
-#: The plants of ``planted`` (``VLMPATH_ENGINE_FAULT``, several joined by ``;``): a raising
-#: engine step on one workload, rows handed back in reverse order on another, a clean third.
+#: The plants of ``planted`` (``CaseSet.faults``: ``VLMPATH_ENGINE_FAULT``'s text, several
+#: joined by ``;``): a raising engine step on one workload, rows handed back in reverse order
+#: on another, a clean third.
 PLANTS = "few_large_images:raise:engine says no;many_small_images:flip"
 PLANTED = ("few_large_images", "many_small_images", "video")
 
 
-def planted_fixture():
-    """A module fixture: ``PLANTED`` measured in one engine process carrying ``PLANTS``
-    (one worker start where a worker per plant cost one each)."""
+def set_records(measured: dict, name: str) -> list:
+    """The records of set ``name``; a set the worker refused raises its refusal."""
+    got = measured[name]
+    if isinstance(got, VlmpathError):
+        raise got
+    return got
 
-    @pytest.fixture(scope="module")
-    def planted(engine_env):
-        from vlmpath.engines.adapter_common import FAULT_ENV
 
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv(FAULT_ENV, PLANTS)
-            recs = measure_cases(plan_cases(workloads=list(PLANTED), pipelines=["default"]), engine_env.spec,
-                                 repeat=1, count=False)
-        return {r.workload: r for r in recs}
-
-    return planted
+def by_workload(recs) -> dict:
+    return {r.workload: r for r in recs}
 
 
 def driven(records):
     """The presets the adapter can drive (all but EVS: model code in both engines)."""
     return {w: r for w, r in records.items() if w != EVS}
+
+
+def driven_cases():
+    """The ``default`` pipeline's case of every preset ``driven`` keeps."""
+    return [c for c in plan_cases(pipelines=["default"]) if c.workload != EVS]
+
+
+@cache  # one test session measures each (workloads, strategy) once: both modules ask the same
+def _reference(workloads: tuple[str, ...], strategy: str) -> tuple:
+    return tuple(measure_cases(plan_cases(workloads=list(workloads), encode=[strategy]), "reference", repeat=1,
+                               count=False))
+
+
+def reference_records(workloads, strategy: str) -> dict:
+    """The reference routine's records of ``workloads`` with encode ``strategy`` (the default
+    pipeline otherwise), uncounted, by workload."""
+    return by_workload(_reference(tuple(workloads), strategy))

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from engine_adapter_env import engine_fixtures
+from engine_adapter_env import engine_env_fixture
 from engine_tree import patched_tree
 
 from vlmpath.engines.base import EngineSpec
@@ -25,7 +25,7 @@ from vlmpath.suite.measure import plan_cases
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
-engine_env, _records = engine_fixtures("sglang", "0.5.23")
+engine_env = engine_env_fixture("sglang", "0.5.23")
 NAME, RENAMED = "_batch_encode_per_image_misses", "_encode_cache_misses_together"
 SCHEDULE = "srt/managers/mm_schedule.py"
 

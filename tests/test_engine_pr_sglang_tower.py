@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from engine_adapter_env import EVS, engine_fixtures
+from engine_adapter_env import EVS, engine_env_fixture
 from engine_tree import patched_tree
 
 from vlmpath.engines.base import EngineSpec
@@ -29,7 +29,7 @@ from vlmpath.suite.measure import plan_cases
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
-engine_env, _records = engine_fixtures("sglang", "0.5.23")
+engine_env = engine_env_fixture("sglang", "0.5.23")
 TOWER = "srt/models/qwen2_5_vl.py"
 REVERSE = "x = x[reverse_indices, :]"
 SEAM = "sglang.srt.models.qwen2_5_vl.Qwen2_5_VisionTransformer"

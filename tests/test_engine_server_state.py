@@ -15,7 +15,7 @@ import re
 import subprocess
 
 import pytest
-from engine_adapter_env import engine_fixtures
+from engine_adapter_env import engine_env_fixture
 from engine_tree import patched_tree
 
 from vlmpath.engines.base import EngineSpec
@@ -24,7 +24,7 @@ from vlmpath.suite.measure import plan_cases
 
 pytestmark = [pytest.mark.e2e, pytest.mark.engine]
 
-engine_env, _records = engine_fixtures("sglang", "0.5.23")
+engine_env = engine_env_fixture("sglang", "0.5.23")
 WORKLOADS = ["many_small_images", "mixed"]  # cross-request steps; image and video
 SIGNATURE_END = re.compile(r"^def embed_mm_inputs\(.*?^\)[^\n]*:\n", re.M | re.S)
 QUERY = ("    from sglang.srt.distributed.parallel_state import get_tensor_model_parallel_world_size, "

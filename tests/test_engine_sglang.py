@@ -3,8 +3,8 @@
 Runs on the release ``VLMPATH_ENGINE_INSTALL`` names (CI installs it with
 ``VLMPATH_ENGINE_INSTALL=sglang==0.5.23 ci/setup.sh``; it must be complete), else on the
 newest *complete* sglang environment (``vlmpath engine list``), and names it in every
-test id; skips, saying how to get one, when there is none. One worker run measures every preset once (module fixture);
-the tests then check:
+test id; skips, saying how to get one, when there is none. One worker start measures every
+preset once and the planted cases (module fixture); the tests then check:
 
 - every preset the adapter can drive places every item's rows (accuracy 1.0), and the EVS
   preset (model code in sglang) is one failed case with a message that says so;
@@ -20,16 +20,14 @@ the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import EVS, driven, engine_fixtures, planted_fixture
+from engine_adapter_env import EVS, driven, engine_fixtures, reference_records
 
 from vlmpath.engines import registry
-from vlmpath.suite.engine_run import measure_cases
-from vlmpath.suite.measure import plan_cases
 
 pytestmark = pytest.mark.engine
 
-engine_env, records = engine_fixtures("sglang", "0.5.23")
-planted = planted_fixture()
+# One worker start measures both of the module's case sets (the presets, the plants).
+engine_env, measured, records, planted = engine_fixtures("sglang", "0.5.23")
 
 
 def test_every_drivable_preset_places_every_row(records, engine_env):
@@ -66,8 +64,7 @@ def test_seams_are_recorded_and_syncs_follow_them(records):
 def test_encoder_calls_match_the_reference_strategy_of_the_same_shape(records):
     seams = next(iter(driven(records).values())).engine_seams
     strategy = "batched" if seams["chunk_encoding"] == "batched_cross_request" else "per_request"
-    ref = {r.workload: r for r in measure_cases(plan_cases(workloads=list(driven(records)), encode=[strategy]),
-                                                   "reference", repeat=1, count=False)}
+    ref = reference_records(driven(records), strategy)
     calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in driven(records).items()}
     assert all(e == f for e, f in calls.values()), calls
 

@@ -2,8 +2,9 @@
 
 Runs on the newest vLLM engine environment found (``vlmpath engine list``; CI installs one
 with ``VLMPATH_ENGINE_INSTALL="sglang==0.5.23 vllm==0.33.0" ci/setup.sh``) and skips, saying
-how to get one, when there is none. One worker run measures every preset once (module
-fixture); the tests then check:
+how to get one, when there is none. One worker start measures every case set the tests
+need (module fixture: every preset once, the plants, both runners, the device mask, vLLM's
+tower); the tests then check:
 
 - every preset the adapter can drive places every item's rows (accuracy 1.0), and the EVS
   preset (model code in vLLM) is one failed case with a message that says so;
@@ -25,17 +26,32 @@ fixture); the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import EVS, driven, engine_fixtures, planted_fixture
+from engine_adapter_env import (EVS, by_workload, driven, driven_cases, engine_fixtures, reference_records,
+                                set_records)
 
 from vlmpath.core.errors import VlmpathError
 from vlmpath.engines import registry
-from vlmpath.suite.engine_run import measure_cases
+from vlmpath.suite.engine_run import CaseSet, measure_cases
 from vlmpath.suite.measure import plan_cases
 
 pytestmark = pytest.mark.engine
 
-engine_env, records = engine_fixtures("vllm", "0.33.0")
-planted = planted_fixture()
+
+def _vllm_sets() -> dict[str, CaseSet]:
+    """The case sets of this module's tests beside the presets and the plants, all measured
+    by the module's one worker start. Both runners are measured: which one is the server's
+    is known only once the engine is imported (in the worker), so the other runner's test
+    picks the one that is not."""
+    return {
+        **{runner: CaseSet(driven_cases(), repeat=1, count=False, vllm_runner=runner) for runner in ("v1", "v2")},
+        "device_mask": CaseSet(plan_cases(workloads=["many_small_images"], pipelines=["default"]), repeat=1,
+                               faults="many_small_images:device_mask"),
+        "tower": CaseSet(plan_cases(workloads=["multi_region", "many_small_images"], pipelines=["default"]),
+                         repeat=1, tower="engine"),
+    }
+
+
+engine_env, measured, records, planted = engine_fixtures("vllm", "0.33.0", _vllm_sets)
 
 
 def test_every_drivable_preset_places_every_row(records, engine_env):
@@ -70,18 +86,17 @@ def test_the_servers_runner_is_driven_and_said_with_its_why(records):
         assert r.engine_seams["encoder"] == {"v1": "v1_gpu_model_runner", "v2": "v2_encoder_runner"}[runner]
 
 
-def test_the_other_runner_places_every_row_on_every_preset_too(records, engine_env):
+def test_the_other_runner_places_every_row_on_every_preset_too(records, measured):
     """Both runners of a release that has both (0.33): accuracy 1.0 everywhere, and the same
     encoder calls (both batch with vLLM's group_and_batch_mm_kwargs)."""
     server = records[next(iter(driven(records)))].engine_seams["runner"].split(" ")[0]
     other = "v2" if server == "v1" else "v1"
-    cases = plan_cases(workloads=list(driven(records)), pipelines=["default"])
     try:
-        recs = {r.workload: r for r in measure_cases(cases, engine_env.spec, repeat=1, count=False,
-                                                       vllm_runner=other)}
+        recs = by_workload(set_records(measured, other))  # --vllm-runner OTHER, in the module's worker
     except VlmpathError as exc:  # the release's one runner: refused in one line, naming it
         assert f"has no {other} model runner" in str(exc)
         pytest.skip(str(exc))
+    assert list(recs) == list(driven(records))  # every preset the adapter drives, once
     differs = set()
     for w, r in recs.items():
         assert r.error is None and r.accuracy == 1.0 and r.placed == r.items > 0, (w, r.error)
@@ -102,8 +117,7 @@ MULTI_SPAN = {"multi_region"}
 
 
 def test_encoder_calls_match_cross_request_batching(records):
-    ref = {r.workload: r for r in measure_cases(plan_cases(workloads=list(driven(records)), encode=["batched"]),
-                                                   "reference", repeat=1, count=False)}
+    ref = reference_records(driven(records), "batched")
     calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in driven(records).items()}
     assert all(e == f for w, (e, f) in calls.items() if w not in MULTI_SPAN), calls
     assert all(e < f for w, (e, f) in calls.items() if w in MULTI_SPAN), calls
@@ -121,24 +135,22 @@ def test_rows_in_the_wrong_order_lower_the_accuracy(planted, records):
     assert records["many_small_images"].accuracy == 1.0  # the flip did it, not the preset
 
 
-def test_a_device_mask_costs_one_sync_per_merge(engine_env, monkeypatch):
+def test_a_device_mask_costs_one_sync_per_merge(measured):
     """The host mark is what keeps the count at 0: unmarked, ``index_put_`` on a bool mask
     runs ``nonzero`` in its kernel (a sync per merge), as before #22105."""
-    monkeypatch.setenv("VLMPATH_ENGINE_FAULT", "many_small_images:device_mask")
-    (rec,) = measure_cases(plan_cases(workloads=["many_small_images"], pipelines=["default"]),
-                           engine_env.spec, repeat=1)
+    (rec,) = set_records(measured, "device_mask")  # planted: many_small_images:device_mask, its set alone
     if rec.engine_seams["merge"] != "index_put":
         pytest.skip(f"this release merges with {rec['engine_seams']['merge']} (sync-free on any mask)")
     assert rec.error is None and rec.accuracy == 1.0
     assert rec.syncs >= 1 and all("index_put" in k for k in rec.sync_events), rec.sync_events
 
 
-def test_vllms_own_tower_runs_in_place_of_ours_and_places_every_row(engine_env, records):
+def test_vllms_own_tower_runs_in_place_of_ours_and_places_every_row(measured, records):
     """``--tower engine``: vLLM's ``Qwen2_5_VisionTransformer`` with our tower's weights
     (its own ``load_weights``), in the release's path; recorded as the ``tower`` seam."""
-    cases = plan_cases(workloads=["multi_region", "many_small_images"], pipelines=["default"])
     ours = records  # the same cases, counted, with our tower (the module's one measured run)
-    theirs = {r.workload: r for r in measure_cases(cases, engine_env.spec, repeat=1, tower="engine")}
+    theirs = by_workload(set_records(measured, "tower"))  # multi_region, many_small_images; --tower engine
+    assert list(theirs) == ["multi_region", "many_small_images"]
     for w, r in theirs.items():
         assert r.error is None and r.accuracy == 1.0 and r.placed == r.items > 0, (w, r.error)
         assert r.engine_seams["tower"] == "vllm.model_executor.models.qwen2_5_vl.Qwen2_5_VisionTransformer"

@@ -91,15 +91,17 @@ def test_a_release_with_one_runner_drives_it_and_refuses_the_other():
 def test_the_worker_refuses_an_engine_option_before_any_case(monkeypatch, capsys):
     from vlmpath.suite import worker
 
-    def refuse(label, runner):
+    def refuse(label, runner, faults=None):
         raise EngineOptionError(f"--vllm-runner {runner}: vllm 0.11.1 has no v2 model runner (it has v1)")
 
     monkeypatch.setattr(worker, "load_engine", refuse)
     out = []
-    job = {"cases": [{"workload": "mixed", "pipeline": {}}], "engine": "vllm==0.11.1", "vllm_runner": "v2"}
-    assert worker.run_job(job, SimpleNamespace(write=out.append, flush=lambda: None)) < 0
+    job = {"engine": "vllm==0.11.1", "sets": [{"cases": [{"workload": "mixed", "pipeline": {}}], "vllm_runner": "v2"}]}
+    (result,) = worker.run_job(job, [SimpleNamespace(write=out.append, flush=lambda: None)])
+    assert result < 0
     assert out == []  # no failed record: bad input, not a result
-    (line,) = capsys.readouterr().err.splitlines()
+    mark, line = capsys.readouterr().err.splitlines()
+    assert mark == f"{worker.SET_LINE}1 of 1"
     assert line.startswith(worker.REFUSED) and "has no v2 model runner" in line
 
 

@@ -12,6 +12,11 @@ accuracy must see), and an engine may know more kinds (vLLM: ``device_mask``).
 ``VLMPATH_ENGINE_FAULT=*:bare`` (tests only) runs every routine of the process without the
 engine server's TP=1 state (``sglang_server_state``, ``vllm_server_state``): what a test
 needs to show that state matters (``server_state_wanted``).
+
+The same text may instead come as an adapter's ``faults`` (``ServerStateHolder.faults``: a
+case set's ``faults`` in ``suite.engine_run.CaseSet``, set by the worker on the adapter it
+builds for that set alone); it then replaces the variable for that adapter's routines. Both
+are test hooks: no CLI option, configuration or artifact reaches either.
 """
 
 from __future__ import annotations
@@ -38,27 +43,28 @@ class Fault:
     message: str = "planted engine fault"
 
     @staticmethod
-    def _plants() -> list[tuple[str, str, str]]:
-        """(workload, kind, message) of each plant; ``;`` separates several (one engine
-        process carries them all: one worker start for the tests' planted cases)."""
+    def _plants(plants: str | None = None) -> list[tuple[str, str, str]]:
+        """(workload, kind, message) of each plant of ``plants`` (None: ``FAULT_ENV``'s);
+        ``;`` separates several (one engine process carries them all: one worker start for
+        the tests' planted cases)."""
         out = []
-        for plant in os.environ.get(FAULT_ENV, "").split(";"):
+        for plant in (os.environ.get(FAULT_ENV, "") if plants is None else plants).split(";"):
             target, _, fault = plant.partition(":")
             kind, _, message = fault.partition(":")
             out.append((target, kind, message))
         return out
 
     @classmethod
-    def for_workload(cls, name: str) -> Fault:
-        for target, kind, message in cls._plants():
+    def for_workload(cls, name: str, plants: str | None = None) -> Fault:
+        for target, kind, message in cls._plants(plants):
             if target == name and kind:
                 return cls(kind, message or cls.message)
         return cls()
 
     @classmethod
-    def server_state_wanted(cls) -> bool:
+    def server_state_wanted(cls, plants: str | None = None) -> bool:
         """True unless ``*:bare`` asks for routines without the server's state."""
-        return not any(target == "*" and kind == "bare" for target, kind, _ in cls._plants())
+        return not any(target == "*" and kind == "bare" for target, kind, _ in cls._plants(plants))
 
     @property
     def flip(self) -> bool:
@@ -78,7 +84,7 @@ class EngineRoutineBase:
     evs_where = "not in the shared embedding path"
 
     def __init__(self, api, workload, encoder, table: torch.Tensor, *,
-                 encoder_region: Callable[[], AbstractContextManager] = nullcontext):
+                 encoder_region: Callable[[], AbstractContextManager] = nullcontext, faults: str | None = None):
         self.api, self.workload, self.encoder = api, workload, encoder
         self.encoder_region = encoder_region
         self.device = table.device
@@ -86,7 +92,7 @@ class EngineRoutineBase:
         if any(it.frame_tokens for it in workload.items):
             raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in {self.engine} "
                               f"({self.evs_where}); the adapter cannot drive it")
-        self.fault = Fault.for_workload(workload.name)
+        self.fault = Fault.for_workload(workload.name, faults)  # faults None: FAULT_ENV's
 
 
 def swap_tower(encoder, engine: str, build):
@@ -109,6 +115,7 @@ class ServerStateHolder:
 
     seams: dict
     _state = None
+    faults: str | None = None  # the plants of this adapter's routines (None: FAULT_ENV's; tests only)
 
     def server_state_class(self):
         raise NotImplementedError
@@ -116,7 +123,7 @@ class ServerStateHolder:
     def ensure_server_state(self, device: torch.device) -> None:
         if self._state is not None or "server_state" in self.seams:
             return
-        if not Fault.server_state_wanted():
+        if not Fault.server_state_wanted(self.faults):
             self.seams["server_state"] = "none (planted: bare)"
             return
         self._state = self.server_state_class()(device)

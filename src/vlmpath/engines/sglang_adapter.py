@@ -93,8 +93,9 @@ class SglangRoutine(EngineRoutineBase):
     engine = "sglang"
 
     def __init__(self, api: SglangApi, workload: Workload, encoder, table: torch.Tensor, *,
-                 cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext):
-        super().__init__(api, workload, encoder, table, encoder_region=encoder_region)
+                 cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext,
+                 faults: str | None = None):
+        super().__init__(api, workload, encoder, table, encoder_region=encoder_region, faults=faults)
         self.embedding = torch.nn.Embedding.from_pretrained(table, freeze=True)
         self._hits = _HitCounter(api.new_cache(cache_bytes), self.stats)
         self._ours: dict[int, object] = {}  # engine hash -> our Item (same content, same hash)
@@ -187,7 +188,7 @@ class SglangEngine(adapter_common.ServerStateHolder):
         # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
         self.ensure_server_state(table.device)
         return SglangRoutine(self.api, workload, encoder, table, cache_bytes=cache_bytes,
-                             encoder_region=encoder_region)
+                             encoder_region=encoder_region, faults=self.faults)
 
     def arrive(self, wl: Workload, hash_name: str) -> tuple[Workload, float, HashStats]:
         """Every distinct feature through the engine's shared-memory wrapper and hash."""

@@ -127,8 +127,9 @@ class VllmRoutine(EngineRoutineBase):
     evs_where = "the model's mm_pruner, not the shared embedding path"
 
     def __init__(self, api: VllmApi, workload: Workload, encoder, table: torch.Tensor, *, runner: str,
-                 mask: str, cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext):
-        super().__init__(api, workload, encoder, table, encoder_region=encoder_region)
+                 mask: str, cache_bytes: int, encoder_region: Callable[[], AbstractContextManager] = nullcontext,
+                 faults: str | None = None):
+        super().__init__(api, workload, encoder, table, encoder_region=encoder_region, faults=faults)
         self._items = list(workload.items)
         index = {id(it): k for k, it in enumerate(self._items)}
         rid_of = {id(it): r.rid for r in workload.requests for it in r.items}
@@ -277,7 +278,7 @@ class VllmEngine(adapter_common.ServerStateHolder):
         # ``pipeline`` names the reference's strategies; the engine's own code has one of each.
         self.ensure_server_state(table.device)
         return VllmRoutine(self.api, workload, encoder, table, runner=self.runner, mask=self.seams["mask"],
-                           cache_bytes=cache_bytes, encoder_region=encoder_region)
+                           cache_bytes=cache_bytes, encoder_region=encoder_region, faults=self.faults)
 
     def arrive(self, wl: Workload, hash_name: str) -> tuple[Workload, float, HashStats]:
         """Every distinct feature hashed by vLLM's own ``MultiModalHasher`` (what its processor

@@ -9,16 +9,28 @@ and the PR flow use to measure with any engine:
 - ``NAME@src:DIR``: the same worker in ``--engine-python`` (default: the newest complete
   environment of that engine, else this interpreter) with DIR first on its path.
 
+It is the one-set case of ``measure_case_sets([CaseSet(...), ...], engine_spec)``: several
+case sets, each with its own options (``repeat``, ``count``, ``tower``, ``vllm_runner``
+and, for tests only, planted ``faults``), measured by ONE worker start (importing an engine
+costs seconds), one list of records per set. The worker builds the adapter anew for each
+set, so no option of one set reaches another (``suite.worker``).
+
 The worker always imports *this* vlmpath (a directory holding it alone goes on the path
 after the engine's), so two engines, or two commits of one engine, are measured by one and
 the same suite, and the engine's own packages (torch first of all) come from its own
 environment: the directory vlmpath is installed in never goes on the path (for a
 non-editable install it is the host's site-packages). Records come back as ``CaseRecord``
-objects (``suite.record.read_records``); a case the worker did not report (it crashed) is a
-failed record naming the worker's exit status and the last line of its stderr; a worker that
-refused an engine option (``worker.REFUSED``: ``--vllm-runner v2`` on a release without that
-runner) raises its one line as a ``VlmpathError`` (exit 2). ``vllm_runner``: which of vLLM's
-model runners a vLLM engine drives (``engines.vllm_runner_choice``). ``json_path`` writes them as JSON Lines, atomically.
+objects (``suite.record.read_records``); a case the worker did not report (it crashed: that
+set's rest and every later set) is a failed record naming the worker's exit status and the
+last line of its stderr; a set the worker refused (``worker.REFUSED``: ``--vllm-runner v2``
+on a release without that runner) is its one line as a ``VlmpathError`` in that set's place
+(``measure_cases`` raises it: exit 2). ``vllm_runner``: which of vLLM's model runners a vLLM
+engine drives (``engines.vllm_runner_choice``). ``json_path`` writes them as JSON Lines,
+atomically.
+
+``CaseSet.faults`` (``engines.adapter_common``'s plant text) is a test hook, as
+``VLMPATH_ENGINE_FAULT`` is: only a Python caller sets it (no CLI option, configuration
+or artifact maps to it; ``measure_cases`` has none), and it reaches that set's adapter alone.
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
@@ -38,7 +51,7 @@ from vlmpath.core.option_enums import Tower, VllmRunner
 from vlmpath.engines.base import EngineSpec
 from vlmpath.suite.bench_env import BenchEnv
 from vlmpath.suite.record import CaseRecord, read_records, write_records
-from vlmpath.suite.worker import REFUSED, REFUSED_RC, case_to_dict, error_text, failed_record
+from vlmpath.suite.worker import REFUSED, REFUSED_RC, SET_LINE, case_to_dict, error_text, failed_record
 
 #: Which vision tower an engine case runs: ours (the seeded transformers tower, the default)
 #: or the engine's own (its adapter's ``engine_tower``: vLLM's or sglang's Qwen2.5-VL).
@@ -88,56 +101,122 @@ def engine_python(spec: EngineSpec, python: str | None = None, home: str | None 
     return str(newest.python) if newest is not None else sys.executable
 
 
-def _run_reference(cases, repeat: int, count: bool, device: str | None, weights: str | None,
-                   threads: int | None = None) -> list[CaseRecord]:
+@dataclass(frozen=True)
+class CaseSet:
+    """Cases measured together with one set of options (see the module docstring)."""
+
+    cases: tuple
+    repeat: int = 3
+    count: bool = True
+    tower: Tower = Tower.OURS
+    vllm_runner: VllmRunner = VllmRunner.SERVER
+    faults: str | None = None  # tests only: the plants of this set's adapter (adapter_common)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cases", tuple(self.cases))
+        if self.repeat < 1:
+            raise VlmpathError(f"repeat must be at least 1, got {self.repeat}")
+
+    def job(self) -> dict:
+        """This set as the worker's job reads it (its ``out`` added by ``_run_worker``)."""
+        return {"cases": [case_to_dict(c) for c in self.cases], "repeat": self.repeat, "count": self.count,
+                "tower": self.tower, "vllm_runner": self.vllm_runner, "faults": self.faults}
+
+    def not_in_process(self) -> str | None:
+        """Why the reference (in this process) cannot measure this set, or None."""
+        if self.tower != "ours":
+            return "--tower engine runs an engine's own vision tower: name an engine (--engine NAME==X)"
+        if self.vllm_runner != "server":
+            return (f"--vllm-runner {self.vllm_runner} chooses vLLM's model runner: name a vLLM engine "
+                    "(--engine vllm==X), or leave --vllm-runner out")
+        if self.faults is not None:
+            return "planted faults go into an engine's adapter (a test hook): name an engine"
+        return None
+
+
+#: What ``measure_case_sets`` gives for each set: its records, or the refusal of that set.
+SetResult = list[CaseRecord] | VlmpathError
+
+
+def _run_reference(sets: Sequence[CaseSet], device: str | None, weights: str | None,
+                   threads: int | None = None) -> list[SetResult]:
     from vlmpath.suite.measure import Session, measure_case
 
-    session = Session(device or "cpu", weights)
-    out = []
-    for case in cases:
-        try:
-            out.append(measure_case(case, session, repeat=repeat, count=count, threads=threads))
-        except VlmpathError:
-            raise  # bad input (e.g. degenerate golden rows) stops the run, as before
-        except Exception as exc:
-            out.append(failed_record(case, error_text(exc), "reference", device=str(session.device)))
-    return out
+    session = Session(device or "cpu", weights)  # one per call: the sets share built encoders
+    results: list[SetResult] = []
+    for cs in sets:
+        why = cs.not_in_process()
+        if why:
+            results.append(VlmpathError(why))
+            continue
+        out = []
+        for case in cs.cases:
+            try:
+                out.append(measure_case(case, session, repeat=cs.repeat, count=cs.count, threads=threads))
+            except VlmpathError:
+                raise  # bad input (e.g. degenerate golden rows) stops the run, as before
+            except Exception as exc:
+                out.append(failed_record(case, error_text(exc), "reference", device=str(session.device)))
+        results.append(out)
+    return results
 
 
-def _run_worker(cases, spec: EngineSpec, python: str, repeat: int, count: bool, device: str | None,
-                weights: str | None, threads: int | None = None, tower: Tower = Tower.OURS,
-                vllm_runner: VllmRunner = VllmRunner.SERVER) -> list[CaseRecord]:
-    job = {"cases": [case_to_dict(c) for c in cases], "engine": spec.label, "repeat": repeat,
-           "count": count, "device": device or "cpu", "weights": weights, "threads": threads, "tower": tower,
-           "vllm_runner": vllm_runner}
+def _run_worker(sets: Sequence[CaseSet], spec: EngineSpec, python: str, device: str | None,
+                weights: str | None, threads: int | None = None) -> list[SetResult]:
     env = worker_env(spec)
     # One hash seed: the counted pass's bytecodes may not depend on set and dict order of strings.
     env.setdefault("PYTHONHASHSEED", "0")
     with tempfile.TemporaryDirectory(prefix="vlmpath-worker-") as tmp:
-        out = Path(tmp) / "records.jsonl"
-        job["out"] = str(out)
+        outs = [Path(tmp) / f"records-{i}.jsonl" for i in range(len(sets))]
+        job = {"engine": spec.label, "device": device or "cpu", "weights": weights, "threads": threads,
+               "sets": [dict(cs.job(), out=str(out)) for cs, out in zip(sets, outs)]}
         proc = subprocess.Popen([python, "-m", "vlmpath.suite.worker"], text=True, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         proc.stdin.write(json.dumps(job))
         proc.stdin.close()
         tail: list[str] = []
-        refused = None
+        refused: dict[int, str] = {}  # set index -> its refusal
+        current = 0  # the set the worker said it started last (``SET_LINE``)
         for line in proc.stderr:  # the worker's progress, passed on; its last lines kept
+            if line.startswith(SET_LINE):
+                n = line[len(SET_LINE):].split(" ", 1)[0]
+                if n.isdigit() and 1 <= int(n) <= len(sets):
+                    current = int(n) - 1
             if line.startswith(REFUSED):  # said once, by the CLI (below)
-                refused = line[len(REFUSED):].strip()[:400]
+                refused[current] = line[len(REFUSED):].strip()[:400]
                 continue
             sys.stderr.write(line)
             if line.strip():
                 tail = (tail + [line.rstrip()])[-20:]
         proc.wait()
-        if refused and proc.returncode == REFUSED_RC:
-            raise VlmpathError(refused)
-        records = read_records(out, f"engine worker records ({python})") if out.exists() else []
-    if len(records) < len(cases):
-        why = (f"engine worker ({python}) exited with {proc.returncode} before this case: "
-               f"{tail[-1] if tail else 'no message'}")
-        records += [failed_record(c, why, spec.label, device=device or "cpu") for c in cases[len(records):]]
-    return records
+        got = [read_records(out, f"engine worker records ({python})") if out.exists() else [] for out in outs]
+    why = (f"engine worker ({python}) exited with {proc.returncode} before this case: "
+           f"{tail[-1] if tail else 'no message'}")
+    results: list[SetResult] = []
+    for i, (cs, records) in enumerate(zip(sets, got)):
+        if proc.returncode == REFUSED_RC and i in refused:  # without that exit status: a crash
+            results.append(VlmpathError(refused[i]))
+            continue
+        records = records[:len(cs.cases)]
+        records += [failed_record(c, why, spec.label, device=device or "cpu") for c in cs.cases[len(records):]]
+        results.append(records)
+    return results
+
+
+def measure_case_sets(sets: Sequence[CaseSet], engine_spec: EngineSpec | str | None = None, *,
+                      device: str | None = None, weights: str | None = None, python: str | None = None,
+                      home: str | None = None, threads: int | None = None) -> list[SetResult]:
+    """Measure every set with the engine in one process (see the module docstring); returns,
+    per set in order, one record per case, or the ``VlmpathError`` that refused that set.
+    ``threads``: torch's CPU threads while measuring (``vlmpath.measure.pinning``), recorded."""
+    # A label arrives only from a benchmark module (VLMPATH_ENGINE, its process boundary; any
+    # side's benchmarks pass the variable's text): everything else hands a parsed spec.
+    spec = engine_spec if isinstance(engine_spec, EngineSpec) else EngineSpec.parse(engine_spec)
+    if not sets:
+        return []  # no worker started for nothing
+    if spec.in_process:
+        return _run_reference(sets, device, weights, threads)
+    return _run_worker(sets, spec, engine_python(spec, python, home), device, weights, threads)
 
 
 def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, *, repeat: int = 3,
@@ -145,23 +224,13 @@ def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, 
                   weights: str | None = None, python: str | None = None, home: str | None = None,
                   threads: int | None = None, tower: Tower = Tower.OURS,
                   vllm_runner: VllmRunner = VllmRunner.SERVER) -> list[CaseRecord]:
-    """Measure ``cases`` with the engine; returns one record per case, in order.
-    ``threads``: torch's CPU threads while measuring (``vlmpath.measure.pinning``), recorded."""
-    # A label arrives only from a benchmark module (VLMPATH_ENGINE, its process boundary; any
-    # side's benchmarks pass the variable's text): everything else hands a parsed spec.
+    """Measure ``cases`` with the engine (one ``CaseSet``); returns one record per case, in
+    order; a refusal raises its ``VlmpathError``."""
     spec = engine_spec if isinstance(engine_spec, EngineSpec) else EngineSpec.parse(engine_spec)
-    if repeat < 1:
-        raise VlmpathError(f"repeat must be at least 1, got {repeat}")
-    if spec.in_process:
-        if tower != "ours":
-            raise VlmpathError("--tower engine runs an engine's own vision tower: name an engine (--engine NAME==X)")
-        if vllm_runner != "server":
-            raise VlmpathError(f"--vllm-runner {vllm_runner} chooses vLLM's model runner: name a vLLM engine "
-                               "(--engine vllm==X), or leave --vllm-runner out")
-        records = _run_reference(cases, repeat, count, device, weights, threads)
-    else:
-        records = _run_worker(cases, spec, engine_python(spec, python, home), repeat, count, device, weights,
-                              threads, tower, vllm_runner)
+    (records,) = measure_case_sets([CaseSet(cases, repeat, count, tower, vllm_runner)], spec, device=device,
+                                   weights=weights, python=python, home=home, threads=threads)
+    if isinstance(records, VlmpathError):
+        raise records
     if json_path is not None:
         write_records(json_path, records)
     return records

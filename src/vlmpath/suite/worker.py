@@ -1,25 +1,33 @@
-"""Which records does one engine give for a list of cases, measured inside its own environment?
+"""Which records does one engine give for lists of cases, measured inside its own environment?
 
-``python -m vlmpath.suite.worker --out RECORDS.jsonl`` reads a job (JSON on stdin: the
-cases, ``repeat``, ``count``, ``device``, ``weights`` and the engine's label) and measures
-every case with the engine's adapter (its entry in ``vlmpath.engines.registry``) imported
-in *this* interpreter (an engine environment's python, with an ``--engine-src`` tree first
-on its path), through the same ``measure_case`` as the reference. It writes one record per
-case (``suite.record.dumps_record``), in order, appending as it goes, so that a crash still
-leaves the records measured so far (``engine_run`` fills in the rest).
+``python -m vlmpath.suite.worker`` reads a job (JSON on stdin, written by
+``suite.engine_run``: the engine's label, ``device``, ``weights``, ``threads`` and its
+``sets``, each a case set's ``cases``, ``repeat``, ``count``, ``tower``, ``vllm_runner``,
+``faults`` and ``out``) and measures every case of every set, in order, with the engine's
+adapter (its entry in ``vlmpath.engines.registry``) imported in *this* interpreter (an
+engine environment's python, with an ``--engine-src`` tree first on its path), through the
+same ``measure_case`` as the reference. One start serves every set: the engine is imported
+once, and the adapter is built anew for each set, with that set's runner and planted faults
+(``adapter_common``: they reach that adapter alone), and closed after its last case, so
+nothing of one set (its runner, tower, faults, server state) reaches the next. Each set
+writes one record per case to its own ``out`` (``suite.record.dumps_record``), appending as
+it goes, so that a crash still leaves the records measured so far (``engine_run`` fills in
+the rest); the stderr line ``worker: set N of M`` comes before set N.
 
 A case that raises is a failed record carrying the error, and the next case runs; an
-engine that does not load at all gives every case the same failed record. An engine option
-the release cannot honour (``EngineOptionError``: ``--vllm-runner v2`` on a release without
-it) is bad input, not a result: one ``REFUSED`` line on stderr, no record, exit 2
-(``engine_run`` raises it as the CLI's one-line refusal). An adapter's
-``close()`` (where it has one: the server state it set up) runs after the last case.
+engine that does not load at all gives every case of the set the same failed record. An
+engine option the release cannot honour (``EngineOptionError``: ``--vllm-runner v2`` on a
+release without it) is bad input, not a result: one ``REFUSED`` line on stderr for that
+set, no record, the next set runs, and the worker exits 2 (``engine_run`` reports the
+refusal for that set: the CLI's one-line refusal). An adapter's ``close()`` (where it has
+one: the server state it set up) runs after each set's last case.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from contextlib import ExitStack
 
 from vlmpath.core.errors import EngineOptionError, VlmpathError
 from vlmpath.core.option_enums import VllmRunner
@@ -57,11 +65,15 @@ def error_text(exc: BaseException) -> str:
 #: The start of the worker's stderr line that carries a refusal (``EngineOptionError``).
 REFUSED = "vlmpath worker refused: "
 REFUSED_RC = 2
+#: The start of the stderr line before each set: ``worker: set N of M`` (N counts from 1).
+SET_LINE = "worker: set "
 
 
-def load_engine(label: str, runner: VllmRunner = VllmRunner.SERVER) -> EngineAdapter:
+def load_engine(label: str, runner: VllmRunner = VllmRunner.SERVER, faults: str | None = None) -> EngineAdapter:
     """The adapter of the engine ``label`` names (its registry entry's class), built here;
-    ``runner`` goes to an adapter whose entry has a ``runner_seam`` (vLLM's)."""
+    ``runner`` goes to an adapter whose entry has a ``runner_seam`` (vLLM's); ``faults`` (tests
+    only: the planted faults of one case set, ``adapter_common``) to an adapter that takes
+    them, this one alone."""
     from vlmpath.core.errors import EngineError
     from vlmpath.engines import registry
     from vlmpath.engines.base import EngineSpec
@@ -72,6 +84,11 @@ def load_engine(label: str, runner: VllmRunner = VllmRunner.SERVER) -> EngineAda
         raise EngineOptionError(f"--vllm-runner {runner}: {label} has no model runners to choose from "
                                 "(only vLLM's adapter takes it); leave --vllm-runner out")
     engine = entry.load_adapter()(label, **({"runner": runner} if entry.runner_seam else {}))
+    if faults is not None:
+        if not hasattr(engine, "faults"):
+            raise EngineError(f"engine {spec.name!r}: its adapter takes no planted faults "
+                              "(adapter_common.ServerStateHolder.faults; a test hook)")
+        engine.faults = faults
     if not isinstance(engine, EngineAdapter):
         raise EngineError(f"engine {spec.name!r}: adapter {entry.adapter} lacks what the suite drives "
                           "(label, version, seams, routine(), arrive(): vlmpath.engines.base.EngineAdapter)")
@@ -82,16 +99,15 @@ def load_engine(label: str, runner: VllmRunner = VllmRunner.SERVER) -> EngineAda
     return engine
 
 
-def run_job(job: dict, out) -> int:
-    """Measure the job's cases, writing one JSON line per case to ``out``; returns failures."""
-    from vlmpath.suite.measure import Session, measure_case
+def run_set(job_set: dict, label: str, session, device: str, threads, out) -> int:
+    """Measure one set's cases with an adapter built for it, writing one JSON line per case
+    to ``out``; returns its failures (-1: refused, see the module docstring)."""
+    from vlmpath.suite.measure import measure_case
 
-    cases = [case_from_dict(d) for d in job["cases"]]
-    label = job["engine"]
-    device = job.get("device") or "cpu"
+    cases = [case_from_dict(d) for d in job_set["cases"]]
     try:
-        engine = load_engine(label, VllmRunner.parse(job.get("vllm_runner") or "server"))
-    except EngineOptionError as exc:  # bad input: refused before any case (see the module docstring)
+        engine = load_engine(label, VllmRunner.parse(job_set.get("vllm_runner") or "server"), job_set.get("faults"))
+    except EngineOptionError as exc:  # bad input: refused before any case of the set
         print(REFUSED + str(exc).splitlines()[0][:400], file=sys.stderr, flush=True)
         return -1
     except Exception as exc:  # an engine that cannot load fails every case, with its reason
@@ -99,15 +115,14 @@ def run_job(job: dict, out) -> int:
             out.write(dumps_record(failed_record(case, error_text(exc), label, device=device)) + "\n")
             out.flush()
         return len(cases)
-    session = Session(device, job.get("weights"))
     failures = 0
     try:
         for case in cases:
             print(f"worker: {label} {case.label}", file=sys.stderr, flush=True)
             try:
-                rec = measure_case(case, session, repeat=int(job.get("repeat", 3)),
-                                   count=bool(job.get("count", True)), engine=engine,
-                                   threads=job.get("threads"), tower=job.get("tower") or "ours")
+                rec = measure_case(case, session, repeat=int(job_set.get("repeat", 3)),
+                                   count=bool(job_set.get("count", True)), engine=engine,
+                                   threads=threads, tower=job_set.get("tower") or "ours")
             except Exception as exc:  # one case's failure is a result; the run goes on
                 rec = failed_record(case, error_text(exc), label, engine.version, engine.seams, device)
             failures += rec.error is not None
@@ -120,15 +135,31 @@ def run_job(job: dict, out) -> int:
     return failures
 
 
+def run_job(job: dict, outs) -> list[int]:
+    """Measure the job's sets in order, set i writing to ``outs[i]``; returns each set's
+    ``run_set`` result. One ``Session`` (the built encoders and tables) serves every set."""
+    from vlmpath.suite.measure import Session
+
+    device = job.get("device") or "cpu"
+    session = Session(device, job.get("weights"))
+    sets = job["sets"]
+    results = []
+    for i, (job_set, out) in enumerate(zip(sets, outs, strict=True)):
+        print(f"{SET_LINE}{i + 1} of {len(sets)}", file=sys.stderr, flush=True)
+        results.append(run_set(job_set, job["engine"], session, device, job.get("threads"), out))
+    return results
+
+
 def main() -> int:
-    """The job (``suite.engine_run._run_worker`` writes it) comes as JSON on stdin; its
-    ``out`` names the JSON Lines file the records are appended to."""
+    """The job (``suite.engine_run._run_worker`` writes it) comes as JSON on stdin; each
+    set's ``out`` names the JSON Lines file its records are appended to."""
     try:
         job = json.load(sys.stdin)
     except json.JSONDecodeError as exc:
         raise VlmpathError(f"worker: the job on stdin is not JSON ({exc})") from exc
-    with open(job["out"], "a", encoding="utf-8") as out:
-        refused = run_job(job, out) < 0
+    with ExitStack() as stack:
+        outs = [stack.enter_context(open(s["out"], "a", encoding="utf-8")) for s in job["sets"]]
+        refused = any(r < 0 for r in run_job(job, outs))
     return REFUSED_RC if refused else 0
 
 
