@@ -109,6 +109,7 @@ from vlmpath.core.git import git, merge_base, repo_root, resolve_commit, worktre
 from vlmpath.core.interrupt import scratch_env
 from vlmpath.core.run_lock import results_lock
 from vlmpath.core.yardstick import notice
+from vlmpath.runner.discovery_cache import DISCOVERY_CACHE_ENV
 
 
 def _default_machine() -> str:
@@ -257,6 +258,9 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         (tmp / "t").mkdir()
         # asv's and the runs' own temporary files land in tmp too: an interrupted run's go with it.
         child_env.update({**(os.environ if env is None else env), **lock_env, **scratch_env(tmp / "t")})
+        # Each side's suite is discovered once, not once per round and twice per run
+        # (runner.discovery_cache: keyed by the files' content, gone with tmp).
+        child_env[DISCOVERY_CACHE_ENV] = str(tmp / "discovered")
         head_wt = stack.enter_context(worktree(root, head_sha, tmp / "head"))
         # The yardstick is base's: its asv.conf.json and benchmarks/ measure both sides.
         base_wt = head_wt if base_sha == head_sha else stack.enter_context(worktree(root, base_sha, tmp / "base"))
