@@ -228,9 +228,6 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     if top_notice:
         notes.append(top_notice)
     side_bench, shard_entry = bench, None
-    if shard is not None and shard.k != 1 and instructions:
-        instructions = False  # counted once, in shard 1 (pr.shard)
-        notes.append(f"shard {shard}: instruction counts are in shard 1/{shard.n}")
     if shard is not None and shard.k != 1 and serve is not None:
         serve = None  # served once, in shard 1 (ci merge refuses two artifacts of a machine with serve rows)
         notes.append(f"shard {shard}: serve rows are in shard 1/{shard.n}")
@@ -270,6 +267,9 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
             picked = pick_shard(base_wt, head_wt, bench, shard, store, machine, child_env)
             side_bench, shard_entry = picked.regex, picked.info
             notes.append(picked.line)
+            if instructions and picked.counts != shard.k:  # counted once, in the lightest shard (pr.shard)
+                instructions = False
+                notes.append(f"shard {shard}: instruction counts are in shard {picked.counts}/{shard.n}")
         if interleave:  # ABAB...: never reuses base (see pr.interleave)
             pr_interleave.run_rounds(
                 interleave, out, rdir, machine, base_sha, head_sha,

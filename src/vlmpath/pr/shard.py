@@ -4,8 +4,10 @@ the shards' artifacts come back together?
 ``ci pr --shard K/N``: the shard's part of the selection is chosen **once**, before either
 side runs (``pick``), from the suite that judges and the trusted store's costs, and both
 sides get that exact selection: base and head of a shard measure the same cases, paired.
-The instruction counts (``--instructions``: seconds, deterministic) run in shard 1 only,
-so the merged comparison holds them once.
+The instruction counts (``--instructions``: deterministic, one more pass of every case)
+run in one shard only, the first of the least expected load (``runner.shard_costs.
+counts_shard``: shard 1 when the loads are equal; shard 3 of 4 for 18 units, split 5, 5,
+4, 4), so the merged comparison holds them once and a fullest shard does not also count.
 
 ``ci merge``: artifacts of one machine that say they are shards (``run.json`` ``shard``)
 are merged into one results file per commit (``runner.shard_store``); a shard of 1..N
@@ -15,7 +17,7 @@ in the merged results as asv's "not run" (no value on either side), which the co
 would read as failing on base and head; ``with_missing_shards`` says instead that they
 were not judged because their shard is missing. A case counts as the missing shard's when
 no arrived shard owns its unit and neither side has a value: a row with a value (the
-counts of shard 1) stays as judged, and the claim of ownership (a PR's ``run.json``) can
+counts) stays as judged, and the claim of ownership (a PR's ``run.json``) can
 only turn a row into "not judged", never into green.
 """
 
