@@ -82,15 +82,21 @@ def run_schedule(wl, encoder, pipeline, table, device: str):
     return routine
 
 
+#: asv_runner commands (``sys.argv[1]``) whose process never builds a tower: a discovery
+#: (asv's, and ``vlmpath run``'s own, invoked alike: ``runner.discovery``) only lists the
+#: benchmarks; ``setup_cache`` only runs ``routine_cache`` (the scale and mode).
+NO_TOWER_COMMANDS = ("discover", "setup_cache")
+
+
 def preimport_tower() -> None:
     """Import transformers' Qwen2.5-VL modules now. Under asv's ``forkserver`` launch method
     (``vlmpath run`` uses it on CPU) the suite is imported once in the server and every
     benchmark is a fork of it, so this ~3 s import is paid once instead of per benchmark;
-    under ``spawn`` (GPU) the benchmark would import it anyway. A discovery process (asv's
-    ``discover`` command, and ``vlmpath run``'s own, invoked alike: ``runner.discovery``)
-    only lists the benchmarks and never builds a tower: it skips the import (~4 CPU-s of
-    each discovery; a run discovers twice, a PR flow's yardstick twice more)."""
-    if sys.argv[1:2] == ["discover"]:
+    under ``spawn`` (GPU) the benchmark would import it anyway. The processes of
+    ``NO_TOWER_COMMANDS`` skip it: ~3-4 CPU-s each, and a run has a discovery and a
+    ``setup_cache`` process (the routine benchmarks' cache) besides the server, so a PR
+    flow of 6 interleaved rounds paid it some 24 times beyond the 12 servers."""
+    if sys.argv[1:2] and sys.argv[1] in NO_TOWER_COMMANDS:
         return
     import transformers.models.qwen2_5_vl.modeling_qwen2_5_vl  # noqa: F401
 

@@ -219,3 +219,16 @@ def test_failure_line_is_small_and_plain(suite):
     assert suite.error_text(ValueError("")) == "ValueError"
     assert suite.error_text(KeyError("k")) == "KeyError: 'k'"
     assert not suite.record_failure("b.B.time_x", {}, "E: x", env={})  # no variable: nothing to write
+
+
+@pytest.mark.parametrize("command,imports", [("discover", False), ("setup_cache", False),
+                                             ("run_server", True), ("run", True)])
+def test_only_processes_that_build_a_tower_import_it(suite, monkeypatch, command, imports):
+    # The tower's module made unimportable: an import of it raises, a skipped one does not.
+    monkeypatch.setitem(sys.modules, "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl", None)
+    monkeypatch.setattr(sys, "argv", ["asv_runner", command, "benchmarks"])
+    if imports:
+        with pytest.raises(ImportError):
+            suite.preimport_tower()
+    else:
+        suite.preimport_tower()

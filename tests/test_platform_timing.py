@@ -49,6 +49,19 @@ def test_probe_on_cpu():
     assert d["machine"] == plat.machine and set(d) >= {"backend", "arch", "python", "num_cpu", "vlmpath"}
 
 
+def test_probe_reads_the_transformers_version_without_importing_it():
+    import subprocess
+    import sys
+
+    # A fresh interpreter: this test process may have imported transformers already.
+    code = ("import sys; from vlmpath.measure.platform import probe; v = probe(env={}).transformers; "
+            "print(v, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    import transformers
+
+    assert out == [transformers.__version__, "False"]
+
+
 def test_probe_rocm_branch_with_a_fake_torch():
     plat = probe(_fake_torch(**MI300X), env={})
     assert plat.backend == "rocm" and plat.device == "cuda:0" and plat.is_gpu

@@ -232,3 +232,19 @@ def test_history_append_merges_the_shards_of_each_commit(tmp_path):
     for c in (sha("h1"), sha("h2")):
         assert len(list((store / MACHINE).glob(f"{c[:8]}-*.json"))) == 1
         assert len(load_asv(store, c).machines[0].metrics) == 3 * 8
+
+
+@pytest.mark.parametrize("n, want", [(1, 1), (3, 1), (4, 3), (5, 4)])
+def test_the_counts_go_to_the_first_shard_with_the_fewest_cases(tmp_path, n, want):
+    """18 units balanced by count: 6/6/6 (shard 1), 5/5/4/4 (shard 3), 4/4/4/3/3 (shard 4);
+    every shard computes the same answer."""
+    from vlmpath.runner.shard_costs import counts_shard
+
+    bench = Discovered("bench_embed.EmbedRoutine.track_accuracy",
+                       (tuple(f"'{p}'" for p in ("a", "b")), tuple(f"'{w}'" for w in "cdefghijk")), "fraction")
+    chosen = select([bench], None)
+    picks = [pick_shard(chosen, Shard(k, n), tmp_path, MACHINE) for k in range(1, n + 1)]
+    assert {p.counts for p in picks} == {want}
+    sizes = [len(p.info["units"]) for p in picks]
+    assert sizes[want - 1] == min(sizes) and sum(sizes) == 18
+    assert counts_shard([2.0, 1.0, 1.0]) == 2 and counts_shard([1.0, 1.0]) == 1

@@ -24,10 +24,12 @@ BASE, HEAD = sha("shard-base"), sha("shard-head")
 BAD = ("legacy", "mixed")
 
 
-def _artifact(root: Path, name: str, regressed, shard: tuple[int, int] | None, owned=None) -> None:
+def _artifact(root: Path, name: str, regressed, shard: tuple[int, int] | None, owned=None, measured=None) -> None:
+    """``measured``: the owned cases that have values (default all; the rest failed, None)."""
     art = root / name
     for c in (BASE, HEAD):
-        write_asv_run(art / "results", MACHINE, c, _spec(*_values(regressed if c == HEAD else None), present=owned))
+        write_asv_run(art / "results", MACHINE, c, _spec(*_values(regressed if c == HEAD else None),
+                                                         present=owned if measured is None else measured))
     entry = None
     if shard is not None:
         entry = {"k": shard[0], "n": shard[1], "costs_from": None,
@@ -72,6 +74,24 @@ def test_a_missing_shard_is_not_judged_and_never_green(tmp_path):
     summary = (tmp_path / "m" / "summary.txt").read_text()
     assert "incomplete (missing cpu-ci: shard 2/3): exit 3" in summary
     assert "shard 2/3" in (tmp_path / "m" / "comment.md").read_text()
+
+
+def test_a_missing_shards_cases_read_as_not_judged_for_that_reason_not_as_failing(tmp_path):
+    arts = _sharded(tmp_path / "arts", 3, drop=2)
+    # Shard 1 arrived with one of its own cases failing on both sides: that one stays failing.
+    own1 = _owned(3)[0]
+    failed = sorted(own1)[0]
+    _artifact(arts, "bench-cpu-shard-1", None, (1, 3), own1, measured=own1 - {failed})
+    res = ci_merge.merge_artifacts(arts, tmp_path / "m", fail_on_regression=True)
+    assert res.exit_code == EXIT_INCOMPLETE
+    rows = {tuple(v for _, v in c.params): c for c in res.report.not_judged if c.params}
+    gone = {c for c, row in rows.items() if "its shard is missing (shard 2/3 of cpu-ci" in row.reason}
+    assert gone == _owned(3)[1]  # every case of the missing shard, and only those
+    assert all("failing" not in rows[c].reason for c in gone)
+    assert "failing on base and head" in rows[failed].reason  # a real failure is still said
+    assert set(rows) == gone | {failed}
+    comment = (tmp_path / "m" / "comment.md").read_text()
+    assert "its shard is missing" in comment
 
 
 def test_overlapping_or_mixed_shards_are_refused(tmp_path):

@@ -97,10 +97,16 @@ def machine_name(backend: str, device_name: str, override: str | None = None) ->
 
 
 def _transformers_version() -> str | None:
+    """The installed transformers' version, read from its distribution's metadata: importing
+    transformers costs ~0.6 CPU-s, and every ``vlmpath run`` probes (twice). A transformers
+    already imported (a benchmark process) says its own ``__version__``."""
+    mod = sys.modules.get("transformers")
+    if mod is not None and isinstance(getattr(mod, "__version__", None), str):
+        return mod.__version__
     try:
-        import transformers
+        from importlib.metadata import version
 
-        return transformers.__version__
+        return version("transformers")
     except Exception:  # transformers is a dependency, but the probe must never fail on it
         return None
 

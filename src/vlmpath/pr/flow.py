@@ -109,6 +109,7 @@ from vlmpath.core.git import git, merge_base, repo_root, resolve_commit, worktre
 from vlmpath.core.interrupt import scratch_env
 from vlmpath.core.run_lock import results_lock
 from vlmpath.core.yardstick import notice
+from vlmpath.runner.discovery_cache import DISCOVERY_CACHE_ENV
 
 
 def _default_machine() -> str:
@@ -227,9 +228,6 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     if top_notice:
         notes.append(top_notice)
     side_bench, shard_entry = bench, None
-    if shard is not None and shard.k != 1 and instructions:
-        instructions = False  # counted once, in shard 1 (pr.shard)
-        notes.append(f"shard {shard}: instruction counts are in shard 1/{shard.n}")
     if shard is not None and shard.k != 1 and serve is not None:
         serve = None  # served once, in shard 1 (ci merge refuses two artifacts of a machine with serve rows)
         notes.append(f"shard {shard}: serve rows are in shard 1/{shard.n}")
@@ -257,6 +255,9 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         (tmp / "t").mkdir()
         # asv's and the runs' own temporary files land in tmp too: an interrupted run's go with it.
         child_env.update({**(os.environ if env is None else env), **lock_env, **scratch_env(tmp / "t")})
+        # Each side's suite is discovered once, not once per round and twice per run
+        # (runner.discovery_cache: keyed by the files' content, gone with tmp).
+        child_env[DISCOVERY_CACHE_ENV] = str(tmp / "discovered")
         head_wt = stack.enter_context(worktree(root, head_sha, tmp / "head"))
         # The yardstick is base's: its asv.conf.json and benchmarks/ measure both sides.
         base_wt = head_wt if base_sha == head_sha else stack.enter_context(worktree(root, base_sha, tmp / "base"))
@@ -266,6 +267,9 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
             picked = pick_shard(base_wt, head_wt, bench, shard, store, machine, child_env)
             side_bench, shard_entry = picked.regex, picked.info
             notes.append(picked.line)
+            if instructions and picked.counts != shard.k:  # counted once, in the lightest shard (pr.shard)
+                instructions = False
+                notes.append(f"shard {shard}: instruction counts are in shard {picked.counts}/{shard.n}")
         if interleave:  # ABAB...: never reuses base (see pr.interleave)
             pr_interleave.run_rounds(
                 interleave, out, rdir, machine, base_sha, head_sha,

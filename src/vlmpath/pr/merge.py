@@ -340,7 +340,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     for machine in shard_arts:
         if machine in owner:
             raise VlmpathError(f"machine {machine} appears as a shard and as a whole run (artifact {owner[machine]})")
-    from vlmpath.pr.shard import merge_shard_artifacts, missing_rows
+    from vlmpath.pr.shard import merge_shard_artifacts, with_missing_shards
 
     gaps = merge_shard_artifacts(staging, dest, shard_arts, functools.partial(_merge_results, spent=spent))
     if len(prs) > 1:
@@ -382,10 +382,10 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
     report, grant_notes = _apply_accepted(report, *accepted, pr=pr, head=head)
     report = _with_head_definitions(report, staging, runs, root, head, sides[0], spent)
-    if any(missing for _, missing in gaps.values()):  # a shard that never arrived: named, never green
+    if any(missing for _, missing, _ in gaps.values()):  # a shard that never arrived: named, never green
         report = replace(report, machines=tuple(
-            replace(m, comparisons=m.comparisons + tuple(missing_rows(m.machine, *gaps[m.machine])))
-            if m.machine in gaps else m for m in report.machines))
+            with_missing_shards(m, *gaps[m.machine]) if m.machine in gaps and gaps[m.machine][1] else m
+            for m in report.machines))
     notes = list(errors) + grant_notes + round_notes + serve_notes + paired_serve
     for name, d in runs:
         # A run's own notes may already name their machine (flow.py prefixes some): once.
@@ -399,7 +399,7 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
     if pr is not None:
         write_text_atomic(out / PR_NUMBER_FILE, f"{pr}\n")
     profiles = _read_profiles(root, [name for name, _ in runs])  # inside the comment's size fit
-    absent = [f"{m}: shard {k}/{n}" for m, (n, ks) in sorted(gaps.items()) for k in ks]
+    absent = [f"{m}: shard {k}/{n}" for m, (n, ks, _) in sorted(gaps.items()) for k in ks]
     absent += no_rounds + no_serve
     code = write_outputs(out, report, header=header, fail=fail_on_regression, profiles=profiles,
                          incomplete_because=f"missing {', '.join(absent)}" if absent else None)

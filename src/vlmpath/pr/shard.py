@@ -4,13 +4,21 @@ the shards' artifacts come back together?
 ``ci pr --shard K/N``: the shard's part of the selection is chosen **once**, before either
 side runs (``pick``), from the suite that judges and the trusted store's costs, and both
 sides get that exact selection: base and head of a shard measure the same cases, paired.
-The instruction counts (``--instructions``: seconds, deterministic) run in shard 1 only,
-so the merged comparison holds them once.
+The instruction counts (``--instructions``: deterministic, one more pass of every case)
+run in one shard only, the first of the least expected load (``runner.shard_costs.
+counts_shard``: shard 1 when the loads are equal; shard 3 of 4 for 18 units, split 5, 5,
+4, 4), so the merged comparison holds them once and a fullest shard does not also count.
 
 ``ci merge``: artifacts of one machine that say they are shards (``run.json`` ``shard``)
 are merged into one results file per commit (``runner.shard_store``); a shard of 1..N
 that did not arrive is a not-judged row naming it and keeps the check from reading green
-(``missing_rows``, exit ``EXIT_INCOMPLETE`` at best).
+(``missing_rows``, exit ``EXIT_INCOMPLETE`` at best). The missing shard's own cases are
+in the merged results as asv's "not run" (no value on either side), which the comparison
+would read as failing on base and head; ``with_missing_shards`` says instead that they
+were not judged because their shard is missing. A case counts as the missing shard's when
+no arrived shard owns its unit and neither side has a value: a row with a value (the
+counts) stays as judged, and the claim of ownership (a PR's ``run.json``) can
+only turn a row into "not judged", never into green.
 """
 
 from __future__ import annotations
@@ -18,9 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from dataclasses import replace
+
 from vlmpath.compare.comparison import Comparison, Verdict
 from vlmpath.runner.shard_costs import ShardPick, pick_shard
-from vlmpath.runner.shards import Shard
+from vlmpath.runner.shards import Shard, owner_of
 
 
 def pick(bench_root: Path, source: Path, bench: str | None, shard: Shard, store: Path, machine: str,
@@ -43,10 +53,31 @@ def missing_rows(machine: str, n: int, missing: list[int]) -> list[Comparison]:
             for k in missing]
 
 
+def _labels(c: Comparison) -> set[str]:
+    """The unit labels a row may belong to: parameter values as asv's repr and as shown."""
+    owner = owner_of(c.benchmark)
+    if not c.params:
+        return {owner}
+    return {f"{owner}({', '.join(repr(v) for _, v in c.params)})", f"{owner}({', '.join(v for _, v in c.params)})"}
+
+
+def with_missing_shards(m, n: int, missing: list[int], owned: frozenset[str]):
+    """Machine report ``m`` with the missing shards named (``missing_rows``) and each row of
+    theirs (no arrived shard owns its unit, no value on either side) not judged as such."""
+    which = ", ".join(f"{k}/{n}" for k in missing)
+    reason = (f"not judged: its shard is missing (shard {which} of {m.machine} did not arrive)" if len(missing) == 1
+              else f"not judged: its shard is one of the missing ones (shards {which} of {m.machine} did not arrive)")
+    rows = tuple(replace(c, verdict=Verdict.NOT_COMPARABLE, reason=reason, error=None)
+                 if c.base is None and c.head is None and not (_labels(c) & owned) else c
+                 for c in m.comparisons)
+    return replace(m, comparisons=rows + tuple(missing_rows(m.machine, n, missing)))
+
+
 def merge_shard_artifacts(staging: Path, dest: Path, by_machine: Mapping[str, list], copy_checked) -> dict:
     """Each machine's shard artifacts (``(name, dir, run.json)``) merged into ``dest``;
     ``copy_checked(src, into, owner, name)`` is the merge's own validated copy of one
-    artifact's results. Returns machine -> (N, missing shard numbers)."""
+    artifact's results. Returns machine -> (N, missing shard numbers, units the arrived
+    shards own)."""
     from vlmpath.core.errors import VlmpathError
     from vlmpath.pr.outputs import RESULTS_SUBDIR
     from vlmpath.runner.shard_merge import missing_shards, shard_info
@@ -54,9 +85,9 @@ def merge_shard_artifacts(staging: Path, dest: Path, by_machine: Mapping[str, li
 
     gaps: dict[str, tuple[int, list[int]]] = {}
     for machine, arts in sorted(by_machine.items()):
-        sources, entries, ns, ks = [], {}, set(), []
+        sources, entries, ns, ks, owned = [], {}, set(), [], set()
         for name, art, data in arts:
-            k, n, _ = shard_info(data)  # type: ignore[misc]  # malformed: refused there
+            k, n, units = shard_info(data)  # type: ignore[misc]  # malformed: refused there
             if data.get("machine") != machine:
                 raise VlmpathError(f"artifact {name}: shard of {data.get('machine')!r} filed under {machine!r}")
             stage = staging / "shards" / name
@@ -65,9 +96,10 @@ def merge_shard_artifacts(staging: Path, dest: Path, by_machine: Mapping[str, li
             entries[str(stage)] = data
             ns.add(n)
             ks.append(k)
+            owned |= units
         if len(ns) > 1:
             raise VlmpathError(f"machine {machine}: shard artifacts disagree on N ({sorted(ns)})")
         add_to_store(dest, sources, shards=entries)
         n = ns.pop()
-        gaps[machine] = (n, missing_shards(n, ks))
+        gaps[machine] = (n, missing_shards(n, ks), frozenset(owned))
     return gaps

@@ -38,31 +38,48 @@ class Discovered:
         return f"{self.name}({', '.join(combo)})" if combo else self.name
 
 
+# asv's own discovery command (``asv_runner.discovery._discover``): the listing is exactly
+# what ``asv run`` would discover, so a run can hand it to asv (``runner.asv_main``).
 _DISCOVER_SCRIPT = r"""
-import json, sys
-from asv_runner.discovery import disc_benchmarks
-out = []
-for b in disc_benchmarks(sys.argv[2]):
-    out.append({"name": b.name, "params": [[str(p) for p in axis] for axis in b.params],
-                "unit": getattr(b, "unit", ""), "version": str(getattr(b, "version", ""))})
-json.dump(out, open(sys.argv[3], "w"))
+import sys
+from asv_runner.discovery import list_benchmarks
+with open(sys.argv[3], "w") as fp:
+    list_benchmarks(sys.argv[2], fp)
 """
 
 
-def discover(benchmark_dir: Path, python: str, env: Mapping[str, str]) -> list[Discovered]:
-    """asv's discovery, in the benchmark interpreter (a subprocess: the suite's package must
-    not land in this process's ``sys.modules``)."""
+def parse_listing(raw: list) -> list[Discovered]:
+    return [Discovered(d["name"], tuple(tuple(str(p) for p in a) for a in d.get("params") or ()),
+                       str(d.get("unit", "")), str(d.get("version", ""))) for d in raw]
+
+
+def discover_listing(benchmark_dir: Path, python: str, env: Mapping[str, str]) -> list:
+    """asv's listing of the suite (its ``discover`` output), run in the benchmark interpreter
+    (a subprocess: the suite's package must not land in this process's ``sys.modules``);
+    reused from the run's discovery cache when one is named (``runner.discovery_cache``)."""
+    from vlmpath.runner import discovery_cache
+
+    penv = dict(env)
+    penv["PYTHONPATH"] = os.pathsep.join(x for x in (str(benchmark_dir.parent), penv.get("ASV_PYTHONPATH", "")) if x)
+    kept = discovery_cache.cache_file(benchmark_dir, python, penv)
+    raw = discovery_cache.load(kept)
+    if raw is not None:
+        return raw
     with tempfile.TemporaryDirectory(prefix="vlmpath-discover-") as tmp:
         out = Path(tmp) / "benchmarks.json"
-        penv = dict(env)
-        penv["PYTHONPATH"] = os.pathsep.join(x for x in (str(benchmark_dir.parent), penv.get("ASV_PYTHONPATH", "")) if x)
         proc = subprocess.run([python, "-c", _DISCOVER_SCRIPT, "discover", str(benchmark_dir), str(out)],
                               capture_output=True, text=True, env=penv, cwd=tmp, check=False)
         if proc.returncode != 0:
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
             raise VlmpathError(f"importing the benchmark suite in {benchmark_dir} failed with {python}:\n{tail}")
         raw = json.loads(out.read_text(encoding="utf-8"))
-    return [Discovered(d["name"], tuple(tuple(a) for a in d["params"]), d["unit"], d.get("version", "")) for d in raw]
+    discovery_cache.store(kept, raw)
+    return raw
+
+
+def discover(benchmark_dir: Path, python: str, env: Mapping[str, str]) -> list[Discovered]:
+    """asv's discovery of the suite (``discover_listing``), as ``Discovered`` records."""
+    return parse_listing(discover_listing(benchmark_dir, python, env))
 
 
 def select(benchmarks: Sequence[Discovered], regex: str | None) -> list[tuple[Discovered, tuple[str, ...]]]:

@@ -67,7 +67,8 @@ def launch_method(requested: str, backend: str) -> str:
 
 def asv_run_command(cfg: Path, python: str, commit: str, machine: str, method: str,
                     quick: bool, bench: str | None) -> list[str]:
-    cmd = [sys.executable, "-m", "asv", "run", "--config", str(cfg), "-E", f"existing:{python}",
+    # asv itself, its discovery answered from the run's listing when it names one (asv_main).
+    cmd = [sys.executable, "-m", "vlmpath.runner.asv_main", "run", "--config", str(cfg), "-E", f"existing:{python}",
            "--set-commit-hash", commit, "--machine", machine, "--launch-method", method,
            "--record-samples", "--show-stderr"]
     if quick:
@@ -75,6 +76,21 @@ def asv_run_command(cfg: Path, python: str, commit: str, machine: str, method: s
     if bench is not None:
         cmd += ["-b", bench]
     return cmd
+
+def asv_env(env: Mapping[str, str], listing: Path | None) -> dict[str, str]:
+    """The environment of the ``asv run`` process: ``env``, with this vlmpath importable
+    (``-m vlmpath.runner.asv_main``; asv hands its benchmarks ``ASV_PYTHONPATH``, not this)
+    and the run's listing named."""
+    import vlmpath
+    from vlmpath.runner.discovery_cache import ASV_LISTING_ENV
+
+    own = str(Path(vlmpath.__file__).resolve().parents[1])
+    out = dict(env)
+    out["PYTHONPATH"] = os.pathsep.join([own, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != own)])
+    if listing is not None:
+        out[ASV_LISTING_ENV] = str(listing)
+    return out
+
 
 def package_location(python: str, env: Mapping[str, str]) -> str:
     """Where the benchmark interpreter imports ``vlmpath`` from (as asv will set its path)."""

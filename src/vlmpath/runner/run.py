@@ -61,6 +61,7 @@ which also ends asv's benchmark processes. One run per results directory at a ti
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -74,9 +75,10 @@ from vlmpath.runner.asv_config import abs_path, check_writable, load_config, wri
 from vlmpath.runner.asv_proc import asv, stream
 from vlmpath.runner.run_files import write_run_info
 from vlmpath.core.helper_digest import helper_digests
-from vlmpath.runner.discovery import Discovered, discover, select
+from vlmpath.runner.discovery import Discovered, discover_listing, parse_listing, select
 from vlmpath.runner.launch import (
     LAUNCH_METHODS,
+    asv_env,
     asv_run_command,
     benchmark_env,
     launch_method,
@@ -188,7 +190,8 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict
     env = benchmark_env(opts, repo, machine, plat.backend, commit_is_head=commit == head_sha)
 
     benchmark_dir = abs_path(repo, conf.get("benchmark_dir", "benchmarks"))
-    chosen = select(discover(benchmark_dir, python, env), opts.bench)
+    listing = discover_listing(benchmark_dir, python, env)  # asv's own discovery, handed to asv below
+    chosen = select(parse_listing(listing), opts.bench)
     bench, shard_entry = opts.bench, None
     if opts.shard is not None:  # this runner's part of the selection (vlmpath.runner.shards)
         from vlmpath.runner.shard_costs import pick_shard
@@ -216,8 +219,10 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict
             asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
             failure_lines = Path(tmp) / "failures.jsonl"
             try:
+                listed = Path(tmp) / "discovered.json"
+                listed.write_text(json.dumps(listing), encoding="utf-8")
                 rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, bench),
-                             {**env, FAILURES_ENV: str(failure_lines)}, repo, out)
+                            asv_env({**env, FAILURES_ENV: str(failure_lines)}, listed), repo, out)
             except KeyboardInterrupt as exc:
                 status, rc = "interrupted", getattr(exc, "exit_code", 130)
                 # Recorded: results of this commit are nobody's baseline until a complete run.

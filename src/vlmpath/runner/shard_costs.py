@@ -100,6 +100,15 @@ class ShardPick:
     regex: str
     info: dict
     line: str
+    #: The shard that also runs what a split check runs once (the instruction counts): the
+    #: first of the least expected load, the same in every shard (``counts_shard``).
+    counts: int = 1
+
+
+def counts_shard(loads) -> int:
+    """1-based: the first shard of the least expected load. The counts are one more pass
+    of every case, so they go where the fewest cases are; equal loads: shard 1."""
+    return min(range(len(loads)), key=lambda i: (loads[i], i)) + 1
 
 
 def pick_shard(chosen, shard, results_dir: str | Path, machine: str) -> ShardPick:
@@ -118,4 +127,5 @@ def pick_shard(chosen, shard, results_dir: str | Path, machine: str) -> ShardPic
             f"expected {loads[shard.k - 1]:.0f} of {sum(loads):.0f}"
             f"{' s' if costs.per_unit else ' units'}, slowest shard {max(loads):.0f}")
     info = {**shard.to_dict(), "units": label_set(sorted(mine)), "costs_from": costs.commit}
-    return ShardPick(picked, selection_regex([b.label(combo) for b, combo in picked]), info, line)
+    return ShardPick(picked, selection_regex([b.label(combo) for b, combo in picked]), info, line,
+                     counts_shard(loads))
