@@ -45,7 +45,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                     "sides, exactly, and gate the counts (CPU runners only; --counter says how)")
     pr.add_argument("--counter", default=DEFAULT_COUNTER, type=Counter.parse, choices=list(Counter),
                     help="with --counts: ops (default): Python bytecodes and aten elements, natively, seconds "
-                    "per side; callgrind: CPU instructions under Valgrind, ~25 CPU-minutes per side")
+                    "per side; callgrind: CPU instructions under Valgrind, ~7 CPU-minutes per side")
     pr.add_argument("--instructions-bench", default=None, metavar="REGEX",
                     help="with --instructions: count only the routine cases matching REGEX (default: --bench's)")
     scale_option(pr, default=None,

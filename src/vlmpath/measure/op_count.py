@@ -1,7 +1,7 @@
 """How much work does one region of a Python + torch program do, counted natively and exactly?
 
 The PR job's default counter (``selfcheck.ir_cases``, counter ``ops``), the native alternative
-to callgrind that issue 22 asked to be measured: callgrind needs ~25 CPU-minutes per side just
+to callgrind that issue 22 asked to be measured: callgrind needs ~7 CPU-minutes per side just
 to start torch and record the tower under Valgrind, so a whole CPU PR job could not fit in
 15 minutes; this counter runs at native speed outside the counted region and ~20-50x slower
 inside it, so a side's 16 routine cases and its towers count in well under a minute.
