@@ -548,7 +548,7 @@ def test_disk_full_during_run_leaves_the_store_unchanged(tmp_path, capsys, monke
     from types import SimpleNamespace
 
     monkeypatch.setattr(platform, "probe", lambda: SimpleNamespace(backend="cpu", device_name="cpu"))
-    monkeypatch.setattr(runmod, "discover", lambda *a, **k: [runmod.Discovered(ACC, (), "")])
+    monkeypatch.setattr(runmod, "discover_listing", lambda *a, **k: [{"name": ACC, "params": [], "unit": ""}])
     monkeypatch.setattr(runmod, "package_location", lambda *a, **k: "here")
     monkeypatch.setattr(runmod, "asv", lambda *a, **k: None)
 
