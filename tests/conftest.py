@@ -24,6 +24,16 @@ from vlmpath.suite.record import CaseRecord
 E2E_FIXTURES = frozenset({"repo", "clone", "replay", "box"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns ``-n`` into workers
+def pytest_cmdline_main(config):
+    """Run serially where workers would be wrong: the addopts' ``-n 2`` would make
+    pytest-benchmark switch itself off (``--benchmark-only``/``--benchmark-enable``, the
+    timing loop of ``tests/bench``) and is refused with ``--pdb``."""
+    timing = config.getoption("benchmark_only", False) or config.getoption("benchmark_enable", False)
+    if getattr(config.option, "numprocesses", None) and (timing or config.getoption("usepdb", False)):
+        config.option.numprocesses = 0
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:

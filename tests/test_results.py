@@ -253,6 +253,9 @@ def pytest_benchmark_json(tmp_path_factory) -> Path:
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(d / "pytest.ini"),
          "--rootdir", str(d), f"--benchmark-json={out}", str(d / "test_tiny_bench.py")],
         cwd=d, capture_output=True, text=True, timeout=120,
+        # Under pytest-xdist the worker's variables would make the inner pytest-benchmark
+        # think it is an xdist worker too, and it turns itself off (no JSON).
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out

@@ -65,6 +65,14 @@ def _hash_metric(embed, preset_hash_s: float):
                   value=statistics.median(out["samples"]), samples=tuple(out["samples"]))
 
 
+def _pooled(metrics):
+    import dataclasses
+    import statistics
+
+    samples = tuple(x for m in metrics for x in m.samples)
+    return dataclasses.replace(metrics[0], value=statistics.median(samples), samples=samples)
+
+
 def test_cpu_gate_turns_red_on_a_planted_rehash_in_the_forwarded_receiver(embed, monkeypatch):
     """The CPU PR job runs bench_embed only: its hash_s track must see a receiver that
     re-hashes with SHA-256 instead of using the forwarded hash (issue 12)."""
@@ -80,8 +88,14 @@ def test_cpu_gate_turns_red_on_a_planted_rehash_in_the_forwarded_receiver(embed,
 
     cfg = Thresholds.default()
     wl = workload_by_name("video", "tiny", 0)
-    base = _hash_metric(embed, arrive(wl, "forwarded")[1])
-    again = _hash_metric(embed, arrive(wl, "forwarded")[1])
+    # The A/A sides are measured in alternation (A B A B A B), as a PR check's interleaved
+    # rounds are: a ~40 us timing measured in two back-to-back blocks reads a load change on
+    # a shared 2-core box (another pytest worker, a neighbour) as a difference.
+    sides = ([], [])
+    for _ in range(3):
+        for side in sides:
+            side.append(_hash_metric(embed, arrive(wl, "forwarded")[1]))
+    base, again = (_pooled(side) for side in sides)
     assert judge(base, again, cfg, "cpu").verdict is Verdict.UNCHANGED  # A/A stays green
     entries = dict(HASH_PATHS._entries)
     entries["forwarded"] = dataclasses.replace(entries["forwarded"], forward=False)  # the receiver re-hashes

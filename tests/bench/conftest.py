@@ -1,7 +1,8 @@
 """pytest-benchmark mirror of the asv suite: fixtures and the machine-info hook.
 
-``pytest tests/bench --benchmark-only`` is the quick local loop; the normal test run
-(``--benchmark-disable`` in pyproject) runs each case once as a plain test.
+``pytest tests/bench --benchmark-enable --benchmark-only`` is the quick local loop (serial:
+tests/conftest.py drops the addopts' xdist workers when benchmarks are timed); the normal
+test run (``--benchmark-disable`` in pyproject) runs each case once as a plain test.
 """
 
 from __future__ import annotations

@@ -114,7 +114,10 @@ def test_benchmark_json_is_readable_by_results(tmp_path):
 
     out = tmp_path / "bench.json"
     root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")]))
+    # Not the PYTEST_XDIST_* of the worker running this test: pytest-benchmark would take the
+    # inner run for an xdist worker and switch itself off.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")])
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", str(Path(__file__)), "-q", "-p", "no:cacheprovider",
          "--benchmark-only", "--benchmark-enable", f"--benchmark-json={out}", "--benchmark-max-time=0.05",
