@@ -70,9 +70,11 @@ def matches(parsed: list[tuple[bool, list[str], bool]], benchmark: str,
     return any(_alt_matches(s, p, e, n) for s, p, e in parsed for n in names)
 
 
-def keep_selected(report, selections: Mapping[str, object]):
+def keep_selected(report, selections: Mapping[str, object], counted=frozenset()):
     """``report`` with each machine's rows cut to its selection, and notes: a selection that
-    is not a plain one is not applied (said), one that matches nothing is said."""
+    is not a plain one is not applied (said), one that matches nothing is said. ``counted``:
+    the (machine, benchmark, params) of instruction counts, selected by their own pattern
+    when counted (``pr.outputs.drop_unselected``): kept."""
     machines, notes = [], []
     for m in report.machines:
         pattern = selections.get(m.machine)
@@ -86,7 +88,8 @@ def keep_selected(report, selections: Mapping[str, object]):
                          "^ $); not applied: patterns from an artifact are never compiled")
             machines.append(m)
             continue
-        kept = tuple(c for c in m.comparisons if matches(parsed, c.benchmark, c.params))
+        kept = tuple(c for c in m.comparisons
+                     if (m.machine, c.benchmark, c.params) in counted or matches(parsed, c.benchmark, c.params))
         if not kept:
             notes.append(f"{m.machine}: selection {shown!r} matched no case: nothing judged on this machine")
         machines.append(replace(m, comparisons=kept))

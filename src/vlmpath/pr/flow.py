@@ -317,7 +317,8 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
     if serve is not None:
         report = pr_serve.judge_pairs(report, serve_base, serve_head, cfg)
-    report = drop_unselected(report, {machine: side_bench})
+    # The counts were selected when counted (their own pattern; one shard counts all of them).
+    report = drop_unselected(report, {machine: side_bench}, pr_instructions.counted_ids(ir) if instructions else ())
     if definitions is not None:  # shown, never judged (pr.yardstick)
         report = with_definitions(report, definitions)
         notes.extend(definitions.notes)

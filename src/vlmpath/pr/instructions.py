@@ -145,6 +145,13 @@ def what_grew_records(out: Path, report, base_recs, head_recs) -> list[str]:
     return [f"what grew in {len(growths)} moved engine count(s): comment section, {GREW_FILE}"]
 
 
+def counted_ids(sides) -> frozenset:
+    """The (machine, benchmark, params) of every count in ``sides`` (``count_pr``'s or
+    ``load_artifact``'s pairs): rows a ``--bench`` or a shard's selection must not drop, as
+    they were selected by their own pattern when counted."""
+    return frozenset((m.machine, x.benchmark, x.params) for run in sides for m in run.machines for x in m.metrics)
+
+
 def load_artifact(art: Path, machine: str, base_sha: str, head_sha: str):
     """(base, head) ``RunResults`` from an artifact's ``instructions.json``; None when it has none."""
     path = art / OUT_FILE

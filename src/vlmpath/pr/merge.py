@@ -36,7 +36,7 @@ from vlmpath.pr.outputs import (
 from vlmpath.pr.merge_engine import is_engine_run, load_engine_artifact
 from vlmpath.pr.merge_rounds import judge_rounds
 from vlmpath.pr.merge_serve import collect as collect_serve, judge_serve
-from vlmpath.pr.instructions import load_artifact
+from vlmpath.pr.instructions import counted_ids, load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
 from vlmpath.compare.selection import keep_selected
 from vlmpath.core import safe_json
@@ -379,7 +379,8 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
                                                   cfg, functools.partial(_merge_results, spent=spent))
     # Each machine's --bench, read as literal names (compare.selection): a pattern from an
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
-    report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")})
+    report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")},
+                           counted_ids([run for pair in counts for run in pair]))
     report, grant_notes = _apply_accepted(report, *accepted, pr=pr, head=head)
     report = _with_head_definitions(report, staging, runs, root, head, sides[0], spent)
     if any(missing for _, missing, _ in gaps.values()):  # a shard that never arrived: named, never green

@@ -42,15 +42,19 @@ def _selected(pattern: str, benchmark: str, params: Sequence[tuple[str, str]]) -
     return any(re.search(pattern, n) for n in names)
 
 
-def drop_unselected(report, bench_by_machine: Mapping[str, str | None]):
+def drop_unselected(report, bench_by_machine: Mapping[str, str | None], counted=frozenset()):
     """Keep exactly the cases ``--bench`` selected: the comparison covers what was asked
     for, not whatever else the results directory holds for either commit (asv also records
-    unselected parameter combinations, as skipped)."""
+    unselected parameter combinations, as skipped). ``counted``: the (machine, benchmark,
+    params) of the instruction counts, selected by their own pattern when they were counted
+    (``--instructions-bench``, and in a split check all of them, in one shard): the suite's
+    pattern (a shard's cases) never drops them."""
     machines = []
     for m in report.machines:
         pattern = bench_by_machine.get(m.machine)
         if pattern:
-            kept = tuple(c for c in m.comparisons if _selected(pattern, c.benchmark, c.params))
+            kept = tuple(c for c in m.comparisons
+                         if (m.machine, c.benchmark, c.params) in counted or _selected(pattern, c.benchmark, c.params))
             m = replace(m, comparisons=kept)
         machines.append(m)
     return replace(report, machines=tuple(machines))
