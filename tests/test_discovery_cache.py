@@ -89,3 +89,18 @@ def test_asv_run_gets_the_listing_instead_of_discovering(tmp_path, monkeypatch):
     assert created == [True]  # asv's environment set-up still runs
     with pytest.raises(Exception, match="No available environments"):
         Benchmarks._disc_benchmarks(conf, None, [], ["abc"], False)
+
+
+def test_a_cache_file_out_of_bounds_is_a_miss_not_a_crash(tmp_path, monkeypatch):
+    """The listing's names come from a PR's benchmark code: its cache file is read within
+    the bounds (``core.safe_json``); a file past them is discovered again."""
+    from vlmpath.runner import discovery_cache
+
+    bdir = _suite(tmp_path)
+    env = {"PATH": "/usr/bin:/bin", DISCOVERY_CACHE_ENV: str(tmp_path / "cache")}
+    calls = _counting(monkeypatch)
+    first = discovery.discover(bdir, sys.executable, env)
+    (kept,) = (tmp_path / "cache").glob("discovered-*.json")
+    kept.write_text("[" * 100_000 + "]" * 100_000)  # nested past the depth bound
+    assert discovery_cache.load(kept) is None
+    assert discovery.discover(bdir, sys.executable, env) == first and len(calls) == 2

@@ -12,7 +12,6 @@ an asv that has no such step, this is plain asv.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -45,8 +44,9 @@ def _answer_discovery(listing: list) -> None:
 def main() -> None:
     path = os.environ.pop(ASV_LISTING_ENV, None)
     if path:
-        with open(path, encoding="utf-8") as fh:
-            listing = json.load(fh)
+        from vlmpath.core import safe_json
+
+        listing = safe_json.load_file(path, "the listing vlmpath run discovered")  # bounded: a PR's names
         if isinstance(listing, list):
             _answer_discovery(listing)
     from asv.main import main as asv_main

@@ -10,7 +10,6 @@ skips the tower's imports there).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -19,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlmpath.core import safe_json
 from vlmpath.core.errors import VlmpathError
 
 
@@ -72,7 +72,10 @@ def discover_listing(benchmark_dir: Path, python: str, env: Mapping[str, str]) -
         if proc.returncode != 0:
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
             raise VlmpathError(f"importing the benchmark suite in {benchmark_dir} failed with {python}:\n{tail}")
-        raw = json.loads(out.read_text(encoding="utf-8"))
+        # The listing's names come from the suite's (a PR's) code: read within the bounds.
+        raw = safe_json.load_file(out, "asv's benchmark listing", f"check the suite in {benchmark_dir}")
+    if not isinstance(raw, list):
+        raise VlmpathError(f"asv's benchmark listing of {benchmark_dir} is not a list: check the suite")
     discovery_cache.store(kept, raw)
     return raw
 

@@ -22,7 +22,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from vlmpath.core import safe_json
 from vlmpath.core.atomic import write_text
+from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_ENV
 
 #: The directory a run keeps its discoveries in (set by ``vlmpath ci pr`` for its runs).
@@ -66,10 +68,10 @@ def cache_file(benchmark_dir: Path, python: str, env: Mapping[str, str]) -> Path
 def load(path: Path | None) -> list | None:
     if path is None or not path.is_file():
         return None
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    try:  # bounded: the listing's names come from the suite's (a PR's) code
+        raw = safe_json.load_file(path, "discovery cache")
+    except (OSError, VlmpathError):
+        return None  # a miss: the suite is discovered again
     return raw if isinstance(raw, list) else None
 
 
