@@ -2,9 +2,11 @@
 
 The counts are selected by their own pattern when counted (``--instructions-bench``, and in
 a split check every routine case, counted in one shard): cutting the comparison to
-``--bench`` or to a shard's cases dropped them, so a sharded ``--instructions`` check
-counted and then judged nothing (found by ``tests/test_shard_counts_flow.py``). Only rows
-that were really counted are kept: a suite row outside the selection still goes.
+a shard's cases dropped them, so the counting shard's own comparison (its comment,
+summary and exit code) judged none of its counts (found by
+``tests/test_shard_counts_flow.py``; the merged comment, cut by ``--bench`` only, had
+them), and ``--instructions-bench`` wider than ``--bench`` lost the difference in both.
+Only rows that were really counted are kept: a suite row outside the selection still goes.
 """
 
 from __future__ import annotations
