@@ -59,14 +59,19 @@ def _alt_matches(start: bool, pieces: list[str], end: bool, text: str) -> bool:
     return text.find(last, pos) >= 0
 
 
+def spellings(name: str, params: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """asv's ``name(p1, p2)`` spellings of a case whose parameters we hold as shown: with
+    the values as repr (asv's) and as shown; the name alone when it has none."""
+    if not params:
+        return (name,)
+    return (f"{name}({', '.join(repr(v) for _, v in params)})", f"{name}({', '.join(v for _, v in params)})")
+
+
 def matches(parsed: list[tuple[bool, list[str], bool]], benchmark: str,
             params: Sequence[tuple[str, str]]) -> bool:
     """Does the selection pick this case? Tried on the name alone and on asv's
-    ``name(p1, p2)`` spellings (values as repr and as shown), as ``asv run -b`` does."""
-    names = [benchmark]
-    if params:
-        names += [f"{benchmark}({', '.join(repr(v) for _, v in params)})",
-                  f"{benchmark}({', '.join(v for _, v in params)})"]
+    ``name(p1, p2)`` spellings (``spellings``), as ``asv run -b`` does."""
+    names = {benchmark, *spellings(benchmark, params)}
     return any(_alt_matches(s, p, e, n) for s, p, e in parsed for n in names)
 
 

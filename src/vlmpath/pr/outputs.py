@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmpath.compare.comparison import EXIT_INCOMPLETE
+from vlmpath.compare.selection import spellings
 from vlmpath.core.errors import VlmpathError
 from vlmpath.render.escape import log_text
 
@@ -35,11 +36,7 @@ RESULTS_SUBDIR = "results"
 def _selected(pattern: str, benchmark: str, params: Sequence[tuple[str, str]]) -> bool:
     """Did ``asv run -b pattern`` select this case? asv matches ``name(p1, p2)`` with the
     parameters as repr strings; we only have display values, so try both spellings."""
-    if not params:
-        return re.search(pattern, benchmark) is not None
-    names = (f"{benchmark}({', '.join(repr(v) for _, v in params)})",
-             f"{benchmark}({', '.join(v for _, v in params)})")
-    return any(re.search(pattern, n) for n in names)
+    return any(re.search(pattern, n) for n in spellings(benchmark, params))
 
 
 def drop_unselected(report, bench_by_machine: Mapping[str, str | None], counted=frozenset()):

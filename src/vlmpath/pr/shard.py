@@ -24,11 +24,11 @@ only turn a row into "not judged", never into green.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
-from dataclasses import replace
-
 from vlmpath.compare.comparison import Comparison, Verdict
+from vlmpath.compare.selection import spellings
 from vlmpath.runner.shard_costs import ShardPick, pick_shard
 from vlmpath.runner.shards import Shard, owner_of
 
@@ -55,10 +55,7 @@ def missing_rows(machine: str, n: int, missing: list[int]) -> list[Comparison]:
 
 def _labels(c: Comparison) -> set[str]:
     """The unit labels a row may belong to: parameter values as asv's repr and as shown."""
-    owner = owner_of(c.benchmark)
-    if not c.params:
-        return {owner}
-    return {f"{owner}({', '.join(repr(v) for _, v in c.params)})", f"{owner}({', '.join(v for _, v in c.params)})"}
+    return set(spellings(owner_of(c.benchmark), c.params))
 
 
 def with_missing_shards(m, n: int, missing: list[int], owned: frozenset[str]):

@@ -77,6 +77,7 @@ def asv_run_command(cfg: Path, python: str, commit: str, machine: str, method: s
         cmd += ["-b", bench]
     return cmd
 
+
 def asv_env(env: Mapping[str, str], listing: Path | None) -> dict[str, str]:
     """The environment of the ``asv run`` process: ``env``, with this vlmpath importable
     (``-m vlmpath.runner.asv_main``; asv hands its benchmarks ``ASV_PYTHONPATH``, not this)

@@ -61,7 +61,6 @@ which also ends asv's benchmark processes. One run per results directory at a ti
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -75,6 +74,7 @@ from vlmpath.runner.asv_config import abs_path, check_writable, load_config, wri
 from vlmpath.runner.asv_proc import asv, stream
 from vlmpath.runner.run_files import write_run_info
 from vlmpath.core.helper_digest import helper_digests
+from vlmpath.runner import discovery_cache
 from vlmpath.runner.discovery import Discovered, discover_listing, parse_listing, select
 from vlmpath.runner.launch import (
     LAUNCH_METHODS,
@@ -220,7 +220,7 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict
             failure_lines = Path(tmp) / "failures.jsonl"
             try:
                 listed = Path(tmp) / "discovered.json"
-                listed.write_text(json.dumps(listing), encoding="utf-8")
+                discovery_cache.store(listed, listing)  # the same file the cache keeps
                 rc = stream(asv_run_command(cfg, python, commit, machine, method, opts.quick, bench),
                             asv_env({**env, FAILURES_ENV: str(failure_lines)}, listed), repo, out)
             except KeyboardInterrupt as exc:
