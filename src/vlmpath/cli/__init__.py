@@ -149,7 +149,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                 pb = load_pytest_benchmark(a.pytest_json[i])
                 run_ = pb if run_ is None else merge_runs(run_, pb)
             runs.append(run_)
-        report = compare(runs[0], runs[1], cfg)
+        # The user's own results: their run-info files may say quick (speaks only for plain
+        # tracks with no samples; compare.spread.indicative). ci merge never reads it so.
+        report = compare(runs[0], runs[1], cfg, quick=any(m.quick for r in runs if r for m in r.machines))
         report = accepted.apply(report, accepted.load(a.accepted or os.path.join(a.repo, accepted.ACCEPTED_FILE)))
         print(render.render_terminal(report), end="")
         if a.markdown:

@@ -39,6 +39,7 @@ from vlmpath.pr.merge_serve import collect as collect_serve, judge_serve
 from vlmpath.pr.instructions import counted_ids, load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
 from vlmpath.compare.selection import keep_selected
+from vlmpath.compare.withheld import selection_withheld, trusted_selection, withhold
 from vlmpath.core import safe_json
 from vlmpath.core.budget import RunBudget
 from vlmpath.core.errors import VlmpathError
@@ -379,7 +380,9 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
                                                   cfg, functools.partial(_merge_results, spent=spent))
     # Each machine's --bench, read as literal names (compare.selection): a pattern from an
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
-    report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")},
+    chosen = {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")}  # verdict (issue 39): withheld
+    report = withhold(report, selection_withheld(report, chosen, trusted_selection(os.environ)))
+    report = keep_selected(report, chosen,
                            counted_ids([run for pair in counts for run in pair]))
     report, grant_notes = _apply_accepted(report, *accepted, pr=pr, head=head)
     report = _with_head_definitions(report, staging, runs, root, head, sides[0], spent)
