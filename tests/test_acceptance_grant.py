@@ -280,7 +280,7 @@ def test_a_pr_scoped_entry_does_not_hold_mains_alert(github_fake, tmp_path):
                             accepted=pr_entry)
     assert len(res.opened) == 1 and res.held == ()
     # Unchanged pair: the entry of that commit does hold it.
-    commit_entry = accepted.entries_from({"accepted": [{"case": speed, "commit": commits[-1][:10],
+    commit_entry = accepted.entries_from({"accepted": [{"case": speed, "commit": commits[-1],
                                                         "reason": "known"}]}, "x")
     res = alert.sync_issues(findings, "octo-org/bench", alert.Links(), token=TOKEN, api_url=github_fake.url,
                             accepted=commit_entry)
@@ -330,7 +330,7 @@ def test_hostile_acceptance_inputs_hold(api, tmp_path, capsys):
     held += 1
     # 3. Every case at once: refused, one line, naming the file and the entry.
     rc, _, log = merge(f"accepted:\n  - case: '{ACC}'\n    pr: 7\n    reason: r\n  - case: '*'\n    pr: 7\n    reason: r\n")
-    assert rc == 2 and "head-acc.yaml: entry 1: case '*' matches every case" in log
+    assert rc == 2 and "head-acc.yaml: entry 1: case '*' must name one benchmark in full" in log
     held += 1
     # 4. Another PR's number scoped entry, copied from the base: covers only that PR.
     base.write_text(f"accepted:\n  - case: '{ACC}'\n    pr: 8\n    reason: for 8\n")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -76,6 +77,29 @@ def parse_time(text: str, what: str) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
+def last_label_event(events: Iterable[Any], label: str) -> dict[str, Any] | None:
+    """The ``labeled`` event that holds ``label`` now, or None: the events of that label
+    (names compared case-insensitively, as GitHub does) ordered by their ``created_at``,
+    never by the order a page lists them; at the same second an ``unlabeled`` counts
+    last, and an event whose time cannot be read counts as the latest (it can only take
+    a grant away: an unreadable ``labeled`` time is refused when it is read)."""
+    latest = datetime.max.replace(tzinfo=timezone.utc)
+    mine = []
+    for i, ev in enumerate(events):
+        lab = ev.get("label") if isinstance(ev, dict) and isinstance(ev.get("label"), dict) else {}
+        name = lab.get("name")
+        if ev.get("event") in ("labeled", "unlabeled") and isinstance(name, str) and name.casefold() == label.casefold():
+            try:
+                at = parse_time(ev.get("created_at", ""), "created_at")
+            except VlmpathError:
+                at = latest
+            mine.append((at, ev["event"] == "unlabeled", i, ev))
+    if not mine:
+        return None
+    last = max(mine, key=lambda t: t[:3])[3]
+    return last if last["event"] == "labeled" else None
+
+
 def _get(client: _Client, path: str, what: str) -> dict[str, Any]:
     data = client.request("GET", client.url(path)).data
     if not isinstance(data, dict):
@@ -116,18 +140,14 @@ def read_grant(client: _Client, repo: str, pr: int, *, head_sha: str, label: str
                   "not read for this run")
     author = (pull.get("user") or {}).get("login") if isinstance(pull.get("user"), dict) else None
     url = client.url(f"/repos/{owner}/{name}/issues/{int(pr)}/events", {"per_page": PER_PAGE})
-    current: dict[str, Any] | None = None
-    for ev in paginate(client, url, f"events of PR #{pr}"):
-        lab = ev.get("label") if isinstance(ev.get("label"), dict) else {}
-        if ev.get("event") in ("labeled", "unlabeled") and lab.get("name") == label:
-            current = ev if ev["event"] == "labeled" else None
+    current = last_label_event(paginate(client, url, f"events of PR #{pr}"), label)
     if current is None:
         return no(f"not on PR #{pr}; a maintainer applies it to accept this PR's own entries")
     actor = current.get("actor") if isinstance(current.get("actor"), dict) else {}
     login = actor.get("login")
     if actor.get("type") != "User" or not isinstance(login, str) or not _LOGIN.match(login):
         return no(f"applied by {str(login)[:40]!r}, not a person's account: not counted")
-    if login == author:
+    if isinstance(author, str) and login.casefold() == author.casefold():  # GitHub logins ignore case
         return no(f"applied by @{login}, the PR's author: acceptance comes from another maintainer")
     at = parse_time(current.get("created_at", ""), "the label event's created_at")
     if since is not None and at < since:
