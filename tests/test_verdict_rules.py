@@ -4,6 +4,7 @@ themselves; the yardstick classified from the PR's files as the privileged job r
 
 from __future__ import annotations
 
+import pytest
 from asv_fixtures import sha
 from github_fake import github_fake  # noqa: F401 (fixture)
 
@@ -64,3 +65,41 @@ def test_the_authors_own_label_counts_nothing_whatever_the_case_of_the_login(git
     github_fake.collaborators["maint"] = "maintain"
     github_fake.label(7, "vlmpath-accept-regression", "maint")
     assert read_grant(client, repo, 7, head_sha=HEAD).granted_by == "maint"
+
+
+# --- records that contradict themselves (suite.record_check) -----------------------------------
+from vlmpath.compare.from_records import run_from_records  # noqa: E402
+from vlmpath.compare.verdict import compare  # noqa: E402
+from vlmpath.suite.record import CaseRecord, dumps_record, loads_record  # noqa: E402
+from vlmpath.suite.record_check import CONTRADICTS  # noqa: E402
+
+_OK = dict(workload="multi_region", accuracy=1.0, items=4, placed=4, steps=3, failed_steps=0, syncs=0,
+           encoder_calls=2, prefill_tokens=1000, samples=(0.5, 0.5, 0.5), tok_per_s=2000.0)
+
+
+def _judge(head: dict):
+    def side(fields, commit):
+        rec = loads_record(dumps_record(CaseRecord(**fields)), "artifact record 1")  # as an artifact is read
+        return run_from_records([rec], machine="cpu-a", commit=commit)
+    return compare(side(_OK, sha("rb")), side(head, sha("rh")))
+
+
+def test_a_record_that_holds_together_is_compared_as_given():
+    assert _judge(_OK).exit_code() == 0
+
+
+@pytest.mark.parametrize("forged, says", [
+    (dict(placed=0), "accuracy 1 with 0 of 4 items placed"),
+    (dict(placed=9, items=4), "9 of 4 items placed"),
+    (dict(failed_steps=1), "1 failed step(s) and no error"),
+    (dict(failed_steps=1, error="RuntimeError: x"), "1 failed step(s) and a speed of 2000 tok/s"),
+    (dict(failed_steps=4), "4 of 3 steps failed"),
+    (dict(accuracy=1.5, placed=6, items=4), "accuracy 1.5 is outside 0..1"),
+    (dict(syncs=-1), "syncs -1 is not a count"),
+])
+def test_a_record_that_contradicts_itself_is_one_failure(forged, says):
+    rep = _judge({**_OK, **forged})
+    assert rep.exit_code() == 1
+    (bad,) = rep.regressions
+    assert bad.verdict is Verdict.NEWLY_FAILING and bad.error == f"{CONTRADICTS}: {says}"
+    assert not rep.improvements and len(rep.all()) == 1  # one failure, no leftover rows
