@@ -55,15 +55,24 @@ def contradiction(rec: CaseRecord) -> str | None:
     return None
 
 
-def as_failed(rec: CaseRecord, why: str) -> CaseRecord:
-    """``rec`` as one failure: the error says what contradicts, no metric is left."""
+def as_failed(rec: CaseRecord, error: str) -> CaseRecord:
+    """``rec`` as one failure: ``error`` says why, no metric is left to compare."""
     from vlmpath.core.metrics import ENGINE_PATH, routine_metrics
 
     cleared = {m.name: None for m in routine_metrics(ENGINE_PATH) if hasattr(rec, m.name)}
-    return replace(rec, **cleared, error=f"{CONTRADICTS}: {why}"[:500], samples=())
+    return replace(rec, **cleared, error=error[:500], samples=())
 
 
 def checked(rec: CaseRecord) -> CaseRecord:
     """``rec``, or its one-failure form when it contradicts itself."""
     why = contradiction(rec)
+    return rec if why is None else as_failed(rec, f"{CONTRADICTS}: {why}")
+
+
+def instruments_held(rec: CaseRecord) -> CaseRecord:
+    """``rec``, or its one-failure form when an instrument changed while it was measured
+    (``measure.instrument_check.verify``); called right after a case ran."""
+    from vlmpath.measure.instrument_check import verify
+
+    why = verify()
     return rec if why is None else as_failed(rec, why)
