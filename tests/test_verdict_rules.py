@@ -103,3 +103,49 @@ def test_a_record_that_contradicts_itself_is_one_failure(forged, says):
     (bad,) = rep.regressions
     assert bad.verdict is Verdict.NEWLY_FAILING and bad.error == f"{CONTRADICTS}: {says}"
     assert not rep.improvements and len(rep.all()) == 1  # one failure, no leftover rows
+
+
+# --- the trusted yardstick classification (core.yardstick.classify, github.pr_files) ----------
+from vlmpath.core.yardstick import YARDSTICK_CHANGED, classify, yardstick_withheld  # noqa: E402
+
+
+@pytest.mark.parametrize("path", [
+    ".github/workflows/bench-pr.yml", "ci/pr-bench.sh", "src/vlmpath/pr/flow.py", "src/vlmpath/compare/verdict.py",
+    "pyproject.toml", "benchmarks/bench_embed.py", "docker/Dockerfile.cpu", "src/vlmpath/measure/syncs.py",
+    "src/vlmpath/suite/cases.py", "./Benchmarks/x.py", "src/vlmpath/paths/../measure/timing.py",
+    "src/vlmpath/paths/evil.pth", "src/vlmpath/paths/sitecustomize.py", "ＣＩ/run.sh", "Dockerfile",
+])
+def test_the_yardstick_is_every_file_that_measures_or_judges(path):
+    assert classify([(path, None)]) == ([path], [])
+
+
+def test_the_code_under_test_alone_moves_no_yardstick_and_a_rename_counts_by_both_names():
+    under = [("src/vlmpath/paths/encode.py", None), ("docs/verdict.md", None), ("README.md", None)]
+    assert classify(under) == ([], sorted(p for p, _ in under)) and yardstick_withheld([]) == ()
+    moved = [("src/vlmpath/paths/old_bench.py", "benchmarks/bench_embed.py")]  # moved out of benchmarks/
+    assert classify(moved)[0] == ["src/vlmpath/paths/old_bench.py"]
+
+
+def test_the_privileged_job_reads_the_files_itself_and_the_check_is_never_green(github_fake):
+    from github_fake import TOKEN
+
+    from vlmpath.compare.withheld import withhold
+    from vlmpath.github.pr_files import changed_files
+    from vlmpath.github.rest import make_client
+
+    github_fake.open_pull(7, HEAD)
+    github_fake.files[7] = [{"filename": f"src/vlmpath/paths/p{i}.py", "status": "modified"} for i in range(150)]
+    github_fake.files[7].append({"filename": "src/vlmpath/compare/verdict.py", "status": "modified"})
+    client = make_client(github_fake.url, TOKEN, max_retries=0)
+    files, truncated = changed_files(client, f"{github_fake.owner}/{github_fake.repo}", 7)
+    assert len(files) == 151 and not truncated  # two pages, followed
+    yard, under = classify(files)
+    assert yard == ["src/vlmpath/compare/verdict.py"] and len(under) == 150
+    reasons = yardstick_withheld(yard)
+    assert reasons[0].startswith(YARDSTICK_CHANGED) and "compare/verdict.py" in reasons[0]
+    green = _judge(_OK)  # an unchanged pair, whatever the artifact says
+    assert green.exit_code() == 0 and withhold(green, reasons).exit_code() == 3  # neutral, never green
+    # a file record without a name: the list may be incomplete, so the yardstick may have moved
+    github_fake.files[7] = [{"status": "modified"}]
+    files, truncated = changed_files(client, f"{github_fake.owner}/{github_fake.repo}", 7)
+    assert files == [] and truncated and yardstick_withheld([], truncated)
