@@ -106,3 +106,21 @@ def test_the_merge_refuses_in_one_line_before_the_jobs_timeout():
             break
     else:
         pytest.fail("the budget never refused")
+
+
+def test_output_never_crashes_on_an_ascii_terminal(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from asv_fixtures import sha, write_asv_run
+
+    base, head = sha("ascii-base"), sha("ascii-head")
+    res = tmp_path / "res"
+    for c in (base, head):  # an unchanged pair: its change column is "±0%"
+        write_asv_run(res, "cpu-a", c, {"bench_embed.Embed.track_accuracy": ("fraction", [], [], [1.0], None)})
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(ROOT / "src"), "LANG": "C", "LC_ALL": "C"}
+    r = subprocess.run([sys.executable, "-m", "vlmpath.cli", "compare", base, head, "--results", str(res)],
+                       capture_output=True, env=env)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-800:]
+    assert b"Traceback" not in r.stderr and b" ?0 " in r.stdout  # "±0" as the terminal can show it

@@ -21,6 +21,7 @@ from vlmpath.cli.serve_bench import add_serve_bench, add_serve_compare, add_serv
 from vlmpath.cli.shards import add_plan, add_shards
 from vlmpath.cli.smoke import add_smoke
 from vlmpath.cli.options import scale_option
+from vlmpath.core.console import tolerate
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.option_enums import Counter, Tower, VllmRunner
 
@@ -383,6 +384,7 @@ def _say(args: argparse.Namespace, line: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tolerate()  # an ASCII terminal prints "?" for "±", never a traceback (core.console)
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = build_parser().parse_args(argv)
