@@ -83,3 +83,49 @@ def test_the_stdlib_handler_shows_what_each_rule_stops(site, capsys):
     assert got["/graphs/"][0] == 200 and "a.json" in got["/graphs/"][1]  # a listing
     assert got["/leak.txt"] == (200, SECRET)  # the symlink followed out of the root
     assert got["/%00"][0] == 0 and "Traceback" in err and "embedded null byte" in err
+
+
+# --- bounds (issue 39): connections, idle sockets, regular files, the log ---------------------
+def test_400_idle_sockets_hold_at_most_the_cap_of_threads_and_a_page_is_served_after(site, capsys):
+    import os
+    import socket
+    import time
+
+    from vlmpath.render.static_http import published_server
+
+    server = published_server(site, "127.0.0.1", 0, max_connections=8, idle_timeout_s=0.5)
+    base = _serving(server)
+    before = threading.active_count()
+    socks = []
+    try:
+        for _ in range(400):  # connect and say nothing
+            socks.append(socket.create_connection(server.server_address[:2], timeout=5))
+        time.sleep(0.3)
+        assert threading.active_count() - before <= 8  # not 400 threads
+        time.sleep(1.0)  # the idle ones time out, their slots come back
+        assert _get(base + "/") == (200, "<title>dashboard</title>")
+        assert threading.active_count() - before <= 8
+        os.mkfifo(site / "pipe.html")  # a FIFO would block a thread forever on open()
+        t0 = time.monotonic()
+        assert _get(base + "/pipe.html")[0] == 404 and time.monotonic() - t0 < 5
+    finally:
+        for s in socks:
+            s.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_what_a_client_sends_reaches_the_log_escaped(site, capsys):
+    import socket
+
+    server = make_server(site, port=0)
+    _serving(server)
+    try:
+        with socket.create_connection(server.server_address[:2], timeout=5) as s:
+            s.sendall(b"GET /\x1b[31mred\x07\x9b HTTP/1.0\r\n\r\n")
+            s.recv(4096)
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert err and not any(ch in err for ch in "\x1b\x07\x9b\u009b") and "red" in err
