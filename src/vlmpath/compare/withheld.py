@@ -3,10 +3,12 @@
 An artifact's ``run.json`` carries the ``--bench`` selection its run used; ``ci merge`` cuts
 each machine's rows to it (``compare.selection.keep_selected``). The pull request writes
 that file, so a selection could cut exactly the regressed rows. The selection that counts
-is the trusted workflow's input (``trusted``: None when the workflow selects every case):
-a case base judged (a usable base value) that the trusted selection keeps and the
-artifact's selection cuts makes the verdict *incomplete* (exit 3), never green, and the
-report says how many and which (``ComparisonReport.withheld``).
+is the trusted workflow's input (``trusted``, handed to ``ci merge`` as
+``VLMPATH_TRUSTED_BENCH``): a case base judged (a usable base value) that the trusted
+selection keeps and the artifact's selection cuts makes the verdict *incomplete* (exit 3),
+never green, and the report says how many and which (``ComparisonReport.withheld``).
+Without a trusted selection, a cut case counts when head measured it (a base reused from
+the trusted store holds every case, so a case head never ran is not evidence).
 
 Entry points: ``selection_withheld(report, selections, trusted)`` -> the reasons (pure;
 call it on the report *before* the artifact's selection is applied), and ``withhold(report,
@@ -21,6 +23,7 @@ from dataclasses import replace
 
 from vlmpath.compare.comparison import ComparisonReport, Verdict
 from vlmpath.compare.selection import matches, parse
+from vlmpath.compare.vanished import VANISHED
 
 #: Most case names one reason lists.
 SHOWN = 3
@@ -44,7 +47,10 @@ def selection_withheld(report: ComparisonReport, selections: Mapping[str, object
         cut = [c for c in m.comparisons
                if c.base is not None and c.verdict is not Verdict.NEW
                and not matches(parsed, c.benchmark, c.params)
-               and (trusted_parsed is None or matches(trusted_parsed, c.benchmark, c.params))]
+               and (matches(trusted_parsed, c.benchmark, c.params) if trusted_parsed is not None
+                    # No trusted selection given: a base reused from the trusted store holds
+                    # every case, so only the cases head measured and the artifact cut count.
+                    else not c.reason.startswith(VANISHED))]
         if cut:
             names = ", ".join(sorted({c.benchmark for c in cut})[:SHOWN])
             more = " ..." if len({c.benchmark for c in cut}) > SHOWN else ""
