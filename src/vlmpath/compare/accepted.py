@@ -117,6 +117,8 @@ def _text(v: Any, what: str, where: str) -> str:
 def _case(v: Any, where: str) -> str:
     """One benchmark, named in full (no wildcard in its name: ``b*`` would be every
     ``bench_`` benchmark), then optionally its parameters as a pattern: ``name (k=*, ...)``."""
+    if isinstance(v, str) and not v.strip(" ").isprintable():  # a newline or an invisible character inside
+        raise VlmpathError(f"{where}: case {v.strip()[:60]!r} must name one benchmark in full, in visible characters")
     case = _text(v, "case", where)
     bench, sep, params = case.partition(" (")
     if not _BENCH.match(bench) or (sep and not params.endswith(")")):

@@ -86,7 +86,7 @@ TRUSTED_YARDSTICK: tuple[str, ...] = (
     "src/vlmpath/pr/", "src/vlmpath/selfcheck/", "src/vlmpath/core/", "src/vlmpath/serving/",
     "src/vlmpath/cli/", "src/vlmpath/github/", "src/vlmpath/__init__.py", "src/vlmpath/__main__.py",
     "ci/", ".ci/", ".github/", "pyproject.toml", "setup.py", "setup.cfg", "requirements", "constraints",
-    "docker/", "dockerfile", "compose", "conftest.py", "tests/conftest.py", ".gitattributes", ".gitmodules",
+    "docker/", "dockerfile", "docker-compose", "compose", "conftest.py", "tests/conftest.py", ".gitattributes", ".gitmodules",
     "sitecustomize.py", "usercustomize.py",
 )
 #: The neutral verdict's one line (the check is neither green nor red on its numbers).
