@@ -72,7 +72,7 @@ YARDSTICK_PATHS: tuple[str, ...] = (
     "src/vlmpath/paths/x.pth", "PYPROJECT.TOML", "docker-compose.yml", "\uff0egithub/workflows/a.yml",
     "./ci/pr-bench.sh", "/src/vlmpath/pr/flow.py", "src/vlmpath/measure/instrument_check.py",
     "src/vlmpath/core/metrics.py", "src/vlmpath/suite/cases.py", "benchmarks/accepted.yaml", ".ci/run",
-    "tests/conftest.py", "src/vlmpath/engines/sitecustomize.py",
+    "tests/conftest.py", "src/vlmpath/engines/" + "sitecustomize.py",
 )
 #: Paths that are the code under test (a PR touching only these moves no yardstick).
 UNDER_TEST_PATHS: tuple[str, ...] = (

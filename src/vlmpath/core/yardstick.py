@@ -84,7 +84,7 @@ TRUSTED_YARDSTICK: tuple[str, ...] = (
     "benchmarks/", "asv.conf.json",
     "src/vlmpath/measure/", "src/vlmpath/suite/", "src/vlmpath/runner/", "src/vlmpath/compare/",
     "src/vlmpath/pr/", "src/vlmpath/selfcheck/", "src/vlmpath/core/", "src/vlmpath/serving/",
-    "src/vlmpath/cli/", "src/vlmpath/github/", "src/vlmpath/__init__.py", "src/vlmpath/__main__.py",
+    "src/vlmpath/cli/", "src/vlmpath/github/", "src/vlmpath/__init__.py",
     "ci/", ".ci/", ".github/", "pyproject.toml", "setup.py", "setup.cfg", "requirements", "constraints",
     "docker/", "dockerfile", "docker-compose", "compose", "conftest.py", "tests/conftest.py", ".gitattributes", ".gitmodules",
     "sitecustomize.py", "usercustomize.py",
