@@ -15,8 +15,13 @@ improvement), and the row names the case and its error once.
 
 A row's direction comes only from a trusted definition (the metric table by method name,
 ``compare.definitions``); a row without one is not judged and marked ``untrusted``, never
-compared as lower-is-better. Quick runs (``quick``, or a side's run-info saying so) make
-every band verdict indicative, wherever the row comes from.
+compared as lower-is-better. A band verdict is indicative by its sample counts
+(``spread.indicative``); ``quick`` is the caller's own word and speaks only for plain tracks
+that keep no samples, never a side's run-info (the artifact's).
+
+Base's cases decide what must be judged: a case base judged with no usable value on head
+is a failure, "vanished on head" (``compare.vanished``); head's new cases, failing or not,
+are shown as ``NEW`` and never fail the check.
 """
 
 from __future__ import annotations
