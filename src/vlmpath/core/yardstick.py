@@ -132,4 +132,5 @@ def yardstick_withheld(files: Sequence[str], truncated: bool = False) -> tuple[s
     more = f" and {len(files) - MAX_FILES} more" if len(files) > MAX_FILES else ""
     what = f"{len(files)} file(s) of the benchmarks, instruments, judging code or CI ({shown}{more})" if files \
         else "the API did not list every changed file"
-    return (f"{YARDSTICK_CHANGED}: {what}; read from the pull request by the trusted job, whatever the artifact says",)
+    return (f"{YARDSTICK_MARK} {YARDSTICK_CHANGED}: {what}; read from the pull request by the trusted job, "
+            "whatever the artifact says",)

@@ -53,6 +53,11 @@ class LabelGrant:
     granted_by: str | None  # the maintainer's login; None: not granted
     permission: str | None
     why: str  # one line, for the comment
+    #: The PR's changed files that are the yardstick (``core.yardstick.classify``), read from
+    #: the API by this privileged job (``github.pr_files``), and whether that list may be
+    #: incomplete. Either makes ``ci merge`` withhold green ("yardstick changed").
+    yardstick: tuple[str, ...] = ()
+    files_truncated: bool = False
 
     def accepted_text(self) -> str | None:
         """What an accepted row says of who accepted it (None: nobody did)."""
@@ -122,6 +127,18 @@ def _permission(client: _Client, owner: str, name: str, login: str) -> tuple[str
 
 def read_grant(client: _Client, repo: str, pr: int, *, head_sha: str, label: str = ACCEPT_LABEL,
                since: datetime | None = None) -> LabelGrant:
+    """Who applied ``label`` to PR ``pr`` (``_read_label``), and which of the PR's changed
+    files are the yardstick, as this job reads them from the API (issue 39)."""
+    from vlmpath.core.yardstick import classify
+    from vlmpath.github.pr_files import changed_files
+
+    grant = _read_label(client, repo, pr, head_sha=head_sha, label=label, since=since)
+    files, truncated = changed_files(client, repo, int(pr))
+    return replace(grant, yardstick=tuple(classify(files)[0]), files_truncated=truncated)
+
+
+def _read_label(client: _Client, repo: str, pr: int, *, head_sha: str, label: str = ACCEPT_LABEL,
+               since: datetime | None = None) -> LabelGrant:
     """Who applied ``label`` to PR ``pr`` (see the module docstring), as a ``LabelGrant``."""
     if not _REPO.match(repo):
         raise VlmpathError(f"--repo {repo[:80]!r} is not owner/name")
@@ -175,14 +192,20 @@ def load_grant(path: str | os.PathLike[str]) -> LabelGrant:
     if not isinstance(data, dict) or data.get("schema_version") != GRANT_SCHEMA:
         raise VlmpathError(f"{where} is not a `vlmpath ci label-grant` file (schema_version {GRANT_SCHEMA})")
     try:
-        g = LabelGrant(**{k: data[k] for k in LabelGrant.__dataclass_fields__})
+        g = LabelGrant(**{k: data[k] for k in LabelGrant.__dataclass_fields__
+                          if k not in ("yardstick", "files_truncated")},
+                       yardstick=data.get("yardstick", []), files_truncated=data.get("files_truncated", False))
     except KeyError as exc:
         raise VlmpathError(f"{where}: {exc} missing; write it with `vlmpath ci label-grant`") from None
     ok = (isinstance(g.pr, int) and not isinstance(g.pr, bool) and isinstance(g.head_sha, str)
           and _SHA40.match(g.head_sha) and isinstance(g.label, str) and _LABEL.match(g.label) and isinstance(g.why, str)
           and (g.granted_by is None or (isinstance(g.granted_by, str) and _LOGIN.match(g.granted_by)))
-          and (g.permission is None or isinstance(g.permission, str)))
+          and (g.permission is None or isinstance(g.permission, str))
+          and isinstance(g.yardstick, list) and len(g.yardstick) <= 3000
+          and all(isinstance(f, str) and 0 < len(f) <= 4096 for f in g.yardstick)
+          and isinstance(g.files_truncated, bool))
     if not ok:
         raise VlmpathError(f"{where}: a field has the wrong type; write it with `vlmpath ci label-grant`")
     # Clipped: the text reaches the comment (escaped there) and the job log.
-    return replace(g, why=g.why[:300], permission=None if g.permission is None else g.permission[:40])
+    return replace(g, why=g.why[:300], permission=None if g.permission is None else g.permission[:40],
+                   yardstick=tuple(g.yardstick))

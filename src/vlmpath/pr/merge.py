@@ -40,6 +40,7 @@ from vlmpath.pr.instructions import counted_ids, load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
 from vlmpath.compare.selection import keep_selected
 from vlmpath.compare.withheld import selection_withheld, trusted_selection, withhold
+from vlmpath.core.yardstick import yardstick_withheld
 from vlmpath.core import safe_json
 from vlmpath.core.budget import RunBudget
 from vlmpath.core.errors import VlmpathError
@@ -234,6 +235,7 @@ def _apply_accepted(report, accepted, base_accepted, grant, *, pr: int | None, h
         if (g.pr, g.head_sha) != (pr, head):
             raise VlmpathError(f"--grant {grant} is for PR {g.pr} at {g.head_sha[:12]}, but the artifacts are "
                                f"PR {pr} at {head[:12]}: read the label for this run")
+        report = withhold(report, yardstick_withheld(g.yardstick, g.files_truncated))  # verdict (issue 39)
     proposed = accepted_mod.load(accepted)
     report = accepted_mod.apply(report, proposed, pr=pr, base=accepted_mod.load(base_accepted),
                                 grant=g.accepted_text() if g is not None else None)
