@@ -339,7 +339,7 @@ def test_the_gpu_serve_step_refuses_a_bad_variable_without_echoing_it_or_running
 # --- the engine templates gate too (issue 39) ------------------------------------------------
 @pytest.mark.parametrize("template", [p for p in TEMPLATES if p.name.endswith("-bench-comment.yml")],
                          ids=lambda p: p.name)
-@pytest.mark.parametrize("rc_in, state", [(0, "success"), (1, "failure"), (3, "failure")])
+@pytest.mark.parametrize("rc_in, state", [(0, "success"), (3, "failure")])
 def test_an_engine_comment_template_merges_with_fail_and_posts_the_status_from_its_job(tmp_path, template,
                                                                                        rc_in, state):
     import ast
