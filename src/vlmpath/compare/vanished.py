@@ -17,8 +17,8 @@ are left out of the "incomplete" arithmetic).
 
 Entry points: ``vanished_row`` (one base row with no usable head counterpart ->
 its failing row, or None when base had nothing usable either) and ``near_miss`` (the head
-case that looks like it); both called from ``compare.verdict._compare_machine`` and
-``compare.verdict.judge``.
+case that looks like it), called from ``compare.verdict._compare_machine`` for a base row
+whose head row is missing, skipped or not a number.
 """
 
 from __future__ import annotations

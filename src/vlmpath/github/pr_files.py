@@ -6,10 +6,10 @@ PR's own job's output, and a notice it carries can be dropped. Each file is ``(f
 previous_filename or None)``; ``classify`` (``core.yardstick``) splits them into the
 yardstick and the code under test.
 
-Entry point: ``changed_files(client, repo, pr)`` -> ``(files, truncated)``; with
-``core.yardstick.classify`` and ``yardstick_withheld`` it gives the reasons
-``compare.withheld.withhold`` puts on the report (call it in the privileged merge, beside
-``vlmpath ci label-grant``).
+Entry point: ``changed_files(client, repo, pr)`` -> ``(files, truncated)``, called by
+``github.label_grant.read_grant`` (the privileged ``vlmpath ci label-grant`` step), which
+writes the yardstick's files into ``grant.json``; ``ci merge --grant`` turns them into
+``core.yardstick.yardstick_withheld`` reasons on the report (``compare.withheld.withhold``).
 """
 
 from __future__ import annotations
