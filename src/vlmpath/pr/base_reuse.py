@@ -66,7 +66,7 @@ def _cases(paths: Sequence[Path]) -> dict[tuple[str, tuple[str, ...]], tuple[str
 def _selected(bench: str | None, name: str, params: tuple[str, ...]) -> bool:
     if not bench:
         return True
-    from vlmpath.pr.outputs import _selected as selected
+    from vlmpath.compare.selection import asv_selects as selected
 
     return selected(bench, name, tuple((f"p{i}", v) for i, v in enumerate(params)))
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from vlmpath.core.scales import DEFAULT_SCALE
 from vlmpath.pr.base_reuse import _cases
 from vlmpath.runner.run_files import read_run_info
-from vlmpath.pr.outputs import RESULTS_ENV, _selected
+from vlmpath.compare.selection import asv_selects as _selected
+from vlmpath.pr.outputs import RESULTS_ENV
 from vlmpath.pr.side import RunSuite, SuiteRequest, _log, _run_files, _run_side, run_suite_subprocess, side_env
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison
