@@ -89,6 +89,7 @@ class RunManifest:
     shard: Mapping[str, Any] | None = None   # {k, n, units}: runner.shard_merge.shard_info
     serve: str | None = None                 # the served model: serve/{base,head}-<i>.json
     serve_rounds: int | None = None          # as claimed; -1: claimed but not a number (pr.sources.serve)
+    new_definitions: tuple[str, ...] = ()    # head's definitions base lacks (the rows' words only: never judged)
     engine_subdir: str | None = None
     workloads: tuple[str, ...] = ()
     repeat: int | None = None
@@ -190,6 +191,7 @@ def loads_manifest(text: str, where: str) -> RunManifest:
         shard=_shard(d.get("shard")),
         serve=(serve if isinstance(serve, str) else str(serve))[:_MAX_TEXT] if claimed else None,
         serve_rounds=(rounds if _int(rounds) else -1) if claimed else None,
+        new_definitions=_strings(d.get("new_definitions"), 200),
         engine_subdir=_text(d, "engine_subdir"), workloads=_strings(d.get("workloads")),
         repeat=d["repeat"] if _int(d.get("repeat")) else None,
         engines={k: _strings(engines.get(k)) for k in ("base", "head") if k in engines},

@@ -209,4 +209,4 @@ def run_engine_pr(opts: PrOptions, *, measure: Measure | None = None) -> FlowRes
         _log(n)
     write_manifest(out, replace(manifest, notes=tuple(notes), outcome=Outcome(
         len(report.regressions), len(report.not_judged), report.incomplete, code, tuple(chart_notes))))
-    return FlowResult(base_sha, head_sha, (machine,), out, report, code, False, tuple(notes))
+    return FlowResult(base_sha, head_sha, (machine,), out, report, code, False, (*notes, *judged.found))

@@ -55,7 +55,7 @@ flow measures are stamped untrusted, so a PR's results never become anyone's bas
 Head is always measured afresh, and a head run that wrote nothing new is an error.
 
 The comment workflow's half (``vlmpath ci merge``, merging every machine's artifact into
-one comparison) is ``vlmpath.pr.merge``; it shares the output files and writers of ``vlmpath.pr.outputs``.
+one comparison) is ``vlmpath.pr.merge``; both judge with ``vlmpath.pr.judge`` and write with ``vlmpath.pr.outputs``.
 """
 
 from __future__ import annotations
@@ -123,13 +123,14 @@ def _profile(root, m: RunManifest, report, out, cfg, env, profiler) -> list[str]
     return [f"profiled {len(profiles)} regressed case(s) on base and head: {out / 'profiles'}"]
 
 
-def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: str, env, out: Path) -> None:
+def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: str, env, out: Path) -> list[str]:
     """Head's new or changed benchmark definitions, run with head's suite into
     ``OUT/head-definitions`` (``pr.yardstick``; the judge shows them as not judged,
-    ``pr.sources.definitions``). A failure here is a note: the verdict never depends on these rows."""
-    names, _ = changed_definitions(base_wt, head_wt, sys.executable, side_env(head_wt, env))
+    ``pr.sources.definitions``); returns the names base lacks. A failure here is a note:
+    the verdict never depends on these rows."""
+    names, base_names = changed_definitions(base_wt, head_wt, sys.executable, side_env(head_wt, env))
     if not names:
-        return
+        return []
     defs = out / DEFINITIONS_SUBDIR
     defs.mkdir(parents=True)
     try:
@@ -138,6 +139,7 @@ def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: s
     except VlmpathError as exc:
         _log(f"head's new or changed benchmark definitions not measured: {exc}")
         shutil.rmtree(defs, ignore_errors=True)
+    return [n for n in names if n not in base_names]
 
 
 def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[str, str] | None = None,
@@ -214,7 +216,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
                             machine=machine, bench=sel or side_bench, quick=opts.quick, env=side_env(source, child_env),
                             scale=opts.scale, reports_dir=out / "runs" / (reports or sha[:8]))
 
-    reused = False
+    reused, new_definitions = False, []
     store = Path(opts.trusted_results).resolve() if opts.trusted_results else rdir
     # Left in reverse: the worktrees, then the temporary directory, then the results lock.
     with ExitStack() as stack:
@@ -268,7 +270,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
                              "measures it again)")
         # Head's new or changed definitions: shown once (in shard 1 of a split check).
         if any(f.startswith(BENCHMARK_DIR + "/") for f in moved) and (shard is None or shard.k == 1):
-            _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env, out)
+            new_definitions = _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env, out)
         copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
                      sources={base_sha: store} if reused and base_sha != head_sha else None)
         if serve is not None:  # while the worktrees exist: each side's tree is served
@@ -286,7 +288,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         notes=tuple(notes), interleave=opts.interleave, instructions=counting,
         counter=str(opts.counter) if counting else None, instructions_bench=opts.instructions_bench,
         shard=shard_entry, serve=serve.model if serve is not None else None,
-        serve_rounds=serve.rounds if serve is not None else None)
+        serve_rounds=serve.rounds if serve is not None else None, new_definitions=tuple(new_definitions))
     write_manifest(out, manifest)  # the artifact is whole: what ci merge reads, and what is judged now
     # The PR's benchmarks/accepted.yaml is its proposal: an entry accepts only when the base
     # branch (its tip, committed) already holds it; the PR's own entries await review, failing.
@@ -306,9 +308,9 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         _log(n)
     write_manifest(out, replace(manifest, notes=tuple(notes), outcome=Outcome(
         len(report.regressions), len(report.not_judged), report.incomplete, code, tuple(chart_notes))))
-    for n in notes:
+    for n in (*notes, *judged.found):
         _log(n)
-    return FlowResult(base_sha, head_sha, (machine,), out, report, code, reused, tuple(notes))
+    return FlowResult(base_sha, head_sha, (machine,), out, report, code, reused, (*notes, *judged.found))
 
 
 def _clear_stale(out: Path) -> None:

@@ -90,6 +90,7 @@ class Judged:
     machines: tuple[str, ...]
     notes: tuple[str, ...]
     missing: tuple[str, ...] = ()
+    found: tuple[str, ...] = ()  # the notes of the judge's own steps (not the caller's, not the artifacts')
     head_run: RunResults | None = field(default=None, compare=False)
 
 
@@ -133,11 +134,12 @@ def judge(artifacts: Sequence[Artifact], cfg: Thresholds, accepted: Acceptance, 
         shown.append(more)
     own = [n if n.startswith(f"{a.manifest.machine}: ") else f"{a.manifest.machine}: {n}"  # 8. notes
            for a in artifacts for n in a.manifest.notes]
-    all_notes = [*notes, *grant_notes, *(n for g in (*rejudged, *got, *shown) for n in g.notes), *own]
+    found = [*grant_notes, *(n for g in (*rejudged, *got, *shown) for n in g.notes)]
+    all_notes = [*notes, *found, *own]
     report = _with_notes(report, all_notes)
     missing = tuple(m for g in (*shown, *rejudged, *got) for m in g.missing)  # shards, rounds, serve
     return Judged(report, base_sha, head, tuple(a.manifest.machine for a in artifacts), tuple(all_notes),
-                  missing, head_run)
+                  missing, tuple(found), head_run)
 
 
 def write_verdict(out: Path, judged: Judged, *, header: Sequence[str], fail: bool, profiles: Sequence = ()) -> int:

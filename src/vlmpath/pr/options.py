@@ -3,8 +3,9 @@
 ``PrOptions``: every flag of ``vlmpath ci pr`` as one record, built once by the CLI (as
 ``runner.options.RunOptions`` is for ``vlmpath run``), with the scale and shard as the
 typed values the CLI parsed them into, and handed whole to the flow: ``pr.flow.run_pr``
-for vlmpath's own commits, ``pr.engine.run_engine_pr`` with ``engine_src``. What a test injects instead of the real world (a fake suite runner, an
-environment, a profiler) stays a keyword of ``run_pr``: those are not options.
+for vlmpath's own commits, ``pr.engine.run_engine_pr`` with ``engine_src``. What a test
+injects instead of the real world (a fake suite runner or measurer, an environment, a
+profiler) stays a keyword of the flow: those are not options.
 """
 
 from __future__ import annotations

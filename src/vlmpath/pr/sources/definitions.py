@@ -3,7 +3,8 @@
 ``ci pr`` runs head's new or changed definitions (``pr.yardstick``) into its artifact's
 ``head-definitions/``; here they are read with the same checks and budget as its results,
 cut to that machine's selection (literal names, ``compare.selection``) and shown as
-"new definition, not judged" rows. Shown, never judged: they cannot change the verdict.
+"new definition, not judged" rows ("not in base" for the names the manifest lists as new,
+or that the base side never measured). Shown, never judged: they cannot change the verdict.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class HeadDefinitions(RowSource):
             if set(owner) - {machine}:
                 raise VlmpathError(f"artifact {art.name}: {DEFINITIONS_SUBDIR}/ holds machines {sorted(owner)[:3]}, "
                                    f"not only its own {machine}")
-            block = definition_rows(defs, art.manifest.head_sha, machine, base_names.get(machine, set()))
+            known = base_names.get(machine, set()) - set(art.manifest.new_definitions)
+            block = definition_rows(defs, art.manifest.head_sha, machine, known)
             if block is not None and art.manifest.bench:
                 block = keep_selected(replace(report, machines=(block,)), {block.machine: art.manifest.bench}).machines[0]
             if block is not None and block.comparisons:
