@@ -25,7 +25,7 @@ from vlmpath.pr.options import PrOptions
 from vlmpath.pr import outputs as pr_outputs
 from vlmpath.compare.selection import asv_selects
 from vlmpath.pr import side as pr_side
-from vlmpath.runner.run_files import write_run_info
+from vlmpath.runner.run_files import RunInfo, write_run_info
 from vlmpath.cli import main
 from vlmpath.compare.comparison import Verdict
 from vlmpath.core.errors import VlmpathError
@@ -187,7 +187,7 @@ def test_no_fail_reports_the_regression_but_exits_zero(repo, tmp_path):
 
 def trust(store: Path, sha: str) -> None:
     """Stamp stored results as the main workflow's `vlmpath run --trusted` would."""
-    write_run_info(store, MACHINE, sha, quick=False, scale=None, bench=None, trusted=True)
+    write_run_info(store, MACHINE, sha, RunInfo(quick=False, scale=None, bench=None, trusted=True))
 
 
 def test_base_results_are_reused_only_when_they_cover_head(repo, tmp_path):

@@ -19,7 +19,7 @@ from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 from vlmpath.runner.discovery import Discovered, select
-from vlmpath.runner.run_files import write_run_info
+from vlmpath.runner.run_files import RunInfo, write_run_info
 from vlmpath.runner.shard_costs import latest_trusted, pick_shard
 from vlmpath.runner.shard_store import add_to_store
 from vlmpath.runner.shards import Shard, Unit, partition, selection_regex, shard_loads, unit_of, units
@@ -72,8 +72,8 @@ def _write_sharded(root: Path, commit: str, n: int, regressed=None, drop: int | 
         d = root / f"shard{k}"
         write_asv_run(d, MACHINE, commit, _spec(*_values(regressed), present=owned))
         labels = sorted(unit_of("bench_embed.EmbedRoutine.x", (repr(p), repr(w))).label for p, w in owned)
-        write_run_info(d, MACHINE, commit, quick=False, scale="tiny", bench=None, trusted=True,
-                       shard={"k": k, "n": n, "units": labels})
+        write_run_info(d, MACHINE, commit, RunInfo(quick=False, scale="tiny", bench=None, trusted=True,
+                       shard={"k": k, "n": n, "units": labels}))
         dirs.append(d)
     return dirs
 
@@ -193,7 +193,7 @@ def test_costs_come_from_the_last_trusted_run_only(tmp_path):
     c = sha("t")
     write_asv_run(store, MACHINE, c, _spec(*_values()))
     assert latest_trusted(store, MACHINE).per_unit == {}  # no run-info: not trusted
-    write_run_info(store, MACHINE, c, quick=False, scale="tiny", bench=None, trusted=True)
+    write_run_info(store, MACHINE, c, RunInfo(quick=False, scale="tiny", bench=None, trusted=True))
     costs = latest_trusted(store, MACHINE)
     assert costs.commit == c and len(costs.per_unit) == 8
     # 3 methods x 0.5 s each (the fixture's duration) over 8 combos each

@@ -55,6 +55,21 @@ _MAX_TEXT = 500  # longest note, ref or name kept from a manifest
 
 
 @dataclass(frozen=True)
+class ShardClaim:
+    """Which shard of a split check this run was, and the units it owned (checked with
+    ``runner.shard_merge.shard_info``: a malformed claim would drop or double cases)."""
+
+    k: int
+    n: int
+    units: tuple[str, ...]
+    costs_from: str | None = None  # the trusted commit whose timings split the suite (informational)
+
+    def entry(self) -> dict[str, Any]:
+        """As the results store reads it (a run-info's or run.json's ``shard``)."""
+        return {"k": self.k, "n": self.n, "units": list(self.units), "costs_from": self.costs_from}
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What the judge decided for this run (written after judging; informational only:
     ``ci merge`` judges again and never reads it)."""
@@ -86,7 +101,7 @@ class RunManifest:
     instructions: bool = False
     counter: str | None = None
     instructions_bench: str | None = None
-    shard: Mapping[str, Any] | None = None   # {k, n, units}: runner.shard_merge.shard_info
+    shard: ShardClaim | None = None
     serve: str | None = None                 # the served model: serve/{base,head}-<i>.json
     serve_rounds: int | None = None          # as claimed; -1: claimed but not a number (pr.sources.serve)
     new_definitions: tuple[str, ...] = ()    # head's definitions base lacks (the rows' words only: never judged)
@@ -101,16 +116,13 @@ class RunManifest:
     def is_engine(self) -> bool:
         return self.kind == ENGINE_KIND
 
-    @property
-    def shard_k(self) -> int | None:
-        return None if self.shard is None else int(self.shard["k"])
 
 
 def dumps_manifest(m: RunManifest) -> str:
     """The one writer of ``run.json``'s text."""
     d = asdict(m)
     d.pop("outcome")
-    d["shard"] = dict(m.shard) if m.shard is not None else None
+    d["shard"] = m.shard.entry() if m.shard is not None else None
     d["engines"] = {k: list(v) for k, v in m.engines.items()}
     if m.outcome is not None:  # flat, as the workflows and people read it
         d.update(asdict(m.outcome))
@@ -146,11 +158,15 @@ def _interleave(v: Any, machine: str) -> int:
     return v
 
 
-def _shard(v: Any) -> Mapping[str, Any] | None:
+def _shard(v: Any) -> ShardClaim | None:
     from vlmpath.runner.shard_merge import shard_info
 
     got = shard_info({"shard": v})  # malformed: refused there, one line
-    return None if got is None else {"k": got[0], "n": got[1], "units": sorted(got[2])}
+    if got is None:
+        return None
+    costs = v.get("costs_from")
+    return ShardClaim(got[0], got[1], tuple(sorted(got[2])),
+                      costs if isinstance(costs, str) and SHA40.match(costs) else None)
 
 
 def _strings(v: Any, limit: int = 1000) -> tuple[str, ...]:

@@ -70,7 +70,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from vlmpath.pr.artifact import RESULTS_SUBDIR, Artifact, Outcome, RunManifest, write_manifest
+from vlmpath.pr.artifact import RESULTS_SUBDIR, Outcome, RunManifest, ShardClaim, write_manifest
 from vlmpath.pr.judge import Acceptance, judge_own
 from vlmpath.pr.options import PrOptions
 from vlmpath.pr.outputs import RESULTS_ENV, FlowResult, draw_charts
@@ -114,8 +114,7 @@ def _profile(root, m: RunManifest, report, out, cfg, env, profiler) -> list[str]
     from vlmpath.core.atomic import write_text as write_text_atomic
     from vlmpath.render.comment import render_markdown
 
-    profiles = profile_regressions(root, m.base_sha, m.head_sha, report, out, cfg=cfg, scale=m.scale,
-                                   env=env, runner=profiler)
+    profiles = profile_regressions(root, report, out, cfg=cfg, scale=m.scale, env=env, runner=profiler)
     if not profiles:
         return []
     write_text_atomic(out / PROFILES_FILE, profiles_to_json(profiles))  # `ci merge` shows them too
@@ -249,7 +248,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
             pr_interleave.run_rounds(
                 opts.interleave, out, rdir, machine, base_sha, head_sha,
                 lambda: _run_side(runner, request(base_sha, base_wt, base_wt)),
-                lambda: _run_side(runner, request(head_sha, head_wt, base_wt)), _log)
+                lambda: _run_side(runner, request(head_sha, head_wt, base_wt)))
         else:
             _run_side(runner, request(head_sha, head_wt, base_wt))
         if opts.interleave:  # the base was measured in the rounds: nothing reused
@@ -278,8 +277,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
 
     if counting:  # the counts join the artifact (OUT/instructions.json): judged with the rest
         pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
-                                 bench=opts.instructions_bench or opts.bench, scale=opts.scale, log=_log,
-                                 counter=opts.counter)
+                                 bench=opts.instructions_bench or opts.bench, scale=opts.scale, counter=opts.counter)
     if serve is not None:
         notes.append(pr_serve.draw(out, *serve_files))
     manifest = RunManifest(
@@ -287,7 +285,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         base_tip=base_tip, bench=opts.bench, quick=opts.quick, scale=opts.scale, reused_base=reused,
         notes=tuple(notes), interleave=opts.interleave, instructions=counting,
         counter=str(opts.counter) if counting else None, instructions_bench=opts.instructions_bench,
-        shard=shard_entry, serve=serve.model if serve is not None else None,
+        shard=_claim(shard_entry), serve=serve.model if serve is not None else None,
         serve_rounds=serve.rounds if serve is not None else None, new_definitions=tuple(new_definitions))
     write_manifest(out, manifest)  # the artifact is whole: what ci merge reads, and what is judged now
     # The PR's benchmarks/accepted.yaml is its proposal: an entry accepts only when the base
@@ -311,6 +309,13 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     for n in (*notes, *judged.found):
         _log(n)
     return FlowResult(base_sha, head_sha, (machine,), out, report, code, reused, (*notes, *judged.found))
+
+
+def _claim(entry) -> ShardClaim | None:
+    """The shard entry ``runner.shard_costs`` picked, as the manifest's typed claim."""
+    if entry is None:
+        return None
+    return ShardClaim(int(entry["k"]), int(entry["n"]), tuple(sorted(entry["units"])), entry.get("costs_from"))
 
 
 def _clear_stale(out: Path) -> None:

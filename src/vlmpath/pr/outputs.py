@@ -45,7 +45,7 @@ class FlowResult:
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Sorted, indented JSON written atomically (run.json, merged benchmarks.json)."""
+    """Sorted, indented JSON written atomically (a results copy's benchmarks.json)."""
     from vlmpath.core.atomic import write_text as write_text_atomic
 
     write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -94,7 +94,7 @@ def merge_shard_artifacts(staging: Path, dest: Path, by_machine: Mapping[str, li
     for machine, arts in sorted(by_machine.items()):
         sources, entries, ns, ks, owned = [], {}, set(), [], set()
         for art in arts:
-            name, entry = art.name, {"shard": art.manifest.shard}
+            name, entry = art.name, {"shard": art.manifest.shard.entry()}
             k, n, units = shard_info(entry)  # type: ignore[misc]  # checked when the manifest was read
             if art.manifest.machine != machine:
                 raise VlmpathError(f"artifact {name}: shard of {art.manifest.machine!r} filed under {machine!r}")

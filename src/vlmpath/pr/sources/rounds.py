@@ -75,7 +75,7 @@ def _load(machine: str, good: list, n: int, staging: Path):
             else:
                 where = side_dir(staging / ROUNDS_SUBDIR / f"{machine} (shards)", i, side)
                 add_to_store(where, [d[(i, side)] for _, _, d in good],
-                             shards={str(d[(i, side)]): {"shard": e.shard} for _, e, d in good})
+                             shards={str(d[(i, side)]): {"shard": e.shard.entry()} for _, e, d in good})
             sides[side].append(asv_results.load_asv(where, sha))
     return sides["base"], sides["head"]
 
