@@ -248,3 +248,20 @@ def test_the_counts_go_to_the_first_shard_with_the_fewest_cases(tmp_path, n, wan
     sizes = [len(p.info["units"]) for p in picks]
     assert sizes[want - 1] == min(sizes) and sum(sizes) == 18
     assert counts_shard([2.0, 1.0, 1.0]) == 2 and counts_shard([1.0, 1.0]) == 1
+
+
+def test_a_shard_whose_statistics_its_samples_do_not_give_is_refused_not_merged(tmp_path):
+    """The merge writes through asv's public ``Results.add_result``, which derives a timing's
+    statistics from its samples: a shard file whose stored statistics are not what its
+    samples give (edited, or another asv) is refused in one line, never merged into other
+    numbers; the untouched shards merge (``test_three_shards_merge_into_one_file_equal_to_the_whole_run``)."""
+    c = sha("stats")
+    dirs = _write_sharded(tmp_path / "s", c, 2)
+    f = next((dirs[0] / MACHINE).glob(f"{c[:8]}-*.json"))
+    data = json.loads(f.read_text())
+    row = data["results"]["bench_embed.EmbedRoutine.track_tok_per_s"]
+    col = data["result_columns"].index("stats_ci_99_a")
+    row[col] = [None if v is None else v / 2 for v in row[col]]  # a confidence interval its samples never gave
+    f.write_text(json.dumps(data))
+    with pytest.raises(VlmpathError, match="track_tok_per_s: asv's Results.add_result did not keep"):
+        add_to_store(tmp_path / "store", dirs)
