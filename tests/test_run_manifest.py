@@ -15,7 +15,7 @@ import pytest
 
 from vlmpath.compare.selection import matches, parse
 from vlmpath.core.errors import VlmpathError
-from vlmpath.pr.artifact import Outcome, RunManifest, ShardClaim, dumps_manifest, loads_manifest
+from vlmpath.pr.artifact import Kind, Outcome, RunManifest, ShardClaim, dumps_manifest, loads_manifest
 
 BASE, HEAD = "a" * 40, "b" * 40
 MINIMAL = {"schema_version": 1, "base_sha": BASE, "head_sha": HEAD, "machine": "cpu-ci"}
@@ -26,13 +26,13 @@ def _load(**kw) -> RunManifest:
 
 
 def test_a_manifest_crosses_the_file_unchanged_and_a_minimal_one_reads_with_defaults():
-    m = RunManifest(machine="cpu-ci", base_sha=BASE, head_sha=HEAD, base_tip=BASE, bench="Embed.track_acc",
+    m = RunManifest(machine="cpu-ci", base_sha=BASE, head_sha=HEAD, kind=Kind.ENGINE, base_tip=BASE, bench="Embed.track_acc",
                     quick=True, notes=("one", "two"), interleave=6, shard=ShardClaim(1, 2, ("u",)),
                     serve="/models/tiny", serve_rounds=6, workloads=("w",), engines={"base": ("x",)},
                     outcome=Outcome(1, 0, False, 1, ("chart",)))
     assert loads_manifest(dumps_manifest(m), "run.json") == m
     flat = json.loads(dumps_manifest(m))  # the outcome is flat, as workflows read it
-    assert (flat["exit_code"], flat["regressions"], flat["machine"]) == (1, 1, "cpu-ci")
+    assert (flat["exit_code"], flat["regressions"], flat["machine"], flat["kind"]) == (1, 1, "cpu-ci", "engine")
     assert _load() == RunManifest(machine="cpu-ci", base_sha=BASE, head_sha=HEAD)
 
 

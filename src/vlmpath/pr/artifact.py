@@ -25,6 +25,7 @@ import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,16 @@ RUN_FILE = "run.json"
 ERROR_FILE = "error.txt"
 PR_NUMBER_FILE = "pr-number"
 RESULTS_SUBDIR = "results"
-#: Most interleaved rounds a run may claim (``pr.interleave.MAX_ROUNDS``).
+#: Most interleaved rounds a run may take and an artifact may claim (``ci pr --interleave N``).
 MAX_ROUNDS = 50
-ENGINE_KIND = "engine"
-ASV_KIND = "asv"
+
+
+class Kind(StrEnum):
+    """What measured the rows: vlmpath's asv suite, or an engine PR's case records."""
+
+    ASV = "asv"
+    ENGINE = "engine"
+
 
 SHA40 = re.compile(r"^[0-9a-f]{40}$")
 _RUN_FILE = re.compile(r"^[0-9a-f]{8}-[A-Za-z0-9._+-]{1,200}\.json$")
@@ -88,7 +95,7 @@ class RunManifest:
     machine: str
     base_sha: str
     head_sha: str
-    kind: str = ASV_KIND                     # ``engine``: records of an engine PR, not asv results
+    kind: Kind = Kind.ASV
     base_ref: str | None = None
     head_ref: str | None = None
     base_tip: str | None = None
@@ -114,7 +121,7 @@ class RunManifest:
 
     @property
     def is_engine(self) -> bool:
-        return self.kind == ENGINE_KIND
+        return self.kind is Kind.ENGINE
 
 
 
@@ -197,7 +204,7 @@ def loads_manifest(text: str, where: str) -> RunManifest:
     engines = d.get("engines") if isinstance(d.get("engines"), Mapping) else {}
     return RunManifest(
         machine=machine, base_sha=d["base_sha"], head_sha=d["head_sha"],
-        kind=ENGINE_KIND if d.get("kind") == ENGINE_KIND else ASV_KIND,
+        kind=Kind.ENGINE if d.get("kind") == Kind.ENGINE.value else Kind.ASV,
         base_ref=_text(d, "base_ref"), head_ref=_text(d, "head_ref"),
         base_tip=d["base_tip"] if isinstance(d.get("base_tip"), str) and SHA40.match(d["base_tip"]) else None,
         bench=_selection(d.get("bench")), quick=d.get("quick") is True, scale=_text(d, "scale"),

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vlmpath.pr.artifact import ENGINE_KIND, Outcome, RunManifest, write_manifest
+from vlmpath.pr.artifact import Kind, Outcome, RunManifest, write_manifest
 from vlmpath.pr.judge import Acceptance, judge_own
 from vlmpath.pr.options import PrOptions
 from vlmpath.pr.outputs import FlowResult, draw_charts
@@ -186,7 +186,7 @@ def run_engine_pr(opts: PrOptions, *, measure: Measure | None = None) -> FlowRes
                    f"head {', '.join(engines_of(head_recs)) or '?'}")
     notes.append(f"{ENGINE_NOTICE}; {measured_by}")
     manifest = RunManifest(
-        machine=machine, base_sha=base_sha, head_sha=head_sha, kind=ENGINE_KIND, base_ref=opts.base,
+        machine=machine, base_sha=base_sha, head_sha=head_sha, kind=Kind.ENGINE, base_ref=opts.base,
         head_ref=opts.head, base_tip=base_tip, bench=opts.bench, scale=scale, notes=tuple(notes),
         engine_subdir=sub, workloads=wls, repeat=opts.repeat,
         engines={"base": tuple(engines_of(base_recs)), "head": tuple(engines_of(head_recs))})

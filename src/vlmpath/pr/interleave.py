@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from vlmpath.pr.artifact import MAX_ROUNDS
 from vlmpath.pr.side import copy_results
 from vlmpath.core.errors import VlmpathError
 
 ROUNDS_SUBDIR = "rounds"
-MAX_ROUNDS = 50
 
 
 def check_rounds(n: int) -> None:
