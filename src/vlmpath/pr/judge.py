@@ -117,6 +117,8 @@ def judge(artifacts: Sequence[Artifact], cfg: Thresholds, accepted: Acceptance, 
     got = [s.rows(ctx) for s in sources]                                               # 2. rows
     base = [r for g in got for r in g.base]
     head_side = [r for g in got for r in g.head]
+    if not base or not head_side:  # every artifact is of a kind some source reads: never reached
+        raise VlmpathError(f"artifacts {', '.join(a.name for a in artifacts)[:200]} hold no rows to judge")
     ctx.base_side = base
     quick = any(a.manifest.quick for a in artifacts)                                   # 3. compare
     head_run = functools.reduce(records.merge_runs, head_side)
