@@ -71,5 +71,9 @@ def test_the_selection_reads_asv_spellings_as_literal_names_and_refuses_the_rest
     assert matches(parse(r"^bench_embed\.EmbedRoutine\..*video"), name, params)
     assert not matches(parse(r"^bench_embed\.EmbedRoutine\..*video"), "xbench_embed.EmbedRoutine.a", params)
     assert matches(parse(r"x\$"), "ax$", ()) and not matches(parse(r"x\$"), "ax", ())  # an escaped anchor is a letter
-    for regex in (r"a\d", r"(a|b)", "a+", "[ab]", "a" * 501, "a\\"):
+    groups = parse(r"bench_embed\.EmbedRoutine\.track_(accuracy|tok_per_s)\('default', 'video'\)")
+    assert matches(groups, name, params) and not matches(groups, name.replace("accuracy", "syncs"), params)
+    shard = parse(r"^(?:m\.C\.t\(1\)|m\.C\.u)$")  # runner.shards.selection_regex's spelling
+    assert matches(shard, "m.C.t", (("p", "1"),)) and matches(shard, "m.C.u", ()) and not matches(shard, "m.C.v", ())
+    for regex in (r"a\d", r"(a|b)+", "(?=a)b", "a+", "[ab]", "a" * 501, "a\\", "(a", "a)", "(a|b|c|d)" * 5):
         assert parse(regex) is None, regex

@@ -5,9 +5,10 @@ from an artifact's ``run.json``: a pattern there could backtrack for minutes in 
 the selection is read as what people write: alternatives (``a|b``) of literal names with
 ``.*`` gaps and ``^``/``$`` anchors, matched with ``str.find`` (linear: leftmost-first
 search is exact for gaps); a backslash before a punctuation character makes it that
-literal character (``name\\('a'\\)``, as people write an asv parameter spelling). A pattern
-using anything else (classes, groups, other quantifiers, other escapes) is not applied,
-and a note says so; a selection that matches no
+literal character (``name\\('a'\\)``, as people write an asv parameter spelling), and a group
+of such alternatives (``track_(accuracy|syncs)``, ``^(?:a|b)$``) stands for each of them (at
+most ``MAX_VARIANTS`` spellings in all). A pattern using anything else (classes, quantifiers
+on a group, other quantifiers, lookarounds, other escapes) is not applied, and a note says so; a selection that matches no
 case leaves the machine with nothing judged, which the verdict reports as incomplete.
 """
 
@@ -16,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-#: Longest selection read from an artifact.
+#: Longest selection read from an artifact, and most spellings its groups expand to.
 MAX_SELECTION = 500
+MAX_VARIANTS = 256
 _REGEX_ONLY = set("[]{}()+?\\")  # '*' only as '.*'; '.' is a literal dot (names are dotted)
 
 
@@ -49,16 +51,41 @@ def _shown(piece: str) -> str:
     return "".join(chr(ord(c) - _HIDDEN) if _HIDDEN <= ord(c) < _HIDDEN + 128 else c for c in piece)
 
 
+def _expand(hidden: str) -> list[str] | None:
+    """Each group of alternatives (innermost first) written out: ``a(b|c)d`` is ``abd`` and
+    ``acd``; None past ``MAX_VARIANTS`` spellings, or for a group that is not a plain one."""
+    variants, done = [hidden], []
+    while variants:
+        v = variants.pop()
+        close = v.find(")")
+        if close < 0:
+            if "(" in v:
+                return None
+            done.append(v)
+            continue
+        start = v.rfind("(", 0, close)
+        if start < 0:
+            return None
+        body = v[start + 1:close]
+        if body.startswith("?:"):
+            body = body[2:]
+        variants.extend(v[:start] + alt + v[close + 1:] for alt in body.split("|"))
+        if len(variants) + len(done) > MAX_VARIANTS:
+            return None
+    return done
+
+
 def parse(pattern: str) -> list[tuple[bool, list[str], bool]] | None:
     """``pattern`` as (anchored at start, literal pieces between ``.*`` gaps, anchored at
     end) per alternative; None when it is not that simple (or too long)."""
     if not isinstance(pattern, str) or len(pattern) > MAX_SELECTION:
         return None
     hidden = _hide_escapes(pattern)
-    if hidden is None or _REGEX_ONLY & set(hidden):
+    variants = None if hidden is None else _expand(hidden)
+    if variants is None or any(_REGEX_ONLY & set(v) for v in variants):
         return None
     out = []
-    for alt in hidden.split("|"):
+    for alt in dict.fromkeys(a for v in variants for a in v.split("|")):
         start, end = alt.startswith("^"), alt.endswith("$")
         body = alt[1 if start else 0: len(alt) - 1 if end else len(alt)]
         pieces = body.split(".*")
