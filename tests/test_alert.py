@@ -115,10 +115,10 @@ def test_cli_prints_the_regression_without_a_repo(tmp_path, capsys):
 
 # --- only rows of the same definition are a baseline (core.helper_digest) -------------------
 def _with_helpers(results, commit: str, digest: str) -> None:
-    from vlmpath.runner.run_files import write_run_info
+    from vlmpath.runner.run_files import RunInfo, write_run_info
 
-    write_run_info(results, MACHINE, commit, quick=False, scale=None, bench=None, trusted=True,
-                   helpers={"bench_embed": digest})
+    write_run_info(results, MACHINE, commit, RunInfo(quick=False, scale=None, bench=None, trusted=True,
+                   helpers={"bench_embed": digest}))
 
 
 def _speed(findings):

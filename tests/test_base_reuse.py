@@ -17,7 +17,7 @@ from asv_fixtures import fingerprint, write_asv_run
 from test_ci_flow import BENCH, MACHINE, SPEED, FakeSuite, commit_value, repo, run  # noqa: F401 (fixture)
 
 from vlmpath.pr import side as pr_side
-from vlmpath.runner.run_files import read_run_info, write_run_info
+from vlmpath.runner.run_files import read_run_info, RunInfo, write_run_info
 from vlmpath.compare.comparison import (
     EXIT_INCOMPLETE,
     Comparison,
@@ -36,7 +36,7 @@ def trusted_base(tmp_path: Path, repo: Path, sha: str, *, quick: bool = False, s
     suite(pr_side.SuiteRequest(commit=sha, source=_checkout(repo, sha, tmp_path), bench_root=repo,
                                results_dir=store, machine=MACHINE, bench=None, quick=quick,
                                env={"ASV_PYTHONPATH": str(_checkout(repo, sha, tmp_path) / "src")}))
-    write_run_info(store, MACHINE, sha, quick=quick, scale=scale, bench=None, trusted=True)
+    write_run_info(store, MACHINE, sha, RunInfo(quick=quick, scale=scale, bench=None, trusted=True))
     return store
 
 
@@ -74,7 +74,7 @@ def test_valid_trusted_base_is_reused(repo, tmp_path, history):
 
 def test_base_measured_by_a_pr_run_is_not_reused(repo, tmp_path, history):
     good, bad, store = history
-    write_run_info(store, MACHINE, good, quick=False, scale=None, bench=None, trusted=False)
+    write_run_info(store, MACHINE, good, RunInfo(quick=False, scale=None, bench=None, trusted=False))
     suite, res = pr(repo, tmp_path, good, bad, store)
     assert suite.commits() == [bad, good] and not res.reused_base
     assert any("not written by a trusted" in n for n in res.notes)
@@ -114,7 +114,7 @@ def test_base_from_a_narrower_bench_is_measured_and_the_regression_found(repo, t
     # A trusted run with --bench accuracy: asv files the unselected benchmark as NaN.
     write_asv_run(store, MACHINE, good, {BENCH: ("fraction", [], [], [1.0], None),
                                          SPEED: ("tok/s", [], [], [float("nan")], None)}, fingerprint("cpu"))
-    write_run_info(store, MACHINE, good, quick=False, scale=None, bench="accuracy", trusted=True)
+    write_run_info(store, MACHINE, good, RunInfo(quick=False, scale=None, bench="accuracy", trusted=True))
     suite, res = pr(repo, tmp_path, good, bad, store)
     assert suite.commits() == [bad, good]
     assert any(f"did not measure {SPEED}" in n for n in res.notes)

@@ -27,8 +27,8 @@ def known(store, sha, speed):
 
 
 def run(repo, store, good, bad, suite, bench="track_tok_per_s"):
-    return ci_bisect.bisect(good, bad, bench, repo=repo, machine=MACHINE, results_dir=store, run_suite=suite,
-                            env={"PATH": "/usr/bin:/bin"})
+    return ci_bisect.bisect(good, bad, bench, ci_bisect.BisectOptions(repo=repo, machine=MACHINE, results_dir=store),
+                            run_suite=suite, env={"PATH": "/usr/bin:/bin"})
 
 
 def test_bisect_names_the_fifth_commit_measuring_three(repo, tmp_path):

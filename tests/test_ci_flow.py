@@ -23,8 +23,9 @@ from vlmpath.pr import merge as ci_merge
 from vlmpath.pr import flow as ci_flow
 from vlmpath.pr.options import PrOptions
 from vlmpath.pr import outputs as pr_outputs
+from vlmpath.compare.selection import asv_selects
 from vlmpath.pr import side as pr_side
-from vlmpath.runner.run_files import write_run_info
+from vlmpath.runner.run_files import RunInfo, write_run_info
 from vlmpath.cli import main
 from vlmpath.compare.comparison import Verdict
 from vlmpath.core.errors import VlmpathError
@@ -186,7 +187,7 @@ def test_no_fail_reports_the_regression_but_exits_zero(repo, tmp_path):
 
 def trust(store: Path, sha: str) -> None:
     """Stamp stored results as the main workflow's `vlmpath run --trusted` would."""
-    write_run_info(store, MACHINE, sha, quick=False, scale=None, bench=None, trusted=True)
+    write_run_info(store, MACHINE, sha, RunInfo(quick=False, scale=None, bench=None, trusted=True))
 
 
 def test_base_results_are_reused_only_when_they_cover_head(repo, tmp_path):
@@ -262,7 +263,7 @@ def test_combinations_bench_did_not_select_are_left_out_of_the_comment(repo, tmp
     res = run(repo, tmp_path, good, bad, suite, bench=r"track_accuracy\('default', 'multi_region'\)")
     rows = [(c.params, c.verdict) for c in res.report.all()]
     assert rows == [((("pipeline", "default"), ("preset", "multi_region")), Verdict.REGRESSION)]
-    assert pr_outputs._selected(r"\('legacy', 'video'\)", name, (("pipeline", "legacy"), ("preset", "video")))
+    assert asv_selects(r"\('legacy', 'video'\)", name, (("pipeline", "legacy"), ("preset", "video")))
     # Without --bench nothing is dropped: skipped rows stay visible.
     res = run(repo, tmp_path, good, bad, suite, rerun_base=True)
     assert len(res.report.all()) == 5
@@ -312,7 +313,8 @@ def test_stale_head_results_do_not_count_as_a_new_run(repo, tmp_path):
 def test_corrupted_results_file_is_named(repo, tmp_path):
     good = commit_value(repo, 1.0, "good")
     bad = commit_value(repo, 0.6, "bad")
-    with pytest.raises(VlmpathError, match=rf"corrupted results file .*{bad[:8]}-"):
+    # Read by the judge's checked reader (pr.artifact), as ci merge reads it: the file named.
+    with pytest.raises(VlmpathError, match=rf"results file .*{bad[:8]}-.*not JSON"):
         run(repo, tmp_path, good, bad, FakeSuite(corrupt={bad}))
 
 

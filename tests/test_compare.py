@@ -526,7 +526,7 @@ def test_a_crashed_engine_record_is_one_failure_too():
 def _quick_pair(tmp_path, quick: bool, head_tok=(80.0, 120.0), head_acc=1.0):
     """An unchanged pair of engine + routine runs whose tok/s jitters (no samples on the
     engine's plain tracks, one on the routine's); the run-info files say ``quick``."""
-    from vlmpath.runner.run_files import write_run_info
+    from vlmpath.runner.run_files import RunInfo, write_run_info
 
     names, params = (["cache", "preset"], [["off"], ["multi_region", "video"]])
     rnames, rparams = CASE_P
@@ -536,7 +536,7 @@ def _quick_pair(tmp_path, quick: bool, head_tok=(80.0, 120.0), head_acc=1.0):
             "bench_engine.Engine.track_syncs": ("syncs", names, params, [3.0, 3.0], None),
             "bench_embed.EmbedRoutine.track_tok_per_s": ("tok/s", rnames, rparams, [1.0], [[toks[0]]]),
             ACC: ("fraction", rnames, rparams, [racc], None)})
-        write_run_info(tmp_path, "cpu-a", commit, quick=quick, scale="tiny", bench=None, trusted=True)
+        write_run_info(tmp_path, "cpu-a", commit, RunInfo(quick=quick, scale="tiny", bench=None, trusted=True))
     return tmp_path
 
 

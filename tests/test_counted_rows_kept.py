@@ -7,13 +7,13 @@ summary and exit code) judged none of its counts (found by
 ``tests/test_shard_counts_flow.py``; the merged comment, cut by ``--bench`` only, had
 them), and ``--instructions-bench`` wider than ``--bench`` lost the difference in both.
 Only rows that were really counted are kept: a suite row outside the selection still goes.
+Both flows now cut with one rule (``compare.selection.keep_selected``, in ``pr.judge``).
 """
 
 from __future__ import annotations
 
 from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict
 from vlmpath.compare.selection import keep_selected
-from vlmpath.pr.outputs import drop_unselected
 
 M = "cpu-a"
 SUITE_IN = "bench_embed.EmbedRoutine.track_accuracy"
@@ -37,12 +37,12 @@ def _names(report) -> list[str]:
 
 
 def test_the_flows_cut_keeps_the_counted_rows_and_drops_the_rest():
-    pattern = r"^(?:bench_embed\.EmbedRoutine\.track_accuracy\('default', 'video'\))$"  # a shard's spelling
-    assert _names(drop_unselected(_report(), {M: pattern})) == [SUITE_IN]  # the bug: counts gone
-    kept = drop_unselected(_report(), {M: pattern}, frozenset({(M, COUNTED, PARAMS)}))
+    pattern = r"^bench_embed\.EmbedRoutine\.track_accuracy\('default', 'video'\)$"  # asv's spelling, escaped
+    assert _names(keep_selected(_report(), {M: pattern})) == [SUITE_IN]  # the bug: counts gone
+    kept = keep_selected(_report(), {M: pattern}, frozenset({(M, COUNTED, PARAMS)}))
     assert _names(kept) == sorted([SUITE_IN, COUNTED])
     # Another machine's or another case's count keeps nothing here.
-    other = drop_unselected(_report(), {M: pattern}, frozenset({("cpu-b", COUNTED, PARAMS), (M, COUNTED, ())}))
+    other = keep_selected(_report(), {M: pattern}, frozenset({("cpu-b", COUNTED, PARAMS), (M, COUNTED, ())}))
     assert _names(other) == [SUITE_IN]
 
 

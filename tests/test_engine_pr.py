@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from vlmpath.pr import engine as engine_pr
+from vlmpath.pr.options import PrOptions
 from vlmpath.cli import main
 from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.from_records import ENGINE_BENCH, engines_of, run_from_records
@@ -27,6 +28,12 @@ from vlmpath.core.errors import VlmpathError
 from vlmpath.suite.record import CaseRecord, dumps_record, loads_record, read_records, write_records
 
 WORKLOADS = ("multi_region", "many_small_images")
+
+
+def run_engine(repo, base, head, *, measure, subdir=None, **kw):
+    """``ci pr --engine-src repo`` as the CLI calls it: one options record, the measurer injected."""
+    return engine_pr.run_engine_pr(PrOptions(base, head, engine_src=repo, engine_subdir=subdir, **kw),
+                                   measure=measure)
 
 
 def raw(workload: str, **kw) -> dict:
@@ -172,7 +179,7 @@ def test_mistake_commit_exits_1_and_names_the_accuracy_drop(repo, tmp_path):
     base = commit_knobs(repo, {}, "as released")
     head = commit_knobs(repo, {"multi_region": {"accuracy": 0.25}}, "split by span counts")
     fake = FakeMeasure()
-    res = engine_pr.run_engine_pr(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
+    res = run_engine(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
                                   machine="cpu-test", measure=fake, charts=False)
     assert res.exit_code == 1
     assert [(c, s) for c, s in fake.seen] == [(head, s) for c, s in fake.seen[:1]] + [(base, fake.seen[1][1])]
@@ -191,7 +198,7 @@ def test_identical_commit_exits_0(repo, tmp_path):
     base = commit_knobs(repo, {}, "as released")
     (repo / "python" / "knobs.json").write_text((repo / "python" / "knobs.json").read_text() + "\n")
     head = commit_knobs(repo, {}, "whitespace only")
-    res = engine_pr.run_engine_pr(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
+    res = run_engine(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
                                   machine="cpu-test", measure=FakeMeasure(), charts=False)
     assert res.exit_code == 0
     lines = (tmp_path / "out" / "comment.md").read_text().splitlines()
@@ -207,7 +214,7 @@ def test_baseline_is_the_merge_base_not_the_moved_base_tip(repo, tmp_path):
     git(repo, "checkout", "-q", "main")
     commit_knobs(repo, {"multi_region": {"accuracy": 0.0}}, "base moved on (broken)")
     fake = FakeMeasure()
-    res = engine_pr.run_engine_pr(repo, "main", "pr", out_dir=tmp_path / "out", workloads=WORKLOADS,
+    res = run_engine(repo, "main", "pr", out_dir=tmp_path / "out", workloads=WORKLOADS,
                                   machine="cpu-test", measure=fake, charts=False)
     assert res.base_sha == fork and res.exit_code == 0
     assert [c for c, _ in fake.seen] == [head, fork]
@@ -217,7 +224,7 @@ def test_worktrees_are_removed_when_measuring_fails(repo, tmp_path):
     base = commit_knobs(repo, {}, "a")
     head = commit_knobs(repo, {"multi_region": {"syncs": 3}}, "b")
     with pytest.raises(VlmpathError, match="exploded"):
-        engine_pr.run_engine_pr(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
+        run_engine(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
                                 machine="cpu-test", measure=FakeMeasure(fail_on=base[:8]), charts=False)
     assert len(worktrees(repo)) == 1
 
@@ -226,14 +233,14 @@ def test_subdir_default_is_the_root_without_python_and_a_missing_subdir_is_named
     base = commit_knobs(repo, {}, "a", subdir="")
     head = commit_knobs(repo, {}, "b", subdir="")
     fake = FakeMeasure()
-    engine_pr.run_engine_pr(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
+    run_engine(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
                             machine="cpu-test", measure=fake, charts=False)
     assert all(s.name in ("head", "base") for _, s in fake.seen)
     with pytest.raises(VlmpathError, match="--engine-subdir"):
-        engine_pr.run_engine_pr(repo, base, head, out_dir=tmp_path / "out2", subdir="pkg",
+        run_engine(repo, base, head, out_dir=tmp_path / "out2", subdir="pkg",
                                 workloads=WORKLOADS, machine="cpu-test", measure=fake, charts=False)
     with pytest.raises(VlmpathError, match="relative path"):
-        engine_pr.run_engine_pr(repo, base, head, out_dir=tmp_path / "out3", subdir="../x",
+        run_engine(repo, base, head, out_dir=tmp_path / "out3", subdir="../x",
                                 workloads=WORKLOADS, machine="cpu-test", measure=fake, charts=False)
 
 
@@ -241,7 +248,7 @@ def test_a_side_that_writes_no_records_is_an_error_naming_the_commit(repo, tmp_p
     base = commit_knobs(repo, {}, "a")
     head = commit_knobs(repo, {}, "b")
     with pytest.raises(VlmpathError, match=f"engine commit {head[:8]} wrote no records"):
-        engine_pr.run_engine_pr(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
+        run_engine(repo, base, head, out_dir=tmp_path / "out", workloads=WORKLOADS,
                                 machine="cpu-test", measure=lambda side: None, charts=False)
 
 
@@ -267,7 +274,7 @@ def test_comment_workflow_merges_engine_artifacts_of_several_machines(repo, tmp_
     head = commit_knobs(repo, {"multi_region": {"accuracy": 0.5}}, "mistake")
     for machine in ("cpu-ci", "cuda-ci"):
         art = tmp_path / "artifacts" / f"bench-{machine}"
-        engine_pr.run_engine_pr(repo, base, head, out_dir=art, workloads=WORKLOADS, machine=machine,
+        run_engine(repo, base, head, out_dir=art, workloads=WORKLOADS, machine=machine,
                                 measure=FakeMeasure(), charts=False)
         (art / "pr-number").write_text("7\n")
         (art / "comment.md").write_text("tampered: never posted\n")
@@ -287,7 +294,7 @@ def test_comment_workflow_merges_engine_artifacts_of_several_machines(repo, tmp_
 
 def test_same_commit_on_both_sides_leaves_both_record_files(repo, tmp_path):
     sha = commit_knobs(repo, {}, "only")
-    res = engine_pr.run_engine_pr(repo, sha, sha, out_dir=tmp_path / "out", workloads=WORKLOADS,
+    res = run_engine(repo, sha, sha, out_dir=tmp_path / "out", workloads=WORKLOADS,
                                   machine="cpu-test", measure=FakeMeasure(), charts=False)
     assert res.exit_code == 0 and "compared with itself" in res.notes[0]
     assert (tmp_path / "out" / "records" / "base.jsonl").read_text() == (tmp_path / "out" / "records" / "head.jsonl").read_text()

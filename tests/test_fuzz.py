@@ -159,12 +159,12 @@ def test_pytest_benchmark_json(value):
 @FAST
 @given(st.binary(max_size=200) | json_values.map(lambda v: json.dumps(v).encode()))
 def test_ci_run_record(data):
-    from vlmpath.pr.merge import _load_run_json
+    from vlmpath.pr.artifact import read_manifest
 
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "run.json"
         p.write_bytes(data)
-        _ok_or_own_error(_load_run_json, p)
+        _ok_or_own_error(read_manifest, p)
 
 
 # --- the YAML loader, the what-grew and profiles readers, the escaping sinks ------------------

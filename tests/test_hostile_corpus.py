@@ -217,7 +217,7 @@ def test_the_engine_flow_and_ci_pr_follow_the_same_rule():
     and a selection that leaves nothing is incomplete (exit 3), never green."""
     from vlmpath.compare.from_records import run_from_records
     from vlmpath.compare.verdict import compare as judge_all
-    from vlmpath.pr.outputs import drop_unselected
+    from vlmpath.compare.selection import keep_selected
 
     from vlmpath.suite.record import CaseRecord
 
@@ -235,7 +235,7 @@ def test_the_engine_flow_and_ci_pr_follow_the_same_rule():
     assert set(bad) - {"track_accuracy", "track_tok_per_s"} <= {"track_peak_bytes", "track_reserved_bytes"}
     assert rep.improvements == [] and rep.regressions == []
     assert judge_all(base, base).exit_code() == 0  # the unchanged pair: green
-    nothing = drop_unselected(judge_all(base, base), {"m": "NoSuchCase"})
+    nothing = keep_selected(judge_all(base, base), {"m": "NoSuchCase"})
     assert nothing.all() == [] and nothing.exit_code() == 3 and nothing.incomplete
 
 

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from asv_fixtures import fingerprint, sha, write_asv_run
 
-from vlmpath.pr.outputs import COMMENT_FILE, RESULTS_SUBDIR, draw_charts, write_outputs
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.thresholds import Thresholds, UnitRule, load_thresholds
 from vlmpath.compare.verdict import compare
+from vlmpath.pr.artifact import RESULTS_SUBDIR
+from vlmpath.pr.outputs import COMMENT_FILE, draw_charts, write_outputs
 from vlmpath.render.report_data import consecutive_regressions, load_history
 
 MACHINE = "cpu-ci"

@@ -9,7 +9,7 @@ from asv_fixtures import write_asv_run
 from test_shards import MACHINE, _spec, _values
 from test_shards_merge import BASE, HEAD
 from vlmpath.pr import merge as ci_merge
-from vlmpath.pr.outputs import RUN_SCHEMA_VERSION
+from vlmpath.pr.artifact import RUN_SCHEMA_VERSION
 
 
 def _with_samples(spec: dict, n: int) -> dict:

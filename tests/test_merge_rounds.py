@@ -17,7 +17,7 @@ from test_shards import MACHINE, _owned, _spec, _values
 from test_shards_merge import BASE, HEAD
 from vlmpath.compare.comparison import EXIT_INCOMPLETE, Verdict
 from vlmpath.pr import merge as ci_merge
-from vlmpath.pr.outputs import RUN_SCHEMA_VERSION
+from vlmpath.pr.artifact import RUN_SCHEMA_VERSION
 
 TOK = "bench_embed.EmbedRoutine.track_tok_per_s"
 SLOW = ("legacy", "mixed")  # the case planted slower on head

@@ -17,7 +17,7 @@ from test_shards import MACHINE, _spec, _values
 from test_shards_merge import BASE, HEAD
 from vlmpath.compare.comparison import EXIT_INCOMPLETE, Verdict
 from vlmpath.pr import merge as ci_merge
-from vlmpath.pr.outputs import RUN_SCHEMA_VERSION
+from vlmpath.pr.artifact import RUN_SCHEMA_VERSION
 from vlmpath.serving.run_file import SCHEMA, write_run
 
 TOK = "serve.Serve.track_serve_output_tok_per_s"

@@ -36,7 +36,7 @@ import pytest
 from vlmpath.pr import flow as ci_flow
 from vlmpath.pr.options import PrOptions
 from vlmpath.pr import outputs as pr_outputs
-from vlmpath.runner.run_files import write_run_info
+from vlmpath.runner.run_files import RunInfo, write_run_info
 from vlmpath.cli import main
 from vlmpath.compare.comparison import Verdict
 from vlmpath.render.escape import md_escape
@@ -135,7 +135,7 @@ def replay(tmp_path_factory) -> dict:
                                 "--machine", MACHINE, "--bench", BENCH, "--results-dir", str(r.results),
                                 "--config", str(r.config), "--out", str(r.tmp / "bad")])
     for sha in (r.good, r.bad):  # as main's trusted history would hold them
-        write_run_info(r.results, MACHINE, sha, quick=False, scale=None, bench=BENCH, trusted=True)
+        write_run_info(r.results, MACHINE, sha, RunInfo(quick=False, scale=None, bench=BENCH, trusted=True))
     out["revert"] = r.flow(r.bad, r.revert, "revert")
     # The slowdown's regression would be profiled on both sides (two more worktrees and
     # torch.profiler processes); nothing here reads the profiles: the regression's profile

@@ -113,7 +113,7 @@ def test_planted_slowdown_is_a_regression_whose_comment_names_the_operator(git_r
         write_ops(str(req.ops), req.case, rows, 1)
 
     out = tmp_path / "out"
-    profiles = profile_regressions(repo, base_sha, head_sha, report, out, cfg=Thresholds.default(),
+    profiles = profile_regressions(repo, report, out, cfg=Thresholds.default(),
                                    runner=in_process)
     (p,) = profiles
     assert p.case == CASE and p.note is None
@@ -171,7 +171,7 @@ def test_pr_profiles_each_side_in_its_own_worktree_through_the_script(tmp_path):
     rep = ComparisonReport(base_sha, head_sha, (MachineComparison("cpu-x", "both", (_row(TOK, "tok/s"),)),))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VLMPATH_", "PYTHONPATH"))}
     env["OMP_NUM_THREADS"] = "1"
-    (p,) = profile_regressions(repo, base_sha, head_sha, rep, tmp_path / "out", cfg=Thresholds.default(), env=env)
+    (p,) = profile_regressions(repo, rep, tmp_path / "out", cfg=Thresholds.default(), env=env)
     assert p.note is None, p.note
     assert "aten::sort" in [d.name for d in p.deltas[:3]]
     for trace in (p.base_trace, p.head_trace):

@@ -4,8 +4,9 @@
 
 Three real flows over a small real git repository whose ``benchmarks/`` is a real asv suite
 (discovered by asv in a subprocess, as a PR job does); the suite runner and the counter
-are fakes (``run_suite``, ``pr.instructions.count_pr``): what is under test is which shard
-asks for counts, not the counting (``tests/test_ir_trust.py``).
+are fakes (``run_suite``, ``pr.instructions.count_pr``, which writes its artifact file as the
+real one does): what is under test is which shard asks for counts, not the counting
+(``tests/test_ir_trust.py``).
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ import pytest
 from asv_fixtures import fingerprint, write_asv_run
 from test_ci_flow import git
 
-from vlmpath.compare.records import MachineRun, Metric, RunResults
 from vlmpath.pr import flow as ci_flow
 from vlmpath.pr import instructions as pr_instructions
 from vlmpath.pr.options import PrOptions
 from vlmpath.runner.shards import Shard
+from vlmpath.selfcheck.ir_cases import OPS_BENCHES, to_json
 
 MACHINE = "cpu-test"
 BENCH = "bench_embed.Embed.track_accuracy"
 WORKLOADS = ("a", "b", "c", "d", "e", "f", "g")  # 7 units over 3 shards: 3, 2, 2 by count
-COUNTED = "bench_ir.Routine.track_ops"
+COUNTED = OPS_BENCHES[("routine", "bytecodes")]
 SUITE = f'''
 class Embed:
     params = ({list(WORKLOADS)!r},)
@@ -64,9 +65,8 @@ def test_the_counts_run_in_one_shard_only_and_that_shard_judges_them(repo, tmp_p
 
     def count_pr(root, base_sha, head_sha, out, *, machine, **kw):
         counted_in.append(out.name)
-        return tuple(RunResults(commit=c, machines=(MachineRun(machine, c, (Metric(
-            machine=machine, benchmark=COUNTED, params=(("workload", "a"),), unit="ops", commit=c,
-            value=100.0, samples=(100.0,)),)),), source="fake-ir") for c in (base_sha, head_sha))
+        rec = {"benchmark": COUNTED, "params": {"pipeline": "default", "preset": "a"}, "instructions": 100}
+        (out / pr_instructions.OUT_FILE).write_text(to_json([{"side": s, "records": [rec]} for s in ("base", "head")]))
 
     monkeypatch.setattr(pr_instructions, "count_pr", count_pr)
     sha = git(repo, "rev-parse", "HEAD")

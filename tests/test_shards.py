@@ -19,7 +19,7 @@ from vlmpath.compare.comparison import Verdict
 from vlmpath.compare.verdict import compare
 from vlmpath.core.errors import VlmpathError
 from vlmpath.runner.discovery import Discovered, select
-from vlmpath.runner.run_files import write_run_info
+from vlmpath.runner.run_files import RunInfo, write_run_info
 from vlmpath.runner.shard_costs import latest_trusted, pick_shard
 from vlmpath.runner.shard_store import add_to_store
 from vlmpath.runner.shards import Shard, Unit, partition, selection_regex, shard_loads, unit_of, units
@@ -72,8 +72,8 @@ def _write_sharded(root: Path, commit: str, n: int, regressed=None, drop: int | 
         d = root / f"shard{k}"
         write_asv_run(d, MACHINE, commit, _spec(*_values(regressed), present=owned))
         labels = sorted(unit_of("bench_embed.EmbedRoutine.x", (repr(p), repr(w))).label for p, w in owned)
-        write_run_info(d, MACHINE, commit, quick=False, scale="tiny", bench=None, trusted=True,
-                       shard={"k": k, "n": n, "units": labels})
+        write_run_info(d, MACHINE, commit, RunInfo(quick=False, scale="tiny", bench=None, trusted=True,
+                       shard={"k": k, "n": n, "units": labels}))
         dirs.append(d)
     return dirs
 
@@ -193,7 +193,7 @@ def test_costs_come_from_the_last_trusted_run_only(tmp_path):
     c = sha("t")
     write_asv_run(store, MACHINE, c, _spec(*_values()))
     assert latest_trusted(store, MACHINE).per_unit == {}  # no run-info: not trusted
-    write_run_info(store, MACHINE, c, quick=False, scale="tiny", bench=None, trusted=True)
+    write_run_info(store, MACHINE, c, RunInfo(quick=False, scale="tiny", bench=None, trusted=True))
     costs = latest_trusted(store, MACHINE)
     assert costs.commit == c and len(costs.per_unit) == 8
     # 3 methods x 0.5 s each (the fixture's duration) over 8 combos each
@@ -248,3 +248,20 @@ def test_the_counts_go_to_the_first_shard_with_the_fewest_cases(tmp_path, n, wan
     sizes = [len(p.info["units"]) for p in picks]
     assert sizes[want - 1] == min(sizes) and sum(sizes) == 18
     assert counts_shard([2.0, 1.0, 1.0]) == 2 and counts_shard([1.0, 1.0]) == 1
+
+
+def test_a_shard_whose_statistics_its_samples_do_not_give_is_refused_not_merged(tmp_path):
+    """The merge writes through asv's public ``Results.add_result``, which derives a timing's
+    statistics from its samples: a shard file whose stored statistics are not what its
+    samples give (edited, or another asv) is refused in one line, never merged into other
+    numbers; the untouched shards merge (``test_three_shards_merge_into_one_file_equal_to_the_whole_run``)."""
+    c = sha("stats")
+    dirs = _write_sharded(tmp_path / "s", c, 2)
+    f = next((dirs[0] / MACHINE).glob(f"{c[:8]}-*.json"))
+    data = json.loads(f.read_text())
+    row = data["results"]["bench_embed.EmbedRoutine.track_tok_per_s"]
+    col = data["result_columns"].index("stats_ci_99_a")
+    row[col] = [None if v is None else v / 2 for v in row[col]]  # a confidence interval its samples never gave
+    f.write_text(json.dumps(data))
+    with pytest.raises(VlmpathError, match="track_tok_per_s: asv's Results.add_result did not keep"):
+        add_to_store(tmp_path / "store", dirs)

@@ -17,7 +17,7 @@ from test_shards import MACHINE, _owned, _spec, _values
 from vlmpath.compare.comparison import EXIT_INCOMPLETE
 from vlmpath.core.errors import VlmpathError
 from vlmpath.pr import merge as ci_merge
-from vlmpath.pr.outputs import RUN_SCHEMA_VERSION
+from vlmpath.pr.artifact import RUN_SCHEMA_VERSION
 from vlmpath.runner.shards import unit_of
 
 BASE, HEAD = sha("shard-base"), sha("shard-head")

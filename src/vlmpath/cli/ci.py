@@ -38,8 +38,9 @@ def add_bisect(sub: argparse._SubParsersAction) -> None:
         from vlmpath.pr import bisect
         from vlmpath.compare.thresholds import load_thresholds
 
-        res = bisect.bisect(a.good, a.bad, a.bench, repo=a.repo, machine=a.machine, results_dir=a.results_dir,
-                            quick=a.quick, scale=a.scale, thresholds=load_thresholds(a.config))
+        res = bisect.bisect(a.good, a.bad, a.bench, bisect.BisectOptions(
+            repo=a.repo, machine=a.machine, results_dir=a.results_dir, quick=a.quick, scale=a.scale,
+            thresholds=load_thresholds(a.config)))
         print(bisect.render(res), end="")
         return 0
 

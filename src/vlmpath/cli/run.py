@@ -91,7 +91,8 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
             raise
 
     def _run_pr(a: argparse.Namespace) -> int:
-        from vlmpath.pr.options import PrOptions, engine_pr
+        from vlmpath.pr.engine import run_engine_pr
+        from vlmpath.pr.options import PrOptions
         from vlmpath.runner.shards import Shard
 
         try:  # inside: a bad --shard is written into --out's error file, as any refusal of ci pr
@@ -115,7 +116,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                 engine=a.engine, engine_subdir=a.engine_subdir, engine_python=a.engine_python,
                 workloads=a.workload, repeat=a.repeat, tower=a.tower, vllm_runner=a.vllm_runner,
                 serve=serve)
-            res = engine_pr(opts) if opts.engine_src else ci_flow.run_pr(opts)
+            res = run_engine_pr(opts) if opts.engine_src else ci_flow.run_pr(opts)
         except VlmpathError as exc:
             pr_outputs.write_error(a.out, f"vlmpath ci pr: {exc}")
             raise

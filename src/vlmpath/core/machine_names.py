@@ -4,7 +4,7 @@ A machine name is a results directory of asv's store and a column of every compa
 it is letters, digits, ``.``, ``_`` and ``-`` (at most 64, not starting with a separator).
 ``MachineName`` is such a name, parsed once where it enters: ``--machine`` (the CLI),
 ``VLMPATH_MACHINE`` (``measure.platform.machine_name``); an artifact's machine
-(``pr.merge``) is checked against ``MACHINE_NAME`` as the hostile input it is. It is a
+(``pr.artifact``) is checked against ``MACHINE_NAME`` as the hostile input it is. It is a
 ``str``, so it goes into paths and messages as the name itself.
 """
 

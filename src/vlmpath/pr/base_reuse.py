@@ -27,6 +27,7 @@ import itertools
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from vlmpath.compare.asv_results import param_display, read_fingerprint
@@ -66,15 +67,25 @@ def _cases(paths: Sequence[Path]) -> dict[tuple[str, tuple[str, ...]], tuple[str
 def _selected(bench: str | None, name: str, params: tuple[str, ...]) -> bool:
     if not bench:
         return True
-    from vlmpath.pr.outputs import _selected as selected
+    from vlmpath.compare.selection import asv_selects as selected
 
     return selected(bench, name, tuple((f"p{i}", v) for i, v in enumerate(params)))
 
 
-def reuse_problem(base_dir: Path, base_files: Sequence[Path], head_dir: Path, head_files: Sequence[Path],
-                  machine: str, base_sha: str, head_sha: str, *, bench: str | None, quick: bool,
+@dataclass(frozen=True)
+class Stored:
+    """One side's results of one commit: the results directory, the commit, its files there."""
+
+    dir: Path
+    sha: str
+    files: tuple[Path, ...]
+
+
+def reuse_problem(base: Stored, head: Stored, machine: str, *, bench: str | None, quick: bool,
                   scale: str | None) -> str | None:
     """Why the stored base results may not be reused (None: they may); see the module docstring."""
+    base_dir, base_files, base_sha = base.dir, base.files, base.sha
+    head_dir, head_files, head_sha = head.dir, head.files, head.sha
     if not base_files:
         return f"no stored results for {base_sha[:8]} on {machine}"
     info = read_run_info(base_dir, machine, base_sha)

@@ -25,7 +25,8 @@ from pathlib import Path
 from vlmpath.core.scales import DEFAULT_SCALE
 from vlmpath.pr.base_reuse import _cases
 from vlmpath.runner.run_files import read_run_info
-from vlmpath.pr.outputs import RESULTS_ENV, _selected
+from vlmpath.compare.selection import asv_selects as _selected
+from vlmpath.pr.outputs import RESULTS_ENV
 from vlmpath.pr.side import RunSuite, SuiteRequest, _log, _run_files, _run_side, run_suite_subprocess, side_env
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison
@@ -62,16 +63,28 @@ def _selected_key(bench: str, key: tuple[str, tuple[str, ...]]) -> bool:
     return _selected(bench, key[0], tuple((f"p{i}", v) for i, v in enumerate(key[1])))
 
 
-def bisect(good: str, bad: str, bench: str, *, repo: str | os.PathLike[str] = ".", machine: str | None = None,
-           results_dir: str | os.PathLike[str] | None = None, quick: bool = False, scale: str | None = None,
-           thresholds: Thresholds | None = None, run_suite: RunSuite | None = None,
-           env: Mapping[str, str] | None = None) -> BisectResult:
-    """Find the first commit in ``good..bad`` whose selected cases regressed against ``good``."""
+@dataclass(frozen=True)
+class BisectOptions:
+    """What ``vlmpath bisect`` takes besides the two commits and the selection."""
+
+    repo: str | os.PathLike[str] = "."
+    machine: str | None = None
+    results_dir: str | os.PathLike[str] | None = None
+    quick: bool = False
+    scale: str | None = None
+    thresholds: Thresholds | None = None
+
+
+def bisect(good: str, bad: str, bench: str, opts: BisectOptions = BisectOptions(), *,
+           run_suite: RunSuite | None = None, env: Mapping[str, str] | None = None) -> BisectResult:
+    """Find the first commit in ``good..bad`` whose selected cases regressed against ``good``;
+    ``run_suite``, ``env``: what a test puts in place of the real world."""
     try:
         re.compile(bench)
     except re.error as exc:
         raise VlmpathError(f"--bench {bench!r} is not a regular expression: {exc}") from None
-    root = repo_root(repo)
+    root = repo_root(opts.repo)
+    quick, scale, machine = opts.quick, opts.scale, opts.machine
     good_sha, bad_sha = resolve_commit(root, good), resolve_commit(root, bad)
     line = git_out(root, "rev-list", "--first-parent", "--reverse", f"{good_sha}..{bad_sha}").split()
     if not line or line[-1] != bad_sha:
@@ -82,8 +95,8 @@ def bisect(good: str, bad: str, bench: str, *, repo: str | os.PathLike[str] = ".
         from vlmpath.measure.platform import probe
 
         machine = probe().machine  # given: a MachineName the CLI parsed; probed: made usable
-    rdir = Path(results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
-    cfg = thresholds or Thresholds.default()
+    rdir = Path(opts.results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
+    cfg = opts.thresholds or Thresholds.default()
     runner = run_suite or run_suite_subprocess
     res = BisectResult(first_bad="", last_good="", subject="", regressions=[])
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-bisect-"))

@@ -13,10 +13,11 @@
    ``<worktree>/<subdir>`` as the engine source: a fresh engine worker process per side,
    so the engine's modules are never imported twice in one interpreter), same
    workloads, scale, seed and repeat;
-4. turn each side's records into ``RunResults`` (``vlmpath.compare.from_records``),
-   compare them with the usual thresholds and write the usual ``comment.md``,
-   ``comparison.json``, ``summary.txt``, ``run.json`` and the PR chart, plus each side's
-   records under ``records/``. Exit 1 on a regression.
+4. write each side's records under ``records/`` and ``run.json`` (the artifact's manifest,
+   kind ``engine``), and hand the artifact to the one judge (``pr.judge``: the records read
+   as ``ci merge`` reads them, ``pr.sources.engine_records``; the same selection and
+   accepted regressions), writing the usual ``comment.md``, ``comparison.json``,
+   ``summary.txt`` and the PR chart. Exit 1 on a regression.
 
 The measurer is injectable (``measure=``) so the flow is testable without an engine; the
 real one is ``measure_engine``.
@@ -24,22 +25,18 @@ real one is ``measure_engine``.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vlmpath.pr.outputs import (
-    COMPARISON_FILE,
-    RUN_FILE,
-    RUN_SCHEMA_VERSION,
-    FlowResult,
-    write_json,
-    write_outputs,
-)
+from vlmpath.pr.artifact import Kind, Outcome, RunManifest, write_manifest
+from vlmpath.pr.judge import Acceptance, judge_own
+from vlmpath.pr.options import PrOptions
+from vlmpath.pr.outputs import FlowResult, draw_charts
 from vlmpath.pr.side import _log
+from vlmpath.pr.sources.engine_records import RECORDS_SUBDIR
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
 from vlmpath.core.option_enums import Tower, VllmRunner
@@ -48,7 +45,6 @@ from vlmpath.core.yardstick import ENGINE_NOTICE
 from vlmpath.suite import record
 from vlmpath.suite.record import CaseRecord
 
-RECORDS_SUBDIR = "records"
 DEFAULT_WORKLOADS = ("multi_region", "many_small_images", "mixed")
 
 
@@ -121,60 +117,44 @@ def read_records(path: Path, commit: str) -> list[CaseRecord]:
     return record.read_records(path, str(path), "; re-run the measurement")
 
 
-def _draw_pr_chart(out: Path, report, thresholds) -> list[str]:
-    """The PR chart (base vs head per changed case) into OUT/report/charts; a note on failure."""
-    try:
-        from vlmpath.render.report_figure import save_figure
-        from vlmpath.render.report_history import pr_chart
-
-        fig = pr_chart(report, thresholds=thresholds)
-        for ext in ("png", "svg"):
-            save_figure(fig, out / "report" / "charts" / f"pr.{ext}")
-        fig.clear()
-    except (ImportError, VlmpathError, OSError) as exc:
-        return [f"charts not drawn: {exc}"]
-    return []
-
-
 def _default_machine() -> str:
     from vlmpath.measure.platform import probe
 
     return probe().machine
 
 
-def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
-                  out_dir: str | os.PathLike[str], subdir: str | None = None,
-                  workloads: Sequence[str] | None = None, scale: Scale = DEFAULT_SCALE, repeat: int = 3,
-                  engine_python: str | None = None, machine: str | None = None,
-                  thresholds: str | os.PathLike[str] | None = None, fail_on_regression: bool = True,
-                  charts: bool = True, measure: Measure | None = None, engine: str | None = None,
-                  tower: Tower = Tower.OURS, vllm_runner: VllmRunner = VllmRunner.SERVER) -> FlowResult:
-    """Measure merge-base(base, head) and head of the engine repository and compare them;
-    ``tower`` ``engine``: with the engine's own vision tower (a PR to it is measured too);
-    ``vllm_runner``: which of vLLM's model runners both sides drive (a vLLM checkout)."""
-    from vlmpath.compare import verdict as compare
-    from vlmpath.compare.from_records import engines_of, run_from_records
+def run_engine_pr(opts: PrOptions, *, measure: Measure | None = None) -> FlowResult:
+    """Measure merge-base(opts.base, opts.head) of the engine repository ``opts.engine_src``
+    and head, and judge them (module doc). Of the options: ``tower`` ``engine``: with the
+    engine's own vision tower (a PR to it is measured too); ``vllm_runner``: which of vLLM's
+    model runners both sides drive (a vLLM checkout); ``bench``: the rows judged (literal
+    names, as ``ci merge`` reads them); ``accepted``: as for ``ci pr`` (default: the engine
+    head's committed ``benchmarks/accepted.yaml``; only entries the base tip holds accept).
+    ``measure``: what a test puts in place of the real measurer."""
+    from vlmpath.compare import accepted as accepted_mod
+    from vlmpath.compare.from_records import engines_of
     from vlmpath.compare.thresholds import load_thresholds
 
-    if repeat < 1:
-        raise VlmpathError(f"--repeat must be at least 1, got {repeat}")
-    root = repo_root(engine_repo)
-    base_tip = resolve_commit(root, base)
-    head_sha = resolve_commit(root, head)
+    if opts.repeat < 1:
+        raise VlmpathError(f"--repeat must be at least 1, got {opts.repeat}")
+    root = repo_root(opts.engine_src)
+    base_tip = resolve_commit(root, opts.base)
+    head_sha = resolve_commit(root, opts.head)
     base_sha = merge_base(root, base_tip, head_sha)
-    sub = engine_subdir(root, subdir, engine)
-    machine = machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
-    wls = tuple(workloads or DEFAULT_WORKLOADS)
-    cfg = load_thresholds(thresholds)
-    out = Path(out_dir).resolve()
+    sub = engine_subdir(root, opts.engine_subdir, opts.engine)
+    machine = opts.machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
+    wls = tuple(opts.workloads or DEFAULT_WORKLOADS)
+    scale = opts.scale or DEFAULT_SCALE
+    cfg = load_thresholds(opts.thresholds)
+    out = Path(opts.out_dir).resolve()
     rec_dir = out / RECORDS_SUBDIR
     if rec_dir.exists():
         shutil.rmtree(rec_dir)  # a stale side would be compared as if new
     rec_dir.mkdir(parents=True)
     runner = measure or measure_engine
     notes: list[str] = []
-    _log(f"engine {root}: base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); "
-         f"head {head} -> {head_sha[:8]}; source dir {sub or '.'}; machine {machine}")
+    _log(f"engine {root}: base {opts.base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); "
+         f"head {opts.head} -> {head_sha[:8]}; source dir {sub or '.'}; machine {machine}")
 
     def side(sha: str, wt: Path, name: str) -> list[CaseRecord]:
         src = wt / sub if sub else wt
@@ -182,7 +162,8 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
             raise VlmpathError(f"engine commit {sha[:8]} has no {sub!r} directory: pass --engine-subdir "
                                "(the directory that holds the engine's Python package)")
         path = rec_dir / f"{name}.jsonl"
-        runner(EngineSide(sha, src, path, wls, scale, repeat, engine_python, engine, tower, vllm_runner))
+        runner(EngineSide(sha, src, path, wls, scale, opts.repeat, opts.engine_python, opts.engine, opts.tower,
+                          opts.vllm_runner))
         return read_records(path, sha)
 
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-engine-pr-"))
@@ -199,35 +180,33 @@ def run_engine_pr(engine_repo: str | os.PathLike[str], base: str, head: str, *,
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    report = compare.compare(
-        run_from_records(base_recs, machine=machine, commit=base_sha, where=f"base records ({base_sha[:8]})"),
-        run_from_records(head_recs, machine=machine, commit=head_sha, where=f"head records ({head_sha[:8]})"),
-        cfg)
     # The yardstick is this vlmpath's (cases, thresholds, instruments), never the engine PR's;
     # the comment's notice also says what measured each side (release, and vLLM's runner).
     measured_by = (f"measured by: base {', '.join(engines_of(base_recs)) or '?'}; "
                    f"head {', '.join(engines_of(head_recs)) or '?'}")
-    notes.append(ENGINE_NOTICE)
-    report = replace(report, notes=(f"{ENGINE_NOTICE}; {measured_by}", *report.notes))
+    notes.append(f"{ENGINE_NOTICE}; {measured_by}")
+    manifest = RunManifest(
+        machine=machine, base_sha=base_sha, head_sha=head_sha, kind=Kind.ENGINE, base_ref=opts.base,
+        head_ref=opts.head, base_tip=base_tip, bench=opts.bench, scale=scale, notes=tuple(notes),
+        engine_subdir=sub, workloads=wls, repeat=opts.repeat,
+        engines={"base": tuple(engines_of(base_recs)), "head": tuple(engines_of(head_recs))})
+    write_manifest(out, manifest)
+    acceptance = Acceptance(accepted_mod.load(opts.accepted) if opts.accepted else accepted_mod.load_at(root, head_sha),
+                            accepted_mod.load_at(root, base_tip), pr=opts.pr)
     header = [f"engine: {root} ({sub or '.'})",
-              f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
-              f"head: {head} -> {head_sha}", f"machine: {machine}",
-              f"workloads: {', '.join(wls)} (scale {scale}, repeat {repeat})",
-              measured_by,
+              f"base: {opts.base} -> merge-base {base_sha} (base tip {base_tip})",
+              f"head: {opts.head} -> {head_sha}", f"machine: {machine}",
+              f"workloads: {', '.join(wls)} (scale {scale}, repeat {opts.repeat})",
               *(f"note: {n}" for n in notes)]
-    code = write_outputs(out, report, header=header, fail=fail_on_regression)
+    judged, code = judge_own(out, manifest, cfg, acceptance, header=header, fail=opts.fail_on_regression)
+    report = judged.report
     from vlmpath.pr.instructions import GREW_FILE, what_grew_records
 
     (out / GREW_FILE).unlink(missing_ok=True)  # a stale file would explain another run
     notes.extend(what_grew_records(out, report, base_recs, head_recs))  # an engine count that moved, by function
-    chart_notes = _draw_pr_chart(out, report, cfg) if charts else []
+    chart_notes = draw_charts(out, report, cfg) if opts.charts else []
     for n in chart_notes:
         _log(n)
-    write_json(out / RUN_FILE, {
-        "schema_version": RUN_SCHEMA_VERSION, "kind": "engine", "engine_subdir": sub,
-        "base_ref": base, "head_ref": head, "base_sha": base_sha, "base_tip": base_tip,
-        "head_sha": head_sha, "machine": machine, "workloads": list(wls), "scale": scale,
-        "repeat": repeat, "engines": {"base": engines_of(base_recs), "head": engines_of(head_recs)}, "notes": notes, "chart_notes": chart_notes,
-        "regressions": len(report.regressions), "exit_code": code, "comparison": COMPARISON_FILE,
-    })
-    return FlowResult(base_sha, head_sha, (machine,), out, report, code, False, tuple(notes))
+    write_manifest(out, replace(manifest, notes=tuple(notes), outcome=Outcome(
+        len(report.regressions), len(report.not_judged), report.incomplete, code, tuple(chart_notes))))
+    return FlowResult(base_sha, head_sha, (machine,), out, report, code, False, (*notes, *judged.found))

@@ -9,9 +9,10 @@
    benchmarks/ measure both sides), removed again afterwards, also when anything fails;
 3. run the asv suite once per side with ``--set-commit-hash <sha>``, the same ``--machine``
    and the same results directory, so both runs land in one asv results tree;
-4. copy just those two runs into ``OUT/results`` and compare them there, writing
-   ``comment.md`` (the PR comment body), ``comparison.json``, ``summary.txt`` and
-   ``run.json`` (what was compared, for the comment workflow).
+4. copy just those two runs into ``OUT/results``, write ``run.json`` (the artifact's
+   manifest, ``pr.artifact.RunManifest``) and hand the artifact to the one judge
+   (``pr.judge.judge``, the same ``ci merge`` uses), writing ``comment.md`` (the PR
+   comment body), ``comparison.json`` and ``summary.txt``.
 
 How each side's code is put under test: the benchmarks run in the one existing
 environment (the docker image or the CI venv; asv ``-E existing``), and each side's
@@ -54,7 +55,7 @@ flow measures are stamped untrusted, so a PR's results never become anyone's bas
 Head is always measured afresh, and a head run that wrote nothing new is an error.
 
 The comment workflow's half (``vlmpath ci merge``, merging every machine's artifact into
-one comparison) is ``vlmpath.pr.merge``; it shares the output files and writers of ``vlmpath.pr.outputs``.
+one comparison) is ``vlmpath.pr.merge``; both judge with ``vlmpath.pr.judge`` and write with ``vlmpath.pr.outputs``.
 """
 
 from __future__ import annotations
@@ -69,29 +70,17 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from vlmpath.pr.artifact import RESULTS_SUBDIR, Outcome, RunManifest, ShardClaim, write_manifest
+from vlmpath.pr.judge import Acceptance, judge_own
 from vlmpath.pr.options import PrOptions
-from vlmpath.pr.outputs import (  
-    COMMENT_FILE,
-    RESULTS_ENV,
-    RESULTS_SUBDIR,
-    RUN_FILE,
-    RUN_SCHEMA_VERSION,
-    FlowResult,
-    _selected,
-    draw_charts,
-    drop_unselected,
-    write_json,
-    write_outputs,
-)
+from vlmpath.pr.outputs import RESULTS_ENV, FlowResult, draw_charts
 from vlmpath.pr.yardstick import (
     BENCHMARK_DIR,
     DEFINITIONS_SUBDIR,
     base_thresholds,
     changed_definitions,
-    definition_rows,
     moved_files,
     names_pattern,
-    with_definitions,
 )
 from vlmpath.pr.side import (
     RunSuite,
@@ -118,15 +107,14 @@ def _default_machine() -> str:
     return probe().machine
 
 
-def _profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler) -> list[str]:
+def _profile(root, m: RunManifest, report, out, cfg, env, profiler) -> list[str]:
     """Profiles of the regressed cases, appended to comment.md; returns notes."""
     from vlmpath.pr.profile import PROFILES_FILE, profile_regressions
     from vlmpath.compare.profile_diff import profiles_to_json
     from vlmpath.core.atomic import write_text as write_text_atomic
     from vlmpath.render.comment import render_markdown
 
-    profiles = profile_regressions(root, base_sha, head_sha, report, out, cfg=cfg, scale=scale,
-                                   env=env, runner=profiler)
+    profiles = profile_regressions(root, report, out, cfg=cfg, scale=m.scale, env=env, runner=profiler)
     if not profiles:
         return []
     write_text_atomic(out / PROFILES_FILE, profiles_to_json(profiles))  # `ci merge` shows them too
@@ -134,28 +122,23 @@ def _profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler) -
     return [f"profiled {len(profiles)} regressed case(s) on base and head: {out / 'profiles'}"]
 
 
-def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: str, env, out: Path,
-                      machine: str, bench: str | None):
-    """Head's new or changed benchmark definitions, run with head's suite and shown as not
-    judged (``pr.yardstick``); None when there are none. A failure here is a note: the
-    verdict never depends on these rows."""
+def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: str, env, out: Path) -> list[str]:
+    """Head's new or changed benchmark definitions, run with head's suite into
+    ``OUT/head-definitions`` (``pr.yardstick``; the judge shows them as not judged,
+    ``pr.sources.definitions``); returns the names base lacks. A failure here is a note:
+    the verdict never depends on these rows."""
     names, base_names = changed_definitions(base_wt, head_wt, sys.executable, side_env(head_wt, env))
     if not names:
-        return None
+        return []
     defs = out / DEFINITIONS_SUBDIR
-    shutil.rmtree(defs, ignore_errors=True)
     defs.mkdir(parents=True)
     try:
         _run_side(runner, request(head_sha, head_wt, head_wt, results=defs, sel=names_pattern(names),
                                   reports=DEFINITIONS_SUBDIR))
     except VlmpathError as exc:
         _log(f"head's new or changed benchmark definitions not measured: {exc}")
-        return None
-    block = definition_rows(defs, head_sha, machine, base_names)
-    if block is not None and bench:
-        block = replace(block, comparisons=tuple(c for c in block.comparisons
-                                                 if _selected(bench, c.benchmark, c.params)))
-    return block if block is not None and block.comparisons else None
+        shutil.rmtree(defs, ignore_errors=True)
+    return [n for n in names if n not in base_names]
 
 
 def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[str, str] | None = None,
@@ -180,54 +163,47 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     its entries also in the base tip's committed file accept, and ``pr``-scoped ones only
     for ``pr`` (``compare.accepted``: the PR's own entries show as awaiting review and fail)."""
     from vlmpath.pr import interleave as pr_interleave
-    from vlmpath.compare import asv_results, records, verdict as compare
-    from vlmpath.compare.paired import paired_report
 
-    base, head, out_dir, repo, machine = opts.base, opts.head, opts.out_dir, opts.repo, opts.machine
-    bench, quick, scale, shard, pr = opts.bench, opts.quick, opts.scale, opts.shard, opts.pr
-    instructions, instructions_bench, counter = opts.instructions, opts.instructions_bench, opts.counter
-    interleave, accepted, thresholds, results_dir = opts.interleave, opts.accepted, opts.thresholds, opts.results_dir
-    rerun_base, trusted_results, fail_on_regression, charts = (opts.rerun_base, opts.trusted_results,
-                                                               opts.fail_on_regression, opts.charts)
-    serve = opts.serve
-
-    for flag, pattern in (("--bench", bench), ("--instructions-bench", instructions_bench)):
-        try:
+    for flag, pattern in (("--bench", opts.bench), ("--instructions-bench", opts.instructions_bench)):
+        try:  # asv compiles it; the judge reads it as literal names (compare.selection)
             re.compile(pattern or "")
         except re.error as exc:
             raise VlmpathError(f"{flag} {pattern!r} is not a regular expression: {exc}") from None
-    root = repo_root(repo)
-    base_tip = resolve_commit(root, base)
-    head_sha = resolve_commit(root, head)
+    root = repo_root(opts.repo)
+    base_tip = resolve_commit(root, opts.base)
+    head_sha = resolve_commit(root, opts.head)
     base_sha = merge_base(root, base_tip, head_sha)
-    machine = machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
-    rdir = Path(results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
-    out = Path(out_dir).resolve()
+    machine = opts.machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
+    rdir = Path(opts.results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
+    out = Path(opts.out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    cfg = base_thresholds(root, base_sha, thresholds)  # base's packaged yaml, never head's (pr.yardstick)
-    if interleave:
-        pr_interleave.check_rounds(interleave)
+    cfg = base_thresholds(root, base_sha, opts.thresholds)  # base's packaged yaml, never head's (pr.yardstick)
+    if opts.interleave:
+        pr_interleave.check_rounds(opts.interleave)
     runner = run_suite or run_suite_subprocess
+    serve = opts.serve
     if serve is not None:  # a model directory that is not one is refused before any measuring
         from vlmpath.pr import serve as pr_serve
 
         serve = serve.check()
-    if instructions:  # before any measuring: a GPU backend or a missing valgrind is one clear error
+    counting = opts.instructions
+    if counting:  # before any measuring: a GPU backend or a missing valgrind is one clear error
         from vlmpath.pr import instructions as pr_instructions
         from vlmpath.selfcheck import callgrind
 
         pr_instructions.refuse_gpu()
-        if counter == "callgrind":
+        if opts.counter == "callgrind":
             callgrind.valgrind("or count with --counter ops")
     notes: list[str] = []
-    _log(f"base {base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {head} -> {head_sha[:8]}; "
+    _log(f"base {opts.base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {opts.head} -> {head_sha[:8]}; "
          f"machine {machine}; results {rdir}")
 
     moved = moved_files(root, base_sha, head_sha)
     top_notice = notice(moved)
-    if top_notice:
+    if top_notice:  # the comment's top notice (core.yardstick), in run.json's notes for every judge
         notes.append(top_notice)
-    side_bench, shard_entry = bench, None
+    shard = opts.shard
+    side_bench, shard_entry = opts.bench, None
     if shard is not None and shard.k != 1 and serve is not None:
         serve = None  # served once, in shard 1 (ci merge refuses two artifacts of a machine with serve rows)
         notes.append(f"shard {shard}: serve rows are in shard 1/{shard.n}")
@@ -236,18 +212,16 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     def request(sha: str, source: Path, bench_root: Path, results: Path = rdir, sel: str | None = None,
                 reports: str | None = None) -> SuiteRequest:
         return SuiteRequest(commit=sha, source=source, bench_root=bench_root, results_dir=results,
-                            machine=machine, bench=sel or side_bench, quick=quick, env=side_env(source, child_env),
-                            scale=scale, reports_dir=out / "runs" / (reports or sha[:8]))
+                            machine=machine, bench=sel or side_bench, quick=opts.quick, env=side_env(source, child_env),
+                            scale=opts.scale, reports_dir=out / "runs" / (reports or sha[:8]))
 
-    reused = False
-    store = Path(trusted_results).resolve() if trusted_results else rdir
-    definitions = None
+    reused, new_definitions = False, []
+    store = Path(opts.trusted_results).resolve() if opts.trusted_results else rdir
     # Left in reverse: the worktrees, then the temporary directory, then the results lock.
     with ExitStack() as stack:
         lock_env = stack.enter_context(results_lock(rdir, "vlmpath ci pr " + " ".join(sys.argv[1:])))
         # Only once the lock is held: a run refused by it never wipes the running one's outputs.
-        shutil.rmtree(out / RESULTS_SUBDIR, ignore_errors=True)  # a stale copy would be compared as if new
-        shutil.rmtree(out / pr_interleave.ROUNDS_SUBDIR, ignore_errors=True)  # no stale rounds
+        _clear_stale(out)  # a stale copy would be judged as if new
         # After tmp is gone: a worktree interrupted while git was still adding it is pruned.
         stack.callback(git, root, "worktree", "prune", check=False)
         tmp = Path(tempfile.mkdtemp(prefix="vlmpath-ci-"))
@@ -264,27 +238,27 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         if shard is not None:  # chosen once, before either side runs, from the suite that judges (pr.shard)
             from vlmpath.pr.shard import pick as pick_shard
 
-            picked = pick_shard(base_wt, head_wt, bench, shard, store, machine, child_env)
+            picked = pick_shard(base_wt, head_wt, opts.bench, shard, store, machine, child_env)
             side_bench, shard_entry = picked.regex, picked.info
             notes.append(picked.line)
-            if instructions and picked.counts != shard.k:  # counted once, in the lightest shard (pr.shard)
-                instructions = False
+            if counting and picked.counts != shard.k:  # counted once, in the lightest shard (pr.shard)
+                counting = False
                 notes.append(f"shard {shard}: instruction counts are in shard {picked.counts}/{shard.n}")
-        if interleave:  # ABAB...: never reuses base (see pr.interleave)
+        if opts.interleave:  # ABAB...: never reuses base (see pr.interleave)
             pr_interleave.run_rounds(
-                interleave, out, rdir, machine, base_sha, head_sha,
+                opts.interleave, out, rdir, machine, base_sha, head_sha,
                 lambda: _run_side(runner, request(base_sha, base_wt, base_wt)),
-                lambda: _run_side(runner, request(head_sha, head_wt, base_wt)), _log)
+                lambda: _run_side(runner, request(head_sha, head_wt, base_wt)))
         else:
             _run_side(runner, request(head_sha, head_wt, base_wt))
-        if interleave:  # the base was measured in the rounds: nothing reused
-            notes.append(f"{interleave} interleaved rounds (base, head, base, ...); timings judged on pairs")
+        if opts.interleave:  # the base was measured in the rounds: nothing reused
+            notes.append(f"{opts.interleave} interleaved rounds (base, head, base, ...); timings judged on pairs")
         elif base_sha == head_sha:
             reused = True
             notes.append(f"base and head are the same commit {head_sha[:8]}: one run compared with itself")
         else:
-            why = "--rerun-base" if rerun_base else base_reuse_problem(
-                store, rdir, machine, base_sha, head_sha, bench=side_bench, quick=quick, scale=scale)
+            why = "--rerun-base" if opts.rerun_base else base_reuse_problem(
+                store, rdir, machine, base_sha, head_sha, bench=side_bench, quick=opts.quick, scale=opts.scale)
             reused = why is None
             if not reused:
                 notes.append(f"base {base_sha[:8]} measured: {why}")
@@ -295,62 +269,62 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
                              "measures it again)")
         # Head's new or changed definitions: shown once (in shard 1 of a split check).
         if any(f.startswith(BENCHMARK_DIR + "/") for f in moved) and (shard is None or shard.k == 1):
-            definitions = _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env,
-                                            out, machine, bench)
+            new_definitions = _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env, out)
         copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
                      sources={base_sha: store} if reused and base_sha != head_sha else None)
         if serve is not None:  # while the worktrees exist: each side's tree is served
             serve_files = pr_serve.serve_rounds(serve, base_wt, head_wt, out, _log)
 
-    sides = [asv_results.load_asv(out / RESULTS_SUBDIR, sha) for sha in (base_sha, head_sha)]
-    if instructions:  # the counts join each side's results: same comparison, comment and exit code
-        ir = pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
-                                      bench=instructions_bench or bench, scale=scale, log=_log, counter=counter)
-        sides = [records.merge_runs(run, counted) for run, counted in zip(sides, ir)]
-    if serve is not None:  # the serve rows join each side's results: same comparison and comment
-        serve_base, serve_head, serve_notes = pr_serve.serve_sides(*serve_files, machine, base_sha, head_sha)
-        sides = [records.merge_runs(sides[0], serve_base[-1]), records.merge_runs(sides[1], serve_head[-1])]
-        notes.extend([*serve_notes, pr_serve.draw(out, *serve_files)])
-    head_run = sides[1]
-    report = compare.compare(*sides, cfg, quick=quick)
-    if interleave:
-        report = paired_report(*pr_interleave.load_rounds(interleave, out, base_sha, head_sha), report, cfg)
+    if counting:  # the counts join the artifact (OUT/instructions.json): judged with the rest
+        pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
+                                 bench=opts.instructions_bench or opts.bench, scale=opts.scale, counter=opts.counter)
     if serve is not None:
-        report = pr_serve.judge_pairs(report, serve_base, serve_head, cfg)
-    # The counts were selected when counted (their own pattern; one shard counts all of them).
-    report = drop_unselected(report, {machine: side_bench}, pr_instructions.counted_ids(ir) if instructions else ())
-    if definitions is not None:  # shown, never judged (pr.yardstick)
-        report = with_definitions(report, definitions)
-        notes.extend(definitions.notes)
-    if top_notice:  # the comment's top notice (core.yardstick), also in run.json for ci merge
-        report = replace(report, notes=(top_notice, *report.notes))
+        notes.append(pr_serve.draw(out, *serve_files))
+    manifest = RunManifest(
+        machine=machine, base_sha=base_sha, head_sha=head_sha, base_ref=opts.base, head_ref=opts.head,
+        base_tip=base_tip, bench=opts.bench, quick=opts.quick, scale=opts.scale, reused_base=reused,
+        notes=tuple(notes), interleave=opts.interleave, instructions=counting,
+        counter=str(opts.counter) if counting else None, instructions_bench=opts.instructions_bench,
+        shard=_claim(shard_entry), serve=serve.model if serve is not None else None,
+        serve_rounds=serve.rounds if serve is not None else None, new_definitions=tuple(new_definitions))
+    write_manifest(out, manifest)  # the artifact is whole: what ci merge reads, and what is judged now
     # The PR's benchmarks/accepted.yaml is its proposal: an entry accepts only when the base
     # branch (its tip, committed) already holds it; the PR's own entries await review, failing.
-    proposed = accepted_mod.load(accepted) if accepted else accepted_mod.load_at(root, head_sha)
-    report = accepted_mod.apply(report, proposed, pr=pr, base=accepted_mod.load_at(root, base_tip))
-    header = [f"base: {base} -> merge-base {base_sha} (base tip {base_tip})",
-              f"head: {head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
+    acceptance = Acceptance(accepted_mod.load(opts.accepted) if opts.accepted else accepted_mod.load_at(root, head_sha),
+                            accepted_mod.load_at(root, base_tip), pr=opts.pr)
+    header = [f"base: {opts.base} -> merge-base {base_sha} (base tip {base_tip})",
+              f"head: {opts.head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
               *(f"note: {n}" for n in notes)]
-    code = write_outputs(out, report, header=header, fail=fail_on_regression)
-    if instructions:  # each count that grew, explained by function (pr.instructions.what_grew)
+    judged, code = judge_own(out, manifest, cfg, acceptance, header=header, fail=opts.fail_on_regression)
+    report = judged.report
+    if counting:  # each count that grew, explained by function (pr.instructions.what_grew)
         notes.extend(pr_instructions.what_grew(out, report))
     if profile if profile is not None else (run_suite is None or profiler is not None):
-        notes.extend(_profile(root, base_sha, head_sha, report, out, cfg, scale, env, profiler))
-    chart_notes = draw_charts(out, report, cfg, head_run) if charts else []
+        notes.extend(_profile(root, manifest, report, out, cfg, env, profiler))
+    chart_notes = draw_charts(out, report, cfg, judged.head_run) if opts.charts else []
     for n in chart_notes:
         _log(n)
-    write_json(out / RUN_FILE, {
-        "schema_version": RUN_SCHEMA_VERSION, "base_ref": base, "head_ref": head,
-        "base_sha": base_sha, "base_tip": base_tip, "head_sha": head_sha, "machine": machine,
-        "bench": bench, "quick": quick, "scale": scale, "reused_base": reused, "notes": notes,
-        "interleave": interleave, "instructions": instructions, "counter": counter if instructions else None,
-        "instructions_bench": instructions_bench, "shard": shard_entry,
-        "chart_notes": chart_notes, "serve": serve.model if serve is not None else None,
-        "serve_rounds": serve.rounds if serve is not None else None,
-        "regressions": len(report.regressions), "not_judged": len(report.not_judged),
-        "incomplete": report.incomplete, "exit_code": code,
-    })
-    for n in notes:
+    write_manifest(out, replace(manifest, notes=tuple(notes), outcome=Outcome(
+        len(report.regressions), len(report.not_judged), report.incomplete, code, tuple(chart_notes))))
+    for n in (*notes, *judged.found):
         _log(n)
-    return FlowResult(base_sha, head_sha, (machine,), out, report, code, reused, tuple(notes))
+    return FlowResult(base_sha, head_sha, (machine,), out, report, code, reused, (*notes, *judged.found))
+
+
+def _claim(entry) -> ShardClaim | None:
+    """The shard entry ``runner.shard_costs`` picked, as the manifest's typed claim."""
+    if entry is None:
+        return None
+    return ShardClaim(int(entry["k"]), int(entry["n"]), tuple(sorted(entry["units"])), entry.get("costs_from"))
+
+
+def _clear_stale(out: Path) -> None:
+    """Everything a judge reads from OUT, from an earlier run into the same directory."""
+    from vlmpath.pr.instructions import OUT_FILE
+    from vlmpath.pr.interleave import ROUNDS_SUBDIR
+    from vlmpath.pr.serve import SERVE_SUBDIR
+
+    for sub in (RESULTS_SUBDIR, ROUNDS_SUBDIR, DEFINITIONS_SUBDIR, SERVE_SUBDIR):
+        shutil.rmtree(out / sub, ignore_errors=True)
+    (out / OUT_FILE).unlink(missing_ok=True)
 

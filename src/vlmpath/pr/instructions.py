@@ -16,7 +16,6 @@ Instruction counts are a CPU gate: on a GPU backend the option is refused (GPU r
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,8 +52,7 @@ def _threads(threads: int | None) -> int:
 
 
 def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: str, bench: str | None = None,
-             scale: str | None = None, log: Callable[[str], None] = print, mode: str = "routine",
-             counter: str = DEFAULT_COUNTER):
+             scale: str | None = None, counter: str = DEFAULT_COUNTER):
     """(base, head) ``RunResults`` of instruction counts, each side counted from its own checkout;
     both sides' profiles kept in ``out/ir-profiles`` (``what_grew`` reads them)."""
     import shutil
@@ -63,7 +61,9 @@ def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: st
 
     profiles = out / PROFILES_SUBDIR
     shutil.rmtree(profiles, ignore_errors=True)  # a stale profile would explain the wrong run
-    kw = {"bench": bench, "scale": scale or DEFAULT_SCALE, "threads": _threads(None), "log": log, "mode": mode,
+    from vlmpath.pr.side import _log
+
+    kw = {"bench": bench, "scale": scale or DEFAULT_SCALE, "threads": _threads(None), "log": _log, "mode": "routine",
           "profiles": profiles, "counter": counter}
 
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-wt-") as tmp:

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from vlmpath.pr.artifact import MAX_ROUNDS
 from vlmpath.pr.side import copy_results
 from vlmpath.core.errors import VlmpathError
 
 ROUNDS_SUBDIR = "rounds"
-MAX_ROUNDS = 50
 
 
 def check_rounds(n: int) -> None:
@@ -31,11 +31,12 @@ def side_dir(out: Path, i: int, side: str) -> Path:
 
 
 def run_rounds(n: int, out: Path, rdir: Path, machine: str, base_sha: str, head_sha: str,
-               run_base: Callable[[], None], run_head: Callable[[], None],
-               log: Callable[[str], None]) -> None:
+               run_base: Callable[[], None], run_head: Callable[[], None]) -> None:
+    from vlmpath.pr.side import _log
+
     for i in range(n):
         for side, sha, run in (("base", base_sha, run_base), ("head", head_sha, run_head)):
-            log(f"interleaved round {i + 1}/{n}: {side} {sha[:8]}")
+            _log(f"interleaved round {i + 1}/{n}: {side} {sha[:8]}")
             run()
             copy_results(rdir, side_dir(out, i, side), machine, (sha,))
 

@@ -2,10 +2,10 @@
 
 ``PrOptions``: every flag of ``vlmpath ci pr`` as one record, built once by the CLI (as
 ``runner.options.RunOptions`` is for ``vlmpath run``), with the scale and shard as the
-typed values the CLI parsed them into. ``pr.flow.run_pr`` takes it for vlmpath's own
-commits; with ``engine_src`` the CLI hands its engine fields to ``pr.engine.run_engine_pr``
-(``engine_pr``). What a test injects instead of the real world (a fake suite runner, an
-environment, a profiler) stays a keyword of ``run_pr``: those are not options.
+typed values the CLI parsed them into, and handed whole to the flow: ``pr.flow.run_pr``
+for vlmpath's own commits, ``pr.engine.run_engine_pr`` with ``engine_src``. What a test
+injects instead of the real world (a fake suite runner or measurer, an environment, a
+profiler) stays a keyword of the flow: those are not options.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.machine_names import MachineName
 from vlmpath.core.option_enums import Counter, Tower, VllmRunner
-from vlmpath.core.scales import DEFAULT_SCALE, Scale
+from vlmpath.core.scales import Scale
 from vlmpath.runner.shards import Shard
 
 if TYPE_CHECKING:
@@ -70,13 +70,3 @@ class PrOptions:
                                "with --engine-src (serve an engine's two trees with `vlmpath serve-pair "
                                "--base-pythonpath A --head-pythonpath B`)")
 
-
-def engine_pr(opts: PrOptions, **kw):
-    """``vlmpath ci pr --engine-src``: ``opts`` as a ``pr.engine.run_engine_pr`` call."""
-    from vlmpath.pr.engine import run_engine_pr
-
-    return run_engine_pr(opts.engine_src, opts.base, opts.head, out_dir=opts.out_dir, subdir=opts.engine_subdir,
-                         workloads=opts.workloads, scale=opts.scale or DEFAULT_SCALE, repeat=opts.repeat,
-                         engine_python=opts.engine_python, machine=opts.machine, thresholds=opts.thresholds,
-                         fail_on_regression=opts.fail_on_regression, charts=opts.charts, engine=opts.engine,
-                         tower=opts.tower, vllm_runner=opts.vllm_runner, **kw)

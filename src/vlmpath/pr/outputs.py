@@ -1,60 +1,30 @@
 """What does the PR flow leave in OUT, and how is it written?
 
-The file names of one machine's artifact (``comment.md``, ``comparison.json``,
-``summary.txt``, ``run.json``, ``error.txt``, ``results/``), shared by ``vlmpath ci pr``
-and ``vlmpath ci merge``; ``FlowResult`` (what was compared and decided); the writers
-(all atomic); ``drop_unselected`` (rows ``--bench`` never asked for) and ``draw_charts``.
+The file names of what a flow writes (``comment.md``, ``comparison.json``, ``summary.txt``;
+the artifact's own, ``run.json``, ``error.txt``, ``results/``, are ``pr.artifact``'s),
+shared by ``vlmpath ci pr`` and ``vlmpath ci merge``; ``FlowResult`` (what was compared
+and decided); the writers (all atomic) and the one chart step, ``draw_charts``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlmpath.compare.comparison import EXIT_INCOMPLETE
-from vlmpath.compare.selection import spellings
+from vlmpath.compare.comparison import EXIT_INCOMPLETE, ComparisonReport
 from vlmpath.core.errors import VlmpathError
+from vlmpath.pr.artifact import ERROR_FILE, RESULTS_SUBDIR
 from vlmpath.render.escape import log_text
 
-RUN_SCHEMA_VERSION = 1
 RESULTS_ENV = "VLMPATH_RESULTS_DIR"
 # Files written into OUT (and uploaded as one artifact per machine).
 COMMENT_FILE = "comment.md"
 COMPARISON_FILE = "comparison.json"
 SUMMARY_FILE = "summary.txt"
-RUN_FILE = "run.json"
-ERROR_FILE = "error.txt"
-PR_NUMBER_FILE = "pr-number"
-RESULTS_SUBDIR = "results"
-
-
-def _selected(pattern: str, benchmark: str, params: Sequence[tuple[str, str]]) -> bool:
-    """Did ``asv run -b pattern`` select this case? asv matches ``name(p1, p2)`` with the
-    parameters as repr strings; we only have display values, so try both spellings."""
-    return any(re.search(pattern, n) for n in spellings(benchmark, params))
-
-
-def drop_unselected(report, bench_by_machine: Mapping[str, str | None], counted=frozenset()):
-    """Keep exactly the cases ``--bench`` selected: the comparison covers what was asked
-    for, not whatever else the results directory holds for either commit (asv also records
-    unselected parameter combinations, as skipped). ``counted``: the (machine, benchmark,
-    params) of the instruction counts, selected by their own pattern when they were counted
-    (``--instructions-bench``, and in a split check all of them, in one shard): the suite's
-    pattern (a shard's cases) never drops them."""
-    machines = []
-    for m in report.machines:
-        pattern = bench_by_machine.get(m.machine)
-        if pattern:
-            kept = tuple(c for c in m.comparisons
-                         if (m.machine, c.benchmark, c.params) in counted or _selected(pattern, c.benchmark, c.params))
-            m = replace(m, comparisons=kept)
-        machines.append(m)
-    return replace(report, machines=tuple(machines))
 
 
 # --- the PR flow -------------------------------------------------------------------------
@@ -68,14 +38,14 @@ class FlowResult:
     head_sha: str
     machines: tuple[str, ...]
     out_dir: Path
-    report: Any  # compare.ComparisonReport
+    report: ComparisonReport | None  # None: no machine produced results (ci merge)
     exit_code: int
     reused_base: bool = False
     notes: tuple[str, ...] = ()
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Sorted, indented JSON written atomically (run.json, merged benchmarks.json)."""
+    """Sorted, indented JSON written atomically (a results copy's benchmarks.json)."""
     from vlmpath.core.atomic import write_text as write_text_atomic
 
     write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -118,10 +88,14 @@ def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
 
 
 def draw_charts(out: Path, report, thresholds, head_run=None) -> list[str]:
-    """PR charts into OUT/report/charts with ``vlmpath report``'s writer; a failure is a note,
-    not fatal (the comparison is what gates the PR). ``report`` is the comparison the
-    comment was written from and ``thresholds`` the ones it was judged with, passed as
-    objects: the charts never re-read comparison.json nor judge with other thresholds."""
+    """PR charts into OUT/report/charts with ``vlmpath report``'s writer (the PR chart of
+    base vs head per changed case alone when OUT holds no asv results: an engine PR's); a
+    failure is a note, not fatal (the comparison is what gates the PR). ``report`` is the
+    comparison the comment was written from and ``thresholds`` the ones it was judged
+    with, passed as objects: the charts never re-read comparison.json nor judge with other
+    thresholds."""
+    if not (out / RESULTS_SUBDIR).is_dir():
+        return _pr_chart(out, report, thresholds)
     try:
         from vlmpath.render.report import write_report
 
@@ -130,6 +104,20 @@ def draw_charts(out: Path, report, thresholds, head_run=None) -> list[str]:
     except (ImportError, VlmpathError) as exc:
         return [f"charts not drawn: {exc}"]
     return [f"chart warning: {w}" for w in rep.warnings]
+
+
+def _pr_chart(out: Path, report, thresholds) -> list[str]:
+    try:
+        from vlmpath.render.report_figure import save_figure
+        from vlmpath.render.report_history import pr_chart
+
+        fig = pr_chart(report, thresholds=thresholds)
+        for ext in ("png", "svg"):
+            save_figure(fig, out / "report" / "charts" / f"pr.{ext}")
+        fig.clear()
+    except (ImportError, VlmpathError, OSError) as exc:
+        return [f"charts not drawn: {exc}"]
+    return []
 
 
 def write_error(out_dir: str | os.PathLike[str], message: str) -> None:

@@ -96,10 +96,11 @@ def _slug(label: str) -> str:
     return file_name(re.sub(r"[^A-Za-z0-9._-]+", "_", label))
 
 
-def profile_regressions(root: Path, base_sha: str, head_sha: str, report: ComparisonReport, out: Path, *,
+def profile_regressions(root: Path, report: ComparisonReport, out: Path, *,
                         cfg: Thresholds, scale: str | None = None, env: Mapping[str, str] | None = None,
                         runner: ProfileRunner | None = None, top: int = 8) -> list[CaseProfile]:
-    """Profile every regressed routine case on both sides (see the module docstring)."""
+    """Profile every regressed routine case on both sides, the report's base and head
+    commits (see the module docstring)."""
     cases = regressed_cases(report, cfg)
     if not cases:
         return []
@@ -108,14 +109,32 @@ def profile_regressions(root: Path, base_sha: str, head_sha: str, report: Compar
     results: list[CaseProfile] = []
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-profile-"))
     try:
-        _profile_all(root, base_sha, head_sha, tmp, cases, out, scale, env, runner, top, results)
+        job = _Job(root, report.base_commit, report.head_commit, tmp, out, scale, env, runner, top)
+        _profile_all(job, cases, results)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return results
 
 
-def _profile_all(root, base_sha, head_sha, tmp, cases, out, scale, env, runner, top, results) -> None:
-    with worktree(root, head_sha, tmp / "head") as head_wt, worktree(root, base_sha, tmp / "base") as base_wt:
+@dataclass(frozen=True)
+class _Job:
+    """One ``profile_regressions`` call: where, which commits, how."""
+
+    root: Path
+    base_sha: str
+    head_sha: str
+    tmp: Path
+    out: Path
+    scale: str | None
+    env: Mapping[str, str]
+    runner: ProfileRunner
+    top: int
+
+
+def _profile_all(job: _Job, cases, results: list[CaseProfile]) -> None:
+    out, scale, env, runner, top = job.out, job.scale, job.env, job.runner, job.top
+    with worktree(job.root, job.head_sha, job.tmp / "head") as head_wt, \
+            worktree(job.root, job.base_sha, job.tmp / "base") as base_wt:
         for label, (machine, benches) in cases.items():
             folder = out / PROFILES_SUBDIR / _slug(label)
             folder.mkdir(parents=True, exist_ok=True)

@@ -58,39 +58,50 @@ def _labels(c: Comparison) -> set[str]:
     return set(spellings(owner_of(c.benchmark), c.params))
 
 
+def _theirs(c: Comparison, owned: frozenset[str]) -> bool:
+    """A row of a shard that did not arrive: no value on either side, its unit owned by none
+    of the arrived shards (a claim of ownership can only make a row "not judged", never green)."""
+    return c.base is None and c.head is None and not (_labels(c) & owned)
+
+
+def only_arrived(m, n: int, missing: list[int], owned: frozenset[str]):
+    """Machine report ``m`` cut to the arrived shards' rows: one shard's own check
+    (``ci pr --shard K/N``), where the other shards' cases are judged by ``ci merge``."""
+    return replace(m, comparisons=tuple(c for c in m.comparisons if not _theirs(c, owned)))
+
+
 def with_missing_shards(m, n: int, missing: list[int], owned: frozenset[str]):
     """Machine report ``m`` with the missing shards named (``missing_rows``) and each row of
     theirs (no arrived shard owns its unit, no value on either side) not judged as such."""
     which = ", ".join(f"{k}/{n}" for k in missing)
     reason = (f"not judged: its shard is missing (shard {which} of {m.machine} did not arrive)" if len(missing) == 1
               else f"not judged: its shard is one of the missing ones (shards {which} of {m.machine} did not arrive)")
-    rows = tuple(replace(c, verdict=Verdict.NOT_COMPARABLE, reason=reason, error=None)
-                 if c.base is None and c.head is None and not (_labels(c) & owned) else c
+    rows = tuple(replace(c, verdict=Verdict.NOT_COMPARABLE, reason=reason, error=None) if _theirs(c, owned) else c
                  for c in m.comparisons)
     return replace(m, comparisons=rows + tuple(missing_rows(m.machine, n, missing)))
 
 
-def merge_shard_artifacts(staging: Path, dest: Path, by_machine: Mapping[str, list], copy_checked) -> dict:
-    """Each machine's shard artifacts (``(name, dir, run.json)``) merged into ``dest``;
-    ``copy_checked(src, into, owner, name)`` is the merge's own validated copy of one
-    artifact's results. Returns machine -> (N, missing shard numbers, units the arrived
-    shards own)."""
+def merge_shard_artifacts(staging: Path, dest: Path, by_machine: Mapping[str, list], spent) -> dict:
+    """Each machine's shard artifacts (``pr.artifact.Artifact``) merged into ``dest``, each
+    one's results read through the checked, charged copy (``pr.artifact.copy_results``).
+    Returns machine -> (N, missing shard numbers, units the arrived shards own)."""
     from vlmpath.core.errors import VlmpathError
-    from vlmpath.pr.outputs import RESULTS_SUBDIR
+    from vlmpath.pr.artifact import RESULTS_SUBDIR, copy_results
     from vlmpath.runner.shard_merge import missing_shards, shard_info
     from vlmpath.runner.shard_store import add_to_store
 
     gaps: dict[str, tuple[int, list[int]]] = {}
     for machine, arts in sorted(by_machine.items()):
         sources, entries, ns, ks, owned = [], {}, set(), [], set()
-        for name, art, data in arts:
-            k, n, units = shard_info(data)  # type: ignore[misc]  # malformed: refused there
-            if data.get("machine") != machine:
-                raise VlmpathError(f"artifact {name}: shard of {data.get('machine')!r} filed under {machine!r}")
+        for art in arts:
+            name, entry = art.name, {"shard": art.manifest.shard.entry()}
+            k, n, units = shard_info(entry)  # type: ignore[misc]  # checked when the manifest was read
+            if art.manifest.machine != machine:
+                raise VlmpathError(f"artifact {name}: shard of {art.manifest.machine!r} filed under {machine!r}")
             stage = staging / "shards" / name
-            copy_checked(art / RESULTS_SUBDIR, stage, {}, name)
+            copy_results(art.path / RESULTS_SUBDIR, stage, {}, name, spent)
             sources.append(stage)
-            entries[str(stage)] = data
+            entries[str(stage)] = entry
             ns.add(n)
             ks.append(k)
             owned |= units

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import vlmpath
-from vlmpath.pr.base_reuse import reuse_problem
-from vlmpath.runner.run_files import write_run_info
+from vlmpath.pr.base_reuse import Stored, reuse_problem
+from vlmpath.runner.run_files import RunInfo, write_run_info
 from vlmpath.core.helper_digest import helper_digests
 from vlmpath.pr.outputs import write_json
 from vlmpath.runner.run_files import fingerprint_path
@@ -190,8 +190,8 @@ def _run_side(run_suite: RunSuite, req: SuiteRequest) -> None:
             "check --bench matches at least one benchmark"
         )
     # Whatever the runner wrote: a side the PR flow measured is never a trusted baseline.
-    write_run_info(req.results_dir, req.machine, req.commit, quick=req.quick, scale=req.scale,
-                   bench=req.bench, trusted=False, helpers=helper_digests(req.bench_root / "benchmarks"))
+    write_run_info(req.results_dir, req.machine, req.commit, RunInfo(quick=req.quick, scale=req.scale,
+                   bench=req.bench, trusted=False, helpers=helper_digests(req.bench_root / "benchmarks")))
 
 
 def _result_keys(paths: Sequence[Path]) -> set[str]:
@@ -210,9 +210,9 @@ def base_reuse_problem(store: Path, results_dir: Path, machine: str, base_sha: s
                        bench: str | None = None, quick: bool = False, scale: str | None = None) -> str | None:
     """Why base results stored in ``store`` may not stand in for measuring the base (None: they may).
     Head's results are read from ``results_dir``."""
-    return reuse_problem(store, _run_files(store, machine, base_sha), results_dir,
-                         _run_files(results_dir, machine, head_sha), machine, base_sha, head_sha,
-                         bench=bench, quick=quick, scale=scale)
+    return reuse_problem(Stored(store, base_sha, tuple(_run_files(store, machine, base_sha))),
+                         Stored(results_dir, head_sha, tuple(_run_files(results_dir, machine, head_sha))),
+                         machine, bench=bench, quick=quick, scale=scale)
 
 
 def base_reusable(results_dir: Path, machine: str, base_sha: str, head_sha: str, *, bench: str | None = None,

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vlmpath.pr.outputs import COMMENT_FILE, ERROR_FILE
+from vlmpath.pr.artifact import ERROR_FILE
+from vlmpath.pr.outputs import COMMENT_FILE
 from vlmpath.render.escape import md_escape
 
 MAX_SUMMARY_BYTES = 512 << 10

@@ -67,12 +67,13 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from vlmpath.runner.asv_config import abs_path, check_writable, load_config, write_config
 from vlmpath.runner.asv_proc import asv, stream
-from vlmpath.runner.run_files import write_run_info
+from vlmpath.runner.run_files import RunInfo, write_run_info
 from vlmpath.core.helper_digest import helper_digests
 from vlmpath.runner import discovery_cache
 from vlmpath.runner.discovery import Discovered, discover_listing, parse_listing, select
@@ -167,15 +168,29 @@ def run(opts: RunOptions, *, out: TextIO | None = None) -> RunOutcome:
     # One run per results directory (core.run_lock): a second one refuses, naming this one,
     # before it has read or written anything there.
     with results_lock(results_dir, "vlmpath run " + " ".join(sys.argv[1:])):
-        return _run_locked(opts, out, t0, repo, conf, commit, results_dir, html_dir, reports_dir)
+        return _run_locked(opts, out, t0, _Where(repo, conf, commit, results_dir, html_dir, reports_dir))
 
 
-def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict, commit: str,
-                results_dir: Path, html_dir: Path, reports_dir: Path) -> RunOutcome:
+@dataclass(frozen=True)
+class _Where:
+    """What one run works on, resolved once: the checkout, asv's config, the commit and the
+    three directories it writes."""
+
+    repo: Path
+    conf: dict
+    commit: str
+    results_dir: Path
+    html_dir: Path
+    reports_dir: Path
+
+
+def _run_locked(opts: RunOptions, out: TextIO, t0: float, where: _Where) -> RunOutcome:
     from vlmpath.runner.launch import engine_machine
     from vlmpath.measure.platform import machine_name, probe
     from vlmpath.render import summary as summary_mod
 
+    repo, conf, commit = where.repo, where.conf, where.commit
+    results_dir, html_dir, reports_dir = where.results_dir, where.html_dir, where.reports_dir
     plat = probe()
     machine = machine_name(plat.backend, plat.device_name, opts.machine or os.environ.get("VLMPATH_MACHINE"))
     machine = engine_machine(machine, opts.engine)
@@ -226,16 +241,16 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, repo: Path, conf: dict
             except KeyboardInterrupt as exc:
                 status, rc = "interrupted", getattr(exc, "exit_code", 130)
                 # Recorded: results of this commit are nobody's baseline until a complete run.
-                write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
+                write_run_info(results_dir, machine, commit, RunInfo(quick=opts.quick, scale=opts.scale,
                                bench=opts.bench, trusted=False, shard=shard_entry,
-                               partial=f"interrupted ({exc or 'SIGINT'})", helpers=helper_digests(benchmark_dir))
+                               partial=f"interrupted ({exc or 'SIGINT'})", helpers=helper_digests(benchmark_dir)))
             if status != "interrupted":
                 write_json_atomic(fingerprint_path(results_dir, machine, commit), fingerprint(opts.python, env, machine))
                 write_failures(results_dir, machine, commit, failure_lines, chosen, out)
                 # How these results were measured: base reuse checks it (vlmpath.pr.base_reuse).
-                write_run_info(results_dir, machine, commit, quick=opts.quick, scale=opts.scale,
+                write_run_info(results_dir, machine, commit, RunInfo(quick=opts.quick, scale=opts.scale,
                                bench=opts.bench, trusted=opts.trusted, shard=shard_entry,
-                               helpers=helper_digests(benchmark_dir))
+                               helpers=helper_digests(benchmark_dir)))
                 if opts.publish:
                     asv(["publish", "--config", str(cfg)], env, repo, "publish")
                     # asv's pages load their scripts from CDNs; GPU boxes are often offline.

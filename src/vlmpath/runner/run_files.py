@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -100,15 +101,28 @@ def run_info_path(results_dir: Path, machine: str, commit: str) -> Path:
     return Path(results_dir) / machine / f"{RUN_INFO_PREFIX}{commit[:8]}.json"
 
 
-def write_run_info(results_dir: Path, machine: str, commit: str, *, quick: bool, scale: str | None,
-                   bench: str | None, trusted: bool, shard: dict | None = None,
-                   partial: str | None = None, helpers: Mapping[str, str] | None = None) -> Path:
-    """Record how ``commit``'s results on ``machine`` were measured (atomically); ``shard``:
-    which shard of the suite this run was and the units it owned (``runner.shard_costs``);
-    ``partial``: why the last run of it did not finish (interrupted): such results are
-    nobody's baseline (``pr.base_reuse``) until a complete run replaces the file; ``helpers``:
-    each benchmark module's helper digest (``core.helper_digest``), so that ``ci alert``
-    judges a case only against commits that measured it through the same helpers."""
+@dataclass(frozen=True)
+class RunInfo:
+    """How one commit's results were measured. ``shard``: which shard of the suite this run
+    was and the units it owned (``runner.shard_costs``); ``partial``: why the last run of it
+    did not finish (interrupted): such results are nobody's baseline (``pr.base_reuse``)
+    until a complete run replaces the file; ``helpers``: each benchmark module's helper
+    digest (``core.helper_digest``), so that ``ci alert`` judges a case only against
+    commits that measured it through the same helpers."""
+
+    quick: bool
+    scale: str | None
+    bench: str | None
+    trusted: bool
+    shard: dict | None = None
+    partial: str | None = None
+    helpers: Mapping[str, str] | None = None
+
+
+def write_run_info(results_dir: Path, machine: str, commit: str, info: RunInfo) -> Path:
+    """Record how ``commit``'s results on ``machine`` were measured (``RunInfo``), atomically."""
+    quick, scale, bench, trusted = info.quick, info.scale, info.bench, info.trusted
+    shard, partial, helpers = info.shard, info.partial, info.helpers
     path = run_info_path(results_dir, machine, commit)
     data = {"commit": commit, "quick": bool(quick), "scale": scale or DEFAULT_SCALE,
             "bench": bench, "trusted": bool(trusted) and partial is None, "partial": partial}

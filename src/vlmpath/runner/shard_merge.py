@@ -2,11 +2,15 @@
 
 Each shard (``vlmpath run --shard K/N``) writes a results file of its own, under the same
 machine name, holding only its units' values (asv keeps ``None`` at the parameter
-combinations it did not select). ``merge_shard_files`` combines them through asv's own
-``Results`` object (loaded with ``Results.load``, written with ``Results.save``), per
-benchmark and per parameter combination: a combination takes the value, samples and
-statistics of the shard that **owns** its unit (the shard's run-info lists them), so a
-case that failed in its own shard stays failed rather than being filled from nowhere.
+combinations it did not select). ``merge_shard_files`` combines them through asv's public
+``Results`` API only (``Results.load``, the ``get_result_*`` readers, ``remove_result``,
+``add_result``; the caller's ``Results.save``), per benchmark and per parameter
+combination: a combination takes the value, samples and statistics of the shard that
+**owns** its unit (the shard's run-info lists them), so a case that failed in its own shard
+stays failed rather than being filled from nowhere. ``add_result`` derives a timing's
+statistics from its samples and its ``number``; the merge hands it both, and checks that
+what asv kept is what the owning shard measured (a future asv that derived them otherwise
+is refused in one line, never merged into other numbers).
 
 Refused, one line each: two shards that own one unit (overlap), shards that disagree on
 N, on a benchmark's version (different benchmark code) or on its parameters, and two
@@ -25,12 +29,6 @@ from pathlib import Path
 from vlmpath.core.errors import VlmpathError
 from vlmpath.runner.shards import unit_of
 
-#: The per-benchmark maps of an asv ``Results`` that a merge carries over (asv 0.6's
-#: attribute names; a ``Results`` without them is refused as an unknown asv).
-_PER_KEY = ("_results", "_samples", "_stats", "_benchmark_params", "_profiles", "_started_at",
-            "_duration", "_benchmark_version")
-
-
 @dataclass(frozen=True)
 class ShardFile:
     """One shard's results file and what its run-info says it owns."""
@@ -42,10 +40,12 @@ class ShardFile:
 
 
 def _check_asv(res, where: Path) -> None:
-    missing = [a for a in _PER_KEY if not isinstance(getattr(res, a, None), dict)]
+    needed = ("get_all_result_keys", "get_result_value", "get_result_samples", "get_result_stats",
+              "get_result_params", "remove_result", "add_result", "benchmark_version", "started_at", "duration")
+    missing = [a for a in needed if not hasattr(res, a)]
     if missing:
         raise VlmpathError(f"{where}: this asv's Results has no {', '.join(missing)}: "
-                           "the shard merge knows asv 0.6's results layout only")
+                           "the shard merge knows asv 0.6's public Results API only")
 
 
 def _as_list(value, n: int) -> list:
@@ -92,39 +92,84 @@ def merge_shard_files(shards: Sequence[ShardFile]):
     if len(commits) > 1:
         raise VlmpathError(f"shards measured different commits ({', '.join(sorted(map(str, commits)))})")
     target = loaded[0][1]
-    keys = sorted(set().union(*(set(res._results) for _, res in loaded)))
+    keys = sorted(set().union(*(set(res.get_all_result_keys()) for _, res in loaded)))
     for key in keys:
-        having = [(sf, res) for sf, res in loaded if key in res._results]
-        params = having[0][1]._benchmark_params[key]
-        for sf, res in having[1:]:
-            if res._benchmark_params[key] != params:
-                raise VlmpathError(f"shards {having[0][0].k} and {sf.k} ran {key} with different parameters")
-            if res._benchmark_version.get(key) != having[0][1]._benchmark_version.get(key):
-                raise VlmpathError(f"shards {having[0][0].k} and {sf.k} ran different versions of {key} "
-                                   "(different benchmark code): run every shard from one checkout")
-        combos = _combos(params)
-        n = len(combos)
-        merged = {a: [None] * n for a in ("_results", "_samples", "_stats")}
-        for j, combo in enumerate(combos):
-            got = _owner(having, key, combo)
-            if got is None:
-                continue
-            _, res = got
-            for attr in merged:
-                merged[attr][j] = _as_list(getattr(res, attr).get(key), n)[j]
-        for attr, vals in merged.items():  # asv keeps a list per key, None when all are None
-            getattr(target, attr)[key] = None if all(v is None for v in vals) else vals
-        target._benchmark_params[key] = params
-        target._benchmark_version[key] = having[0][1]._benchmark_version.get(key)
-        target._started_at[key] = min(res._started_at[key] for _, res in having if key in res._started_at) \
-            if any(key in res._started_at for _, res in having) else None
-        durations = [res._duration[key] for _, res in having if key in res._duration]
-        if durations:
-            target._duration[key] = float(sum(durations))
-        profiles = [res._profiles[key] for _, res in having if key in res._profiles]
-        if profiles:
-            target._profiles[key] = profiles[0]
+        having = [(sf, res) for sf, res in loaded if key in res.get_all_result_keys()]
+        _merge_key(target, key, having)
     return target
+
+
+def _same(a: list, b: list) -> bool:
+    """Equal lists of values, a NaN (asv's "skipped") equal to a NaN."""
+    import math
+
+    def nan(x) -> bool:
+        return isinstance(x, float) and math.isnan(x)
+
+    return len(a) == len(b) and all(x == y or (nan(x) and nan(y)) for x, y in zip(a, b))
+
+
+def _as_saved(stats: list) -> list:
+    """Statistics as asv's ``Results.save`` writes them (each field's floats truncated, as
+    ``asv.util.truncate_float_list``): what a merged file will hold."""
+    from asv.util import truncate_float_list
+
+    fields = sorted({f for s in stats if isinstance(s, dict) for f in s})
+    return [truncate_float_list([s.get(f) if isinstance(s, dict) else None for s in stats]) for f in fields]
+
+
+def _same_params(key: str, having) -> list:
+    params = having[0][1].get_result_params(key)
+    version = having[0][1].benchmark_version.get(key)
+    for sf, res in having[1:]:
+        if res.get_result_params(key) != params:
+            raise VlmpathError(f"shards {having[0][0].k} and {sf.k} ran {key} with different parameters")
+        if res.benchmark_version.get(key) != version:
+            raise VlmpathError(f"shards {having[0][0].k} and {sf.k} ran different versions of {key} "
+                               "(different benchmark code): run every shard from one checkout")
+    return params
+
+
+def _merge_key(target, key: str, having) -> None:
+    """``key``'s combinations, each from the shard that owns it, written into ``target``
+    through ``add_result`` (module doc)."""
+    import datetime
+
+    from asv.runner import BenchmarkResult
+
+    params = _same_params(key, having)
+    combos = _combos(params)
+    n = len(combos)
+    values, samples, stats, numbers = [None] * n, [None] * n, [None] * n, [None] * n
+    errcode, stderr, profile = 0, "", None
+    for j, combo in enumerate(combos):
+        got = _owner(having, key, combo)
+        if got is None:
+            continue
+        _, res = got
+        values[j] = _as_list(res.get_result_value(key, params), n)[j]
+        samples[j] = _as_list(res.get_result_samples(key, params), n)[j]
+        stats[j] = _as_list(res.get_result_stats(key, params), n)[j]
+        if samples[j] is not None and isinstance(stats[j], dict):  # asv derives the stats from these
+            numbers[j] = stats[j].get("number")
+        errcode = errcode or res.errcode.get(key, 0) or 0
+        stderr = stderr or res.stderr.get(key, "") or ""
+        if profile is None and res.has_profile(key):
+            profile = res.get_profile(key)
+    started = [res.started_at[key] for _, res in having if res.started_at.get(key) is not None]
+    durations = [res.duration[key] for _, res in having if res.duration.get(key) is not None]
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    if key in target.get_all_result_keys():
+        target.remove_result(key)
+    target.add_result({"name": key, "version": having[0][1].benchmark_version.get(key), "params": params},
+                      BenchmarkResult(result=values, samples=samples, number=numbers, errcode=errcode,
+                                      stderr=stderr, profile=profile),
+                      started_at=epoch + datetime.timedelta(milliseconds=min(started)) if started else None,
+                      duration=float(sum(durations)) if durations else None, record_samples=True)
+    kept = (_as_list(target.get_result_value(key, params), n), _as_list(target.get_result_stats(key, params), n))
+    if not (_same(kept[0], values) and _as_saved(kept[1]) == _as_saved(stats)):
+        raise VlmpathError(f"shard merge of {key}: asv's Results.add_result did not keep the values and statistics "
+                           "the owning shards measured (another asv version?): merge with the asv this vlmpath pins")
 
 
 def missing_shards(n: int, present: Sequence[int]) -> list[int]:

@@ -1,9 +1,9 @@
-"""Does ``vlmpath ci merge`` judge an artifact's serve rows as its ``ci pr --serve`` did?
+"""Which serve rows does an artifact hold, and how are they judged on their pairs?
 
 ``ci pr --serve MODEL_DIR`` measures base's and head's servers in interleaved rounds and
 writes each round's run file (``OUT/serve/{base,head}-<i>.json``, ``pr.serve``), its
-``run.json`` saying ``serve`` (the model) and ``serve_rounds`` N. The merge never reads the
-artifact's comparison.json: ``serve_sides_of`` reads those N pairs of run files itself
+manifest saying ``serve`` (the model) and ``serve_rounds`` N. The judge (``ci pr`` on its own
+artifact, ``ci merge`` on every machine's) never reads the artifact's comparison.json: ``serve_sides_of`` reads those N pairs of run files itself
 (each a regular file within the run's budget, checked by ``serving.run_file``: shape only),
 turns them into each side's ``RunResults`` for that artifact's machine and shas
 (``compare.from_serve``: what a row means comes from the metric table), and ``judge_serve``
@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vlmpath.compare.comparison import ComparisonReport
 from vlmpath.compare.from_serve import first_differences, run_from_serve
@@ -31,6 +30,8 @@ from vlmpath.compare.thresholds import Thresholds
 from vlmpath.core.budget import RunBudget
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.safe_json import loads, read_capped
+from vlmpath.pr.artifact import Artifact, RunManifest
+from vlmpath.pr.sources import Context, Rows, RowSource
 from vlmpath.serving.run_file import parse_run
 
 SERVE_SUBDIR = "serve"  # pr.serve.SERVE_SUBDIR: the same folder ci pr writes
@@ -47,12 +48,9 @@ class ServeSides:
     notes: tuple[str, ...]
 
 
-def _claimed_rounds(data: dict[str, Any]) -> int | None:
+def _claimed_rounds(m: RunManifest) -> int | None:
     """None: the artifact claims no serve rows. Else its round count (maybe out of range)."""
-    if data.get("serve") in (None, False, ""):
-        return None
-    n = data.get("serve_rounds")
-    return n if isinstance(n, int) and not isinstance(n, bool) else -1
+    return None if m.serve is None else m.serve_rounds
 
 
 def _files(art: Path, name: str, n: int) -> list[tuple[Path, str]]:
@@ -76,15 +74,16 @@ def _parse(path: Path, where: str) -> dict:
     return parse_run(loads(read_capped(path, where, MAX_SERVE_FILE), where, "re-run ci pr --serve"), where)
 
 
-def serve_sides_of(art: Path, name: str, data: dict[str, Any], spent: RunBudget) -> tuple[ServeSides | None, str | None]:
+def serve_sides_of(artifact: Artifact, spent: RunBudget) -> tuple[ServeSides | None, str | None]:
     """The artifact's serve rounds as each side's ``RunResults`` (module doc), or why they
     cannot be used; (None, None): the artifact claims no serve rows."""
-    n = _claimed_rounds(data)
+    art, name, m = artifact.path, artifact.name, artifact.manifest
+    n = _claimed_rounds(m)
     if n is None:
         return None, None
     if not 1 <= n <= MAX_SERVE_ROUNDS:
         return None, f"artifact {name}: run.json claims serve rows but serve_rounds is not 1 to {MAX_SERVE_ROUNDS}"
-    machine, base_sha, head_sha = data["machine"], data["base_sha"], data["head_sha"]
+    machine, base_sha, head_sha = m.machine, m.base_sha, m.head_sha
     try:
         files = _files(art, name, n)
     except VlmpathError as exc:
@@ -104,23 +103,22 @@ def serve_sides_of(art: Path, name: str, data: dict[str, Any], spent: RunBudget)
     return ServeSides(machine, name, base, head, notes), None
 
 
-def collect(arts: Sequence[tuple[str, Path, dict[str, Any]]], spent: RunBudget
-            ) -> tuple[list[ServeSides], list[str], list[str]]:
+def collect(arts: Sequence[Artifact], spent: RunBudget) -> tuple[list[ServeSides], list[str], list[str]]:
     """Every artifact's usable serve sides, the notes, and the incomplete entries
     (``machine: usable serve rounds``)."""
     got: list[ServeSides] = []
     notes: list[str] = []
     broken: list[str] = []
     claimed: dict[str, str] = {}
-    for name, art, data in arts:
-        if _claimed_rounds(data) is None:
+    for art in arts:
+        if _claimed_rounds(art.manifest) is None:
             continue
-        machine = data["machine"]
+        name, machine = art.name, art.manifest.machine
         if machine in claimed:
             raise VlmpathError(f"machine {machine}: artifacts {claimed[machine]} and {name} both claim serve rows; "
                                "serve in one shard only (ci pr --serve with --shard 1/N)")
         claimed[machine] = name
-        sides, why = serve_sides_of(art, name, data, spent)
+        sides, why = serve_sides_of(art, spent)
         if sides is None:
             notes.append(f"{machine}: {why}: its serve rows are not judged")
             broken.append(f"{machine}: usable serve rounds")
@@ -141,3 +139,19 @@ def judge_serve(report: ComparisonReport, got: Sequence[ServeSides], cfg: Thresh
             notes.append(f"{s.machine}: served in {len(s.base)} interleaved rounds ({s.artifact}); "
                          "serve timings judged on paired rounds")
     return report, notes
+
+
+class Served(RowSource):
+    """The serve rows of every (asv) artifact that claims them; re-judged on their pairs."""
+
+    def __init__(self) -> None:
+        self.got: list[ServeSides] = []
+
+    def rows(self, ctx: Context) -> Rows:
+        got, notes, broken = collect(ctx.of_kind(engine=False), ctx.spent)
+        self.got = got
+        return Rows([s.base[-1] for s in got], [s.head[-1] for s in got], notes, broken)
+
+    def rejudge(self, report: ComparisonReport, ctx: Context) -> tuple[ComparisonReport, Rows]:
+        report, notes = judge_serve(report, self.got, ctx.cfg)
+        return report, Rows(notes=notes)
