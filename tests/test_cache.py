@@ -62,8 +62,15 @@ def test_too_large_entry_is_refused():
     assert cache.set(1, _rows(1))  # 16 bytes
     assert not cache.set(2, _rows(10))  # 160 bytes: cannot fit even in an empty cache
     assert not cache.has(2) and cache.stats.refused == 1
-    # Faithful to the engine: the eviction loop empties the cache before it gives up.
-    assert len(cache) == 0 and cache.cur_bytes == 0
+    # Refused before anything is evicted: the entry already held stays.
+    assert cache.has(1) and cache.cur_bytes == 16 and cache.stats.evictions == 0
+
+
+def test_the_older_loop_flushes_the_cache_before_refusing_an_oversize_entry():
+    cache = EmbeddingCache(100, evict_before_refusing=True)
+    assert cache.set(1, _rows(1))
+    assert not cache.set(2, _rows(10))
+    assert len(cache) == 0 and cache.cur_bytes == 0 and cache.stats.evictions == 1
 
 
 def test_nonpositive_size_is_an_error():

@@ -47,6 +47,9 @@ class Workload:
     vocab_size: int
     seed: int
     steps: tuple[Step, ...] = field(default=())
+    # The embedding cache's budget in rows of the workload's encoder (None: the run's
+    # cache size); presets that exercise eviction set it.
+    cache_rows: int | None = None
 
     @property
     def prefill_tokens(self) -> int:
@@ -60,8 +63,8 @@ class Workload:
         return self.requests[rid]
 
     def with_chunk_size(self, chunk_size: int) -> Workload:
-        return build_workload(self.name, self.scale, self.model, self.requests, chunk_size,
-                              self.vocab_size, self.seed)
+        return replace(build_workload(self.name, self.scale, self.model, self.requests, chunk_size,
+                                      self.vocab_size, self.seed), cache_rows=self.cache_rows)
 
 
 # --- request specs ----------------------------------------------------------------------
@@ -298,6 +301,39 @@ def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator,
         specs = [RequestSpec((t(), _image(shapes.small_px), t(), video(), t(), _image(shapes.small_px), t())),
                  RequestSpec((t(), video(), t(), _image(shapes.small_px), t()))]
         return specs, -1
+    k = shapes.small_px // SHAPES["tiny"].small_px  # image sides scale with the preset's scale
+    if name == "split_order":
+        # One batched encoder call holds five items of five distinct row counts (tiny: 16, 64,
+        # 36 in the first request, 4, 25 in the second), in an order that no reversal or
+        # rotation maps onto itself: a split by the right sizes in the wrong order misplaces
+        # rows here (every other preset's calls hold uniform or palindromic counts).
+        specs = [RequestSpec((t(), _image(112 * k), t(), _image(224 * k), t(), _image(168 * k), t())),
+                 RequestSpec((t(), _image(56 * k), t(), _image(140 * k), t()))]
+        return specs, -1
+    if name == "cache_oversize":
+        # A cache of A + B + A/2 rows, one item (BIG) larger than all of it between normal
+        # ones; the second request (its own step) needs A and B again: an oversize item that
+        # flushes the cache before it is refused makes them evictions and re-encodes.
+        a, b = _image(112 * k, content_id=9100), _image(112 * k, content_id=9101)
+        specs = [RequestSpec((8, a, 8, b, 8, _image(280 * k), 8)), RequestSpec((8, a, 8, b, 8))]
+        return specs, 0  # chunk: the first request's length (``_AFTER_BUILD``)
+    if name == "cache_dup_chunked":
+        # The same item X twice in one chunked request (X, W, X), then a request (Y, X) whose Y
+        # forces an eviction from a cache of 2.5 items: least-recently-used is W (X was just
+        # read), so nothing is encoded twice; a cache that drops X while the request still
+        # needs it, or whose hits do not refresh X, encodes X again.
+        x, w = _image(224 * k, content_id=9200), _image(224 * k, content_id=9201)
+        specs = [RequestSpec((8, x, 8, w, 8, x, 8)), RequestSpec((8, _image(224 * k), 8, x, 8))]
+        return specs, shapes.long_chunk
+    if name == "multi_span_chunks":
+        # Multi-span items (regions split by text) under chunks whose boundaries fall inside a
+        # span, between an item's spans, between items and after the last span; the second
+        # item starts chunks after the first, so a path encoding it with the first encodes
+        # it for a chunk that does not touch it.
+        specs = [RequestSpec((8, _regions(2, shapes, False, gen, square), 40,
+                              _regions(3, shapes, False, gen, square), 8)),
+                 RequestSpec((8, _regions(2, shapes, False, gen, square), 8))]
+        return specs, shapes.long_chunk
     raise AssertionError(name)  # guarded by PRESETS
 
 
@@ -307,8 +343,25 @@ PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
     "many_small_images": "qwen2_5_vl", "few_large_images": "qwen2_5_vl", "video": "qwen2_5_vl",
     "multi_region": "multi_region", "chunked_long": "qwen2_5_vl", "cache_reuse": "qwen2_5_vl",
     "mixed": "qwen2_5_vl", "evs_video": "evs", "interleaved_modalities": "qwen2_5_vl",
+    "split_order": "qwen2_5_vl", "cache_oversize": "qwen2_5_vl", "cache_dup_chunked": "qwen2_5_vl",
+    "multi_span_chunks": "multi_region",
 })
 PRESETS = tuple(PRESET_ENCODERS)
+
+
+def _oversize_after(requests: tuple[Request, ...]) -> tuple[int, int]:
+    a, b, big = requests[0].items
+    budget = a.span + b.span + a.span // 2
+    assert big.span > budget  # the preset's point: one item larger than the whole cache
+    return requests[0].length, budget
+
+
+#: Presets whose chunk size or cache budget follows from their built requests:
+#: ``requests -> (chunk size or None to keep the spec's, cache rows)``.
+_AFTER_BUILD: Mapping[str, Callable[[tuple[Request, ...]], tuple[int | None, int]]] = MappingProxyType({
+    "cache_oversize": _oversize_after,
+    "cache_dup_chunked": lambda reqs: (None, reqs[0].items[0].span * 5 // 2),
+})
 
 
 def preset(name: str, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> Workload:
@@ -323,7 +376,11 @@ def preset(name: str, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> Workload:
     gen = torch.Generator().manual_seed(seed * 7919 + PRESETS.index(name))
     specs, chunk = _preset_specs(name, shapes, gen, lambda px: fam.grid_for_image(px, px, scale))
     requests = build_requests(specs, shapes.vocab, seed * 7919 + PRESETS.index(name), fam)
-    return build_workload(name, scale, model, requests, chunk, shapes.vocab, seed)
+    cache_rows = None
+    if name in _AFTER_BUILD:
+        after_chunk, cache_rows = _AFTER_BUILD[name](requests)
+        chunk = chunk if after_chunk is None else after_chunk
+    return replace(build_workload(name, scale, model, requests, chunk, shapes.vocab, seed), cache_rows=cache_rows)
 
 
 def with_item_hashes(workload: Workload, new_hash: dict[int, int]) -> Workload:
@@ -343,5 +400,4 @@ def with_item_hashes(workload: Workload, new_hash: dict[int, int]) -> Workload:
                 ids[a:b + 1] = pad
             items.append(replace(it, hash=h, pad_value=pad))
         requests.append(Request(req.rid, ids, tuple(items)))
-    return Workload(workload.name, workload.scale, workload.model, tuple(requests),
-                    workload.chunk_size, workload.vocab_size, workload.seed, workload.steps)
+    return replace(workload, requests=tuple(requests))

@@ -44,6 +44,7 @@ from vlmpath.core.registry import Registry
 from vlmpath.measure.cache import EmbeddingCache, combine_hashes
 from vlmpath.measure.evs_layout import evs_relayout
 from vlmpath.measure.items import Item
+from vlmpath.measure.path_ledger import PathLedger
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,14 @@ class EncodeContext:
     # EVS: rid -> that request's chunk items re-laid by the last strategy call; the routine
     # takes them out after each call and rewrites the request's input ids.
     relaid: dict[int, tuple[Item, ...]] = field(default_factory=dict)
+    # Which items each call encoded, for which chunk (re-encodes, off-chunk encodes).
+    ledger: PathLedger | None = None
 
     def encode(self, items: Sequence[Item]):
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(items)
+        if self.ledger is not None:
+            self.ledger.encoded(items)
         with self.encoder_region():
             return self.encoder.encode(items)
 

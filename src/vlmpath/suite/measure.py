@@ -192,6 +192,8 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
                               "its own that vlmpath drives (vLLM's and sglang's Qwen2.5-VL have); use --tower ours")
         encoder = swap(encoder)
     golden = session.golden(wl, encoder)
+    if wl.cache_rows is not None:  # the preset's own budget, in rows of its encoder
+        cache_bytes = wl.cache_rows * encoder.out_dim * torch.empty((), dtype=encoder.dtype).element_size()
     make: Callable[..., Routine] = EmbedRoutine if engine is None else engine.routine
 
     syncs = encoder_syncs = None
@@ -257,10 +259,17 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
         peak_bytes=memory.allocated, reserved_bytes=memory.reserved, memory=memory.to_dict(),
         **({} if engine is None else {"engine": engine.label, "engine_version": engine.version,
                                       "engine_seams": _labelled_seams(engine, routine, syncs, events, hstats, counts)}),
+        **_ledger_fields(routine),
         **({} if counts is None else {"routine_bytecodes": counts.bytecodes,
                                       "routine_aten_elements": counts.elements, "counts_error": counts.error,
                                       "counts_top": counts.top}),
     )
+
+
+def _ledger_fields(routine) -> dict:
+    """The last pass's path counts (``measure.path_ledger``), when the routine keeps a ledger."""
+    ledger = getattr(routine, "ledger", None)
+    return {} if ledger is None else dict(ledger.summary())
 
 
 def _labelled_seams(engine, routine, syncs, events, hstats, counts) -> dict:
