@@ -70,6 +70,7 @@ def engine_fixtures(name: str, example: str, extra_sets: Callable[[], dict[str, 
         sets = {"records": CaseSet(plan_cases(pipelines=["default"]), repeat=1),
                 "planted": CaseSet(plan_cases(workloads=list(PLANTED), pipelines=["default"]), repeat=1,
                                    count=False, faults=PLANTS),
+                **split_plant_sets(),
                 **(extra_sets() if extra_sets else {})}
         return dict(zip(sets, measure_case_sets(list(sets.values()), engine_env.spec), strict=True))
 
@@ -89,6 +90,39 @@ def engine_fixtures(name: str, example: str, extra_sets: Callable[[], dict[str, 
 #: on another, a clean third.
 PLANTS = "few_large_images:raise:engine says no;many_small_images:flip"
 PLANTED = ("few_large_images", "many_small_images", "video")
+
+
+#: The wrong-order splits planted where the engine splits a batched output (issue 38).
+SPLIT_PLANTS = ("split_reversed", "split_rotated")
+
+
+def split_plant_sets() -> dict[str, CaseSet]:
+    """One set per wrong-order split, on ``split_order`` alone (uncounted: accuracy tells)."""
+    return {kind: CaseSet(plan_cases(workloads=["split_order"], pipelines=["default"]), repeat=1, count=False,
+                          faults=f"split_order:{kind}") for kind in SPLIT_PLANTS}
+
+
+def check_split_plants(measured: dict, records: dict) -> None:
+    """Both wrong-order splits are red on ``split_order``; the unchanged engine is green."""
+    assert records["split_order"].accuracy == 1.0 and records["split_order"].error is None
+    for kind in SPLIT_PLANTS:
+        [rec] = set_records(measured, kind)
+        assert rec.workload == "split_order" and rec.accuracy < 1.0, (kind, rec.accuracy, rec.error)
+
+
+#: The new presets' path counts every engine must measure (issue 38), not None.
+PATH_COUNTS = ("reencodes", "off_chunk_encodes", "cache_evictions", "cache_retained_bytes",
+               "cache_unaccounted_bytes", "cache_over_budget_bytes")
+
+
+def check_path_counts(records: dict) -> None:
+    """Every driven preset carries the path counts; the cache presets encode nothing twice
+    and keep no storage they do not account for (both releases the tests pin are right)."""
+    for w, rec in driven(records).items():
+        assert all(getattr(rec, k) is not None for k in PATH_COUNTS), (w, [getattr(rec, k) for k in PATH_COUNTS])
+    for w in ("cache_oversize", "cache_dup_chunked"):
+        rec = records[w]
+        assert rec.accuracy == 1.0 and rec.reencodes == 0 and rec.cache_unaccounted_bytes == 0, w
 
 
 def set_records(measured: dict, name: str) -> list:

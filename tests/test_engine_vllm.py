@@ -26,8 +26,8 @@ tower); the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import (EVS, by_workload, driven, driven_cases, engine_fixtures, reference_records,
-                                set_records)
+from engine_adapter_env import (EVS, by_workload, check_path_counts, check_split_plants, driven, driven_cases,
+                                engine_fixtures, reference_records, set_records)
 
 from vlmpath.core.errors import VlmpathError
 from vlmpath.engines import registry
@@ -114,13 +114,19 @@ def test_the_other_runner_places_every_row_on_every_preset_too(records, measured
 # own: step 1 of multi_region (request 0's one-span image, request 1's three-span image) is
 # one vLLM call and two reference calls, so vLLM makes 4 calls to the reference's 5.
 MULTI_SPAN = {"multi_region"}
+# The other way on multi_span_chunks: the reference's full path encodes request 0's two
+# multi-span items together at its first chunk; vLLM's scheduler encodes each item in the
+# step whose chunk first reaches it (3 calls to the reference's 2, and no off-chunk encode).
+PER_ITEM_SCHEDULED = {"multi_span_chunks"}
 
 
 def test_encoder_calls_match_cross_request_batching(records):
     ref = reference_records(driven(records), "batched")
     calls = {w: (r.encoder_calls, ref[w].encoder_calls) for w, r in driven(records).items()}
-    assert all(e == f for w, (e, f) in calls.items() if w not in MULTI_SPAN), calls
+    assert all(e == f for w, (e, f) in calls.items() if w not in MULTI_SPAN | PER_ITEM_SCHEDULED), calls
     assert all(e < f for w, (e, f) in calls.items() if w in MULTI_SPAN), calls
+    assert all(e > f and records[w].off_chunk_encodes == 0 for w, (e, f) in calls.items()
+               if w in PER_ITEM_SCHEDULED), calls
 
 
 def test_planted_engine_fault_fails_only_its_case(planted):
@@ -164,3 +170,11 @@ def test_the_reference_has_no_engine_tower():
 
     with pytest.raises(VlmpathError, match="--tower engine runs an engine's own vision tower"):
         measure_cases(plan_cases(workloads=["video"], pipelines=["default"]), None, tower="engine")
+
+
+def test_a_split_in_the_wrong_order_is_red_on_split_order(measured, records):
+    check_split_plants(measured, records)
+
+
+def test_the_path_counts_are_measured_through_the_engines_own_cache(records):
+    check_path_counts(records)

@@ -34,7 +34,11 @@ from vlmpath.engines.env_recipe import children_cpu_seconds
 from vlmpath.engines.releases import Release
 from vlmpath.suite.record import CaseRecord, read_records, write_records
 
-DEFAULT_WORKLOADS = ("multi_region", "mixed", "interleaved_modalities")
+# split_order: a wrong-order split of a batched output reads red (every preset before it
+# held uniform or palindromic counts per call); the cache presets carry the path counts
+# (re-encodes, off-chunk encodes, evictions, retained storage) at the release boundary.
+DEFAULT_WORKLOADS = ("multi_region", "mixed", "interleaved_modalities", "split_order", "cache_oversize",
+                     "cache_dup_chunked", "multi_span_chunks")
 STATE_VERSION = 1
 MAX_REASON = 300
 
