@@ -139,7 +139,7 @@ def add_sweep_args(esub, names) -> None:
     sw.add_argument("--no-shared-cache", action="store_true", help="install each env with pip, as engine install")
     sw.add_argument("--workload", action="append", default=None, metavar="NAME",
                     help="preset (repeatable; default multi_region, mixed, interleaved_modalities, split_order, "
-                         "cache_oversize, cache_dup_chunked, multi_span_chunks)")
+                         "cache_oversize, cache_dup_chunked, multi_span_chunks, cache_dup_pressure)")
     from vlmpath.cli.options import scale_option
 
     scale_option(sw)  # a Scale, parsed once here (the sweep state records its name)

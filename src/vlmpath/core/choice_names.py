@@ -24,6 +24,7 @@ STAGE_NAMES: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType({
 PRESET_NAMES: tuple[str, ...] = ("many_small_images", "few_large_images", "video", "multi_region",
                                  "chunked_long", "cache_reuse", "mixed", "evs_video", "interleaved_modalities",
                                  # issue 38 (history): the split-order and cache presets
-                                 "split_order", "cache_oversize", "cache_dup_chunked", "multi_span_chunks")
+                                 "split_order", "cache_oversize", "cache_dup_chunked", "multi_span_chunks",
+                                 "cache_dup_pressure")
 #: A workload read from a file is named ``trace:PATH``.
 TRACE_PREFIX = "trace:"

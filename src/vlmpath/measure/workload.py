@@ -334,6 +334,16 @@ def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator,
                               _regions(3, shapes, False, gen, square), 8)),
                  RequestSpec((8, _regions(2, shapes, False, gen, square), 8))]
         return specs, shapes.long_chunk
+    if name == "cache_dup_pressure":
+        # The same item X twice in one chunked request with two others between (X, W, Z, X), in
+        # a cache of 2.5 items: when Z is stored, X's first occurrence is consumed but its
+        # second is still to come. A cache that lets X go then (an LRU that does not know the
+        # request still needs it, or a per-request reference count dropped at the first
+        # occurrence: vLLM before #54284) encodes X again; one that holds it until its last
+        # occurrence evicts W instead.
+        x = _image(224 * k, content_id=9300)
+        specs = [RequestSpec((8, x, 8, _image(224 * k), 8, _image(224 * k), 8, x, 8))]
+        return specs, shapes.long_chunk
     raise AssertionError(name)  # guarded by PRESETS
 
 
@@ -344,7 +354,7 @@ PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
     "multi_region": "multi_region", "chunked_long": "qwen2_5_vl", "cache_reuse": "qwen2_5_vl",
     "mixed": "qwen2_5_vl", "evs_video": "evs", "interleaved_modalities": "qwen2_5_vl",
     "split_order": "qwen2_5_vl", "cache_oversize": "qwen2_5_vl", "cache_dup_chunked": "qwen2_5_vl",
-    "multi_span_chunks": "multi_region",
+    "multi_span_chunks": "multi_region", "cache_dup_pressure": "qwen2_5_vl",
 })
 PRESETS = tuple(PRESET_ENCODERS)
 
@@ -361,6 +371,7 @@ def _oversize_after(requests: tuple[Request, ...]) -> tuple[int, int]:
 _AFTER_BUILD: Mapping[str, Callable[[tuple[Request, ...]], tuple[int | None, int]]] = MappingProxyType({
     "cache_oversize": _oversize_after,
     "cache_dup_chunked": lambda reqs: (None, reqs[0].items[0].span * 5 // 2),
+    "cache_dup_pressure": lambda reqs: (None, reqs[0].items[0].span * 5 // 2),
 })
 
 

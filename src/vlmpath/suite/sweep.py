@@ -38,7 +38,7 @@ from vlmpath.suite.record import CaseRecord, read_records, write_records
 # held uniform or palindromic counts per call); the cache presets carry the path counts
 # (re-encodes, off-chunk encodes, evictions, retained storage) at the release boundary.
 DEFAULT_WORKLOADS = ("multi_region", "mixed", "interleaved_modalities", "split_order", "cache_oversize",
-                     "cache_dup_chunked", "multi_span_chunks")
+                     "cache_dup_chunked", "multi_span_chunks", "cache_dup_pressure")
 STATE_VERSION = 1
 MAX_REASON = 300
 
