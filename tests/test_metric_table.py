@@ -59,7 +59,7 @@ def test_bad_rows_are_refused():
 
 #: The embedding path's exact counts (``measure.path_ledger``), tracked on every routine path.
 LEDGER_TRACKS = ("track_reencodes", "track_off_chunk_encodes", "track_cache_evictions", "track_cache_retained_bytes",
-                 "track_cache_unaccounted_bytes", "track_cache_over_budget_bytes")
+                 "track_cache_unaccounted_bytes", "track_cache_over_budget_bytes", "track_foreign_rows")
 
 
 def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
@@ -74,7 +74,7 @@ def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
                        "routine_bytecodes": "bytecodes", "routine_aten_elements": "elements",
                        "reencodes": "encodes", "off_chunk_encodes": "encodes", "cache_evictions": "evictions",
                        "cache_retained_bytes": "retained bytes", "cache_unaccounted_bytes": "retained bytes",
-                       "cache_over_budget_bytes": "retained bytes"}
+                       "cache_over_budget_bytes": "retained bytes", "foreign_rows": "items"}
     # The pytest-benchmark reader: every routine key read with the table's unit, nothing else.
     extra = {**{name: 1.0 for name in routine}, "not_a_metric": 5.0}
     path = tmp_path / "bench.json"

@@ -33,7 +33,8 @@ def session():
 
 
 def run(session, name: str, encode: str = "batched"):
-    """(accuracy, the ledger's summary, the first error) of one pass of the reference."""
+    """(accuracy, the ledger's summary with ``foreign_rows``, the first error) of one pass of
+    the reference."""
     wl = preset(name, "tiny")
     enc = session.encoder(wl.model, "tiny")
     table = text_table(wl.vocab_size, enc.out_dim, enc.dtype, "cpu", wl.seed)
@@ -41,7 +42,7 @@ def run(session, name: str, encode: str = "batched"):
     routine = EmbedRoutine(wl, enc, replace(DEFAULT_PIPELINE, encode=encode), table, cache_bytes=nbytes)
     asm, _, failed, error, _ = _run_schedule(routine, wl, "cpu", timed=False)
     fid = score(wl, asm.rows, session.golden(wl, enc), failed=failed, encoder=enc.name)
-    return fid.accuracy, dict(routine.ledger.summary()), error
+    return fid.accuracy, {**routine.ledger.summary(), "foreign_rows": fid.foreign}, error
 
 
 #: What the reference reads on each new preset (tiny, both encode strategies agree).
@@ -57,6 +58,13 @@ EXPECTED = {
     # before its first span) are encoded for chunks that do not touch them.
     "multi_span_chunks": {"reencodes": 0, "off_chunk_encodes": 2, "cache_evictions": 0,
                           "cache_unaccounted_bytes": 0, "cache_over_budget_bytes": 0},
+    # X, W, Z, X in a cache of 2.5 items: an LRU that does not know the request still needs X
+    # drops it for Z and encodes it again (what sglang's cache does; vLLM 0.33 too: its
+    # per-request reference only covers occurrences already scheduled).
+    "cache_dup_pressure": {"reencodes": 1, "off_chunk_encodes": 0, "cache_evictions": 2,
+                           "cache_unaccounted_bytes": 0, "cache_over_budget_bytes": 0},
+    "key_collision": {"reencodes": 0, "off_chunk_encodes": 0, "cache_evictions": 0,
+                      "cache_unaccounted_bytes": 0, "cache_over_budget_bytes": 0},
 }
 
 
@@ -149,3 +157,16 @@ def test_retained_bytes_count_a_storage_once_and_a_view_by_its_storage():
     ledger.observe([a], budget=100)
     assert ledger.summary()["cache_unaccounted_bytes"] == 160 - 48
     assert ledger.summary()["cache_over_budget_bytes"] == 60
+
+
+def test_items_under_one_key_get_their_own_rows_unless_the_key_ignores_the_shape(session, monkeypatch):
+    """``key_collision``: the correct design keys its cache by hash and grids; keyed by the
+    hash alone (planted, and the engines' per-request path) the transposed grid is served
+    the other item's rows, and the forced key with half the span is refused as a hit."""
+    accuracy, got, error = run(session, "key_collision")
+    assert accuracy == 1.0 and got["foreign_rows"] == 0 and error is None
+    accuracy, got, error = run(session, "key_collision", "per_request")  # hash-only keys, faithful
+    assert got["foreign_rows"] == 1 and accuracy == 2 / 3 and error is None
+    monkeypatch.setattr(encode_mod, "shape_key", lambda it: it.hash)
+    accuracy, got, error = run(session, "key_collision")
+    assert got["foreign_rows"] == 1 and accuracy == 2 / 3 and error is None

@@ -25,6 +25,6 @@ PRESET_NAMES: tuple[str, ...] = ("many_small_images", "few_large_images", "video
                                  "chunked_long", "cache_reuse", "mixed", "evs_video", "interleaved_modalities",
                                  # issue 38 (history): the split-order and cache presets
                                  "split_order", "cache_oversize", "cache_dup_chunked", "multi_span_chunks",
-                                 "cache_dup_pressure")
+                                 "cache_dup_pressure", "key_collision")
 #: A workload read from a file is named ``trace:PATH``.
 TRACE_PREFIX = "trace:"

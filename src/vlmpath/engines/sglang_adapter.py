@@ -123,6 +123,7 @@ class SglangRoutine(EngineRoutineBase):
         self._cache = api.new_cache(cache_bytes)
         self._hits = _HitCounter(self._cache, self.stats, self.ledger)
         self._ours: dict[int, object] = {}  # engine hash -> our Item (same content, same hash)
+        self._our_item: dict[int, object] = {}  # id of the engine's item -> our Item
         self._inputs: dict[int, object] = {}
         self._ids: dict[int, torch.Tensor] = {}
         self.calls = StepCalls()  # what each encoder call held, per step (engines.behaviour)
@@ -137,6 +138,7 @@ class SglangRoutine(EngineRoutineBase):
                 for a, b in it.offsets:
                     ids[a:b + 1] = torch.tensor(api.padding(e, b - a + 1), dtype=torch.int64)
                 self._ours[e.hash] = it
+                self._our_item[id(e)] = it  # by the engine's item: colliding hashes stay apart
                 self._rid[id(e)] = r.rid
                 items.append(e)
             self._ids[r.rid] = ids
@@ -150,7 +152,7 @@ class SglangRoutine(EngineRoutineBase):
     def _embed(self, items) -> torch.Tensor:
         """The engine's data_embedding_func: our encoder over the engine's items."""
         try:
-            ours = [self._ours[it.hash] for it in items]
+            ours = [self._our_item.get(id(it)) or self._ours[it.hash] for it in items]
         except KeyError as exc:
             raise EngineError(f"the engine asked to encode an item whose hash {exc} no request holds") from exc
         self.stats.encoder_calls += 1

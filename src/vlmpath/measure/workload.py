@@ -77,6 +77,7 @@ class MediaSpec:
     regions: bool = False          # MiniCPM-like: one span of region_tokens per grid
     content_id: int | None = None  # equal ids give equal content (cache reuse)
     evs: bool = False              # EVS video: pre-sized to the pruned total, one range per frame
+    key_of: int | None = None      # a forced key collision: the hash of content id ``key_of``'s item
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,8 @@ def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int,
             if feature is None:
                 feature = content[key] = _feature(seg.grids, key, fam.patch_dim)
             h = tensor_hash(feature)  # sender-side hash, as the tokenizer process computes it
+            if seg.key_of is not None:  # another content's key (built earlier in the specs)
+                h = tensor_hash(content[seed * 100_003 + 50_000 + seg.key_of])
             pad = compute_pad_value(h)
             offsets = []
             frame_tokens: tuple[int, ...] = ()
@@ -344,6 +347,16 @@ def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator,
         x = _image(224 * k, content_id=9300)
         specs = [RequestSpec((8, x, 8, _image(224 * k), 8, _image(224 * k), 8, x, 8))]
         return specs, shapes.long_chunk
+    if name == "key_collision":
+        # Distinct items under one key: the same pixel bytes as a 8x16 and a 16x8 patch grid
+        # (a hash of the bytes alone, blind to shape, gives both one key: same span, other
+        # rows), and an item forced onto that key with half the span. A cache keyed by the
+        # hash alone serves the second grid the first one's rows; a hit whose row count is
+        # not the span must be refused and encoded (never cropped or crashing the step).
+        g = lambda h, w: MediaSpec("image", ((1, h * k, w * k),), content_id=9400)  # noqa: E731
+        forced = MediaSpec("image", ((1, 8 * k, 8 * k),), key_of=9400)
+        specs = [RequestSpec((t(), g(8, 16), t())), RequestSpec((t(), g(16, 8), t(), forced, t()))]
+        return specs, -1
     raise AssertionError(name)  # guarded by PRESETS
 
 
@@ -354,7 +367,7 @@ PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
     "multi_region": "multi_region", "chunked_long": "qwen2_5_vl", "cache_reuse": "qwen2_5_vl",
     "mixed": "qwen2_5_vl", "evs_video": "evs", "interleaved_modalities": "qwen2_5_vl",
     "split_order": "qwen2_5_vl", "cache_oversize": "qwen2_5_vl", "cache_dup_chunked": "qwen2_5_vl",
-    "multi_span_chunks": "multi_region", "cache_dup_pressure": "qwen2_5_vl",
+    "multi_span_chunks": "multi_region", "cache_dup_pressure": "qwen2_5_vl", "key_collision": "qwen2_5_vl",
 })
 PRESETS = tuple(PRESET_ENCODERS)
 

@@ -254,7 +254,7 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
         encoder_calls=routine.stats.encoder_calls, cache_hits=routine.stats.cache_hits,
         wall_s=wall, samples=tuple(samples), error=error,
         prefill_tokens=wl.prefill_tokens, steps=len(wl.steps), failed_steps=failed_steps,
-        items=fid.total, placed=fid.placed, hash_s=hash_s, sha256_digests=hstats.sha256_digests,
+        items=fid.total, placed=fid.placed, foreign_rows=fid.foreign, hash_s=hash_s, sha256_digests=hstats.sha256_digests,
         syncs=syncs, encoder_syncs=encoder_syncs, sync_events=events, device=str(session.device),
         peak_bytes=memory.allocated, reserved_bytes=memory.reserved, memory=memory.to_dict(),
         **({} if engine is None else {"engine": engine.label, "engine_version": engine.version,

@@ -97,6 +97,9 @@ class CaseRecord:
     cache_retained_bytes: int | None = None
     cache_unaccounted_bytes: int | None = None
     cache_over_budget_bytes: int | None = None
+    # Misplaced items whose rows are another item's golden rows (served from its entry: a
+    # key collision); None = not scored.
+    foreign_rows: int | None = None
 
 
 #: field -> what its JSON value must be (from the annotations: one table, no restatement).
