@@ -81,9 +81,9 @@ def test_rows_in_the_wrong_order_lower_the_accuracy(planted, records):
     assert records["many_small_images"].accuracy == 1.0  # the flip did it, not the preset
 
 
-def test_a_split_in_the_wrong_order_is_red_on_split_order(measured, records):
-    check_split_plants(measured, records)
+def test_a_split_in_the_wrong_order_is_red_on_split_order(measured):
+    check_split_plants(measured)
 
 
-def test_the_path_counts_are_measured_through_the_engines_own_cache(records):
-    check_path_counts(records)
+def test_the_path_counts_are_measured_through_the_engines_own_cache(measured):
+    check_path_counts(measured)

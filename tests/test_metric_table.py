@@ -59,7 +59,7 @@ def test_bad_rows_are_refused():
 
 #: The embedding path's exact counts (``measure.path_ledger``), tracked on every routine path.
 LEDGER_TRACKS = ("track_reencodes", "track_off_chunk_encodes", "track_cache_evictions", "track_cache_retained_bytes",
-                 "track_cache_unaccounted_bytes", "track_cache_over_budget_bytes", "track_foreign_rows")
+                 "track_cache_unaccounted_bytes", "track_foreign_rows", "track_cache_over_budget_bytes")
 
 
 def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
