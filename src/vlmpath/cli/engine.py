@@ -209,6 +209,10 @@ def run_sweep_cmd(a: argparse.Namespace) -> int:
     site = None if a.no_publish else publish(store)
     for p in state.ordered():
         print(f"{a.engine}\t{p.version}\t{p.date[:10]}\t{p.state}\t{p.reason or ''}")
+    # Where an exact, gated number moved between consecutive releases (issue 38).
+    steps = sweep.release_steps(state, {p.version: sweep.point_records(store, a.engine, p) for p in state.ordered()})
+    for st in steps:
+        print(f"{a.engine}\t{st.line}")
     print(json.dumps({"engine": a.engine, "partial": state.partial, "measured": len(state.points),
-                      "requested": len(state.requested), "chart": str(chart), "dashboard": str(site) if site else None}))
+                      "requested": len(state.requested), "steps": len(steps), "chart": str(chart), "dashboard": str(site) if site else None}))
     return 0
