@@ -28,8 +28,7 @@ EVS = "evs_video"
 #: The presets of issue 38 (split order, the cache and chunking paths): measured uncounted in
 #: a set of their own (``paths``), since their numbers are accuracy and the path counts; the
 #: counted ``records`` keep the presets before them (and their cost).
-PATH_PRESETS = ("split_order", "cache_oversize", "cache_dup_chunked", "multi_span_chunks", "cache_dup_pressure",
-                "key_collision")
+from vlmpath.measure.workload import PATH_PRESETS  # noqa: E402 - beside EVS, where the reader looks
 
 
 def counted_presets() -> list[str]:

@@ -304,59 +304,15 @@ def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator,
         specs = [RequestSpec((t(), _image(shapes.small_px), t(), video(), t(), _image(shapes.small_px), t())),
                  RequestSpec((t(), video(), t(), _image(shapes.small_px), t()))]
         return specs, -1
-    k = shapes.small_px // SHAPES["tiny"].small_px  # image sides scale with the preset's scale
-    if name == "split_order":
-        # One batched encoder call holds five items of five distinct row counts (tiny: 16, 64,
-        # 36 in the first request, 4, 25 in the second), in an order that no reversal or
-        # rotation maps onto itself: a split by the right sizes in the wrong order misplaces
-        # rows here (every other preset's calls hold uniform or palindromic counts).
-        specs = [RequestSpec((t(), _image(112 * k), t(), _image(224 * k), t(), _image(168 * k), t())),
-                 RequestSpec((t(), _image(56 * k), t(), _image(140 * k), t()))]
-        return specs, -1
-    if name == "cache_oversize":
-        # A cache of A + B + A/2 rows, one item (BIG) larger than all of it between normal
-        # ones; the second request (its own step) needs A and B again: an oversize item that
-        # flushes the cache before it is refused makes them evictions and re-encodes.
-        a, b = _image(112 * k, content_id=9100), _image(112 * k, content_id=9101)
-        specs = [RequestSpec((8, a, 8, b, 8, _image(280 * k), 8)), RequestSpec((8, a, 8, b, 8))]
-        return specs, 0  # chunk: the first request's length (``_AFTER_BUILD``)
-    if name == "cache_dup_chunked":
-        # The same item X twice in one chunked request (X, W, X), then a request (Y, X) whose Y
-        # forces an eviction from a cache of 2.5 items: least-recently-used is W (X was just
-        # read), so nothing is encoded twice; a cache that drops X while the request still
-        # needs it, or whose hits do not refresh X, encodes X again.
-        x, w = _image(224 * k, content_id=9200), _image(224 * k, content_id=9201)
-        specs = [RequestSpec((8, x, 8, w, 8, x, 8)), RequestSpec((8, _image(224 * k), 8, x, 8))]
-        return specs, shapes.long_chunk
-    if name == "multi_span_chunks":
-        # Multi-span items (regions split by text) under chunks whose boundaries fall inside a
-        # span, between an item's spans, between items and after the last span; the second
-        # item starts chunks after the first, so a path encoding it with the first encodes
-        # it for a chunk that does not touch it.
-        specs = [RequestSpec((8, _regions(2, shapes, False, gen, square), 40,
-                              _regions(3, shapes, False, gen, square), 8)),
-                 RequestSpec((8, _regions(2, shapes, False, gen, square), 8))]
-        return specs, shapes.long_chunk
-    if name == "cache_dup_pressure":
-        # The same item X twice in one chunked request with two others between (X, W, Z, X), in
-        # a cache of 2.5 items: when Z is stored, X's first occurrence is consumed but its
-        # second is still to come. A cache that lets X go then (an LRU that does not know the
-        # request still needs it, or a per-request reference count dropped at the first
-        # occurrence: vLLM before #54284) encodes X again; one that holds it until its last
-        # occurrence evicts W instead.
-        x = _image(224 * k, content_id=9300)
-        specs = [RequestSpec((8, x, 8, _image(224 * k), 8, _image(224 * k), 8, x, 8))]
-        return specs, shapes.long_chunk
-    if name == "key_collision":
-        # Distinct items under one key: the same pixel bytes as a 8x16 and a 16x8 patch grid
-        # (a hash of the bytes alone, blind to shape, gives both one key: same span, other
-        # rows), and an item forced onto that key with half the span. A cache keyed by the
-        # hash alone serves the second grid the first one's rows; a hit whose row count is
-        # not the span must be refused and encoded (never cropped or crashing the step).
-        g = lambda h, w: MediaSpec("image", ((1, h * k, w * k),), content_id=9400)  # noqa: E731
-        forced = MediaSpec("image", ((1, 8 * k, 8 * k),), key_of=9400)
-        specs = [RequestSpec((t(), g(8, 16), t())), RequestSpec((t(), g(16, 8), t(), forced, t()))]
-        return specs, -1
+    if name in PATH_PRESETS:  # issue 38's presets: the split order, the cache and chunking paths
+        from types import SimpleNamespace
+
+        from vlmpath.measure.path_presets import path_preset_specs
+
+        builders = SimpleNamespace(MediaSpec=MediaSpec, RequestSpec=RequestSpec, image=_image, t=t, shapes=shapes,
+                                   k=shapes.small_px // SHAPES["tiny"].small_px,
+                                   regions=lambda n: _regions(n, shapes, False, gen, square))
+        return path_preset_specs(name, builders)
     raise AssertionError(name)  # guarded by PRESETS
 
 
@@ -370,22 +326,11 @@ PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
     "multi_span_chunks": "multi_region", "cache_dup_pressure": "qwen2_5_vl", "key_collision": "qwen2_5_vl",
 })
 PRESETS = tuple(PRESET_ENCODERS)
+#: The presets of ``measure.path_presets`` (issue 38).
+PATH_PRESETS = ("split_order", "cache_oversize", "cache_dup_chunked", "multi_span_chunks", "cache_dup_pressure",
+                "key_collision")
 
 
-def _oversize_after(requests: tuple[Request, ...]) -> tuple[int, int]:
-    a, b, big = requests[0].items
-    budget = a.span + b.span + a.span // 2
-    assert big.span > budget  # the preset's point: one item larger than the whole cache
-    return requests[0].length, budget
-
-
-#: Presets whose chunk size or cache budget follows from their built requests:
-#: ``requests -> (chunk size or None to keep the spec's, cache rows)``.
-_AFTER_BUILD: Mapping[str, Callable[[tuple[Request, ...]], tuple[int | None, int]]] = MappingProxyType({
-    "cache_oversize": _oversize_after,
-    "cache_dup_chunked": lambda reqs: (None, reqs[0].items[0].span * 5 // 2),
-    "cache_dup_pressure": lambda reqs: (None, reqs[0].items[0].span * 5 // 2),
-})
 
 
 def preset(name: str, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> Workload:
@@ -401,8 +346,10 @@ def preset(name: str, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> Workload:
     specs, chunk = _preset_specs(name, shapes, gen, lambda px: fam.grid_for_image(px, px, scale))
     requests = build_requests(specs, shapes.vocab, seed * 7919 + PRESETS.index(name), fam)
     cache_rows = None
-    if name in _AFTER_BUILD:
-        after_chunk, cache_rows = _AFTER_BUILD[name](requests)
+    from vlmpath.measure.path_presets import AFTER_BUILD
+
+    if name in AFTER_BUILD:
+        after_chunk, cache_rows = AFTER_BUILD[name](requests)
         chunk = chunk if after_chunk is None else after_chunk
     return replace(build_workload(name, scale, model, requests, chunk, shapes.vocab, seed), cache_rows=cache_rows)
 
