@@ -5,8 +5,8 @@ Each planted mistake (a split by the right sizes in the wrong order, a cache tha
 of a batched output, a cache whose hits do not refresh, an oversize entry that flushes the
 cache, a path that encodes a request's items for a chunk that does not touch them) turns its
 count or the accuracy red on its preset; the unchanged routine, run twice, reads the same.
-The engines' twins (through sglang's and vLLM's own cache classes) are in
-tests/test_engine_path_counts.py.
+The engines' twins (through sglang's and vLLM's own cache classes, and the wrong-order splits
+planted where each engine splits) are in tests/test_engine_sglang.py and test_engine_vllm.py.
 """
 
 from __future__ import annotations
