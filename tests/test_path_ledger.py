@@ -170,3 +170,30 @@ def test_items_under_one_key_get_their_own_rows_unless_the_key_ignores_the_shape
     monkeypatch.setattr(encode_mod, "shape_key", lambda it: it.hash)
     accuracy, got, error = run(session, "key_collision")
     assert got["foreign_rows"] == 1 and accuracy == 2 / 3 and error is None
+
+
+@pytest.mark.parametrize("metric, base, head", [("reencodes", 0, 2), ("cache_evictions", 0, 2),
+                                                ("off_chunk_encodes", 1, 2), ("cache_unaccounted_bytes", 0, 118784),
+                                                ("foreign_rows", 0, 1)])
+def test_a_rise_in_a_path_count_is_judged_a_regression_and_an_unchanged_pair_is_not(metric, base, head):
+    """The table's rows are what the comparison reads: exact, lower is better."""
+    from asv_fixtures import sha
+
+    from vlmpath.compare.from_records import run_from_records
+    from vlmpath.compare.thresholds import Thresholds
+    from vlmpath.compare.verdict import compare
+    from vlmpath.suite.record import CaseRecord
+
+    def rec(v):
+        return CaseRecord(workload="cache_oversize", tok_per_s=100.0, accuracy=1.0, encoder_calls=1,
+                          samples=(0.01,) * 7, prefill_tokens=1, **{metric: v})
+
+    def judged(a, b):
+        return compare(run_from_records([rec(a)], machine="cpu-a", commit=sha("base")),
+                       run_from_records([rec(b)], machine="cpu-a", commit=sha("head")), Thresholds.default())
+
+    worse = judged(base, head)
+    assert [(c.benchmark.rsplit(".", 1)[-1], c.method) for c in worse.regressions] == [(f"track_{metric}", "exact")]
+    assert worse.exit_code() == 1
+    same = judged(base, base)
+    assert not same.regressions and not same.improvements and same.exit_code() == 0
