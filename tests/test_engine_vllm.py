@@ -176,3 +176,7 @@ def test_the_path_counts_are_measured_through_the_engines_own_cache(measured):
     # items together at its first chunk): vLLM's scheduler encodes each item in the step
     # whose chunk first reaches it, so nothing is encoded for a chunk that does not touch it.
     assert recs["multi_span_chunks"].off_chunk_encodes == 0 and recs["multi_span_chunks"].encoder_calls == 3
+    # The forced key with half the span: vLLM's scheduler refuses the cached entry whose count
+    # differs ("holds 32 embeddings, but request 1 input 1 expects 16") and does not schedule
+    # the request (a server ends it with an error); the adapter records the refused step.
+    assert recs["key_collision"].accuracy < 1.0 and "trimmed request 1" in recs["key_collision"].error
