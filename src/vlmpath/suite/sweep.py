@@ -252,9 +252,9 @@ def release_steps(state: SweepState, records: dict[str, Sequence[CaseRecord]]) -
         for w in [w for w in state.workloads if w in old and w in new]:
             for m in exact:
                 x, y = getattr(old[w], m.name, None), getattr(new[w], m.name, None)
-                if x == y or x is None and y is None:
+                if x == y or x is None or y is None:  # unmeasured on a side (an older record): no step
                     continue
-                worse = y is None or (x is not None and (y < x if m.direction == "higher" else y > x))
+                worse = y < x if m.direction == "higher" else y > x
                 steps.append(Step(a.version, b.version, w, m.name, x, y, worse))
     return steps
 
