@@ -43,7 +43,7 @@ environment and model-parallel groups), and ``close()`` takes it down; the seam
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
@@ -88,26 +88,13 @@ class _HitCounter:
         def counted_set(h, *a, **kw):
             key = combine(list(h)) if isinstance(h, (list, tuple)) else h
             self.stored.add(key)
-            before = set(held(cache))
-            out = put(h, *a, **kw)
-            if self.ledger is not None:
-                self.ledger.observe_keys(before, held(cache), added=(key,))
-                self.ledger.observe(_tensors(cache), getattr(cache, "max_size", None))
-            return out
+            if self.ledger is None:
+                return put(h, *a, **kw)
+            return self.ledger.observed_store(cache, put, key, h, *a, **kw)
 
         cache.get, cache.set = counted_get, counted_set
         if get_single is not None:
             cache.get_single = counted_single
-
-
-def held(cache) -> dict:
-    """The engine cache's entries by key (``mm_cache`` in every release the adapter drives)."""
-    return getattr(cache, "mm_cache", None) or {}
-
-
-def _tensors(cache) -> list[torch.Tensor]:
-    """The tensors the engine cache holds (an ``EmbeddingResult``'s ``embedding``, or a tensor)."""
-    return [getattr(v, "embedding", v) for v in held(cache).values()]
 
 
 class SglangRoutine(EngineRoutineBase):
@@ -157,7 +144,7 @@ class SglangRoutine(EngineRoutineBase):
             raise EngineError(f"the engine asked to encode an item whose hash {exc} no request holds") from exc
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(ours)
-        self.ledger.encoded(ours, [self._rid.get(id(it)) for it in items])
+        self.ledger.encoded_by(ours, items, self._rid)
         self.calls.call(self._rid[id(it)] for it in items if id(it) in self._rid)
         with self.encoder_region():
             rows = self.encoder.encode(ours).embeddings
@@ -168,7 +155,8 @@ class SglangRoutine(EngineRoutineBase):
         try:
             return self._run_step(step)
         finally:  # what the engine's cache holds after the step, even a failed one
-            self.ledger.observe(_tensors(self._cache), getattr(self._cache, "max_size", None))
+            # ``mm_cache``: the engine cache's entries in every release the adapter drives
+            self.ledger.observe_entries(getattr(self._cache, "mm_cache", None), getattr(self._cache, "max_size", None))
 
     def _run_step(self, step: Step) -> torch.Tensor:
         self._hits.stored.clear()
@@ -178,7 +166,9 @@ class SglangRoutine(EngineRoutineBase):
         mm = [e for e in step.entries if e.rid in self._inputs]
         if not mm:
             return self.embedding(ids.clamp(0, self.embedding.num_embeddings - 1))
-        with _split_planted(self.api, self.fault.split_order):
+        # the planted wrong-order split (tests only): a plain call otherwise (counted glue)
+        restore = _plant_split(self.api, self.fault.split_order) if self.fault.split_order else None
+        try:
             out = self._embed_mm_inputs(
                 mm_inputs_list=[self._inputs[e.rid] for e in mm],
                 extend_prefix_lens=[e.prefix for e in mm],
@@ -187,32 +177,25 @@ class SglangRoutine(EngineRoutineBase):
                 input_embedding=self.embedding,
                 data_embedding_func_mapping=self._funcs,
             )
+        finally:
+            if restore is not None:
+                restore()
         return out[0] if isinstance(out, tuple) else out
 
 
-@contextmanager
-def _split_planted(api, order: str | None):
+def _plant_split(api, order: str):
     """The planted wrong-order split (tests): the engine's embedding modules see ``torch``
-    through ``SplitPlant`` for one step, then their own again."""
-    if order is None:
-        yield
-        return
+    through ``SplitPlant``; returns what puts their own back (after the step)."""
     modules = {id(m): m for m in (api.mm_utils, api.chunk_module) if hasattr(m, "torch")}.values()
     saved = [(m, m.torch) for m in modules]
-    try:
-        for m, t in saved:
-            m.torch = adapter_common.SplitPlant(t, order)
-        yield
-    finally:
+    for m, t in saved:
+        m.torch = adapter_common.SplitPlant(t, order)
+
+    def restore() -> None:
         for m, t in saved:
             m.torch = t
 
-
-def _raising(message: str):
-    def embed_mm_inputs(*args, **kwargs):
-        raise RuntimeError(message)
-
-    return embed_mm_inputs
+    return restore
 
 
 class SglangEngine(adapter_common.ServerStateHolder):

@@ -267,7 +267,7 @@ class VllmRoutine(EngineRoutineBase):
         # allocations are dropped before the encoder runs.
         self._free_evicted()
         self.driver.encode(scheduled, reqs)
-        self.ledger.observe(list(self.driver.held().values()), self._budget_bytes)
+        self.ledger.observe_entries(self.driver.held(), self._budget_bytes)
         ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
         embeds = self.driver.embeds(reqs, [e.extend for e in step.entries], ids.to(self.device, non_blocking=True))
         for e, r in zip(step.entries, reqs):

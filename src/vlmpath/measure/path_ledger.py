@@ -17,13 +17,16 @@ over a workload's schedule and gives its exact, deterministic counts:
   and of what it holds beyond its budget.
 
 The routine calls ``begin_step`` before each step, ``encoded`` for every item handed to the
-encoder and ``observe`` with what its cache holds (after each step or each store).
+encoder and ``observe`` / ``observe_entries`` with what its cache holds (after each step;
+``observed_store`` around each store). The ledger's work stays in this module, which the
+engine routine counts (``suite.routine_counts``) leave out as harness: the engine's
+``routine_bytecodes`` count the engine's code and the adapter's glue, not the ledger.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -95,6 +98,26 @@ class PathLedger:
         self.unaccounted_peak = max(self.unaccounted_peak, kept - paid)
         if budget is not None:
             self.over_budget_peak = max(self.over_budget_peak, kept - budget)
+
+    def observe_entries(self, entries: Mapping | None, budget: int | None = None) -> None:
+        """What a cache holds now, as its ``{key: entry}``: a tensor, or an object holding one
+        as ``embedding`` (sglang's ``EmbeddingResult``)."""
+        self.observe([getattr(v, "embedding", v) for v in (entries or {}).values()], budget)
+
+    def observed_store(self, cache, put: Callable, key, *args, **kwargs):
+        """``put(*args, **kwargs)``, a store of ``key`` into ``cache`` (an engine cache with
+        its entries as ``mm_cache`` and its budget as ``max_size``, as sglang's), with the
+        keys it dropped counted as evictions and what the cache holds after it observed."""
+        before = set(getattr(cache, "mm_cache", None) or {})
+        out = put(*args, **kwargs)
+        self.observe_keys(before, getattr(cache, "mm_cache", None) or {}, added=(key,))
+        self.observe_entries(getattr(cache, "mm_cache", None), getattr(cache, "max_size", None))
+        return out
+
+    def encoded_by(self, ours: Iterable, engine_items: Iterable, rid_by_id: Mapping[int, int]) -> None:
+        """``encoded`` for an engine's items (``ours``: our items for them, in order), each
+        one's request looked up by the engine item's identity."""
+        self.encoded(ours, [rid_by_id.get(id(it)) for it in engine_items])
 
     def observe_keys(self, before: Iterable, after: Iterable, added: Iterable = ()) -> None:
         """Evictions between two views of the cache's keys (``added``: stored meanwhile)."""
