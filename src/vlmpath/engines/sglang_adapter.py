@@ -183,6 +183,13 @@ class SglangRoutine(EngineRoutineBase):
         return out[0] if isinstance(out, tuple) else out
 
 
+def _raising(message: str):
+    def embed_mm_inputs(*args, **kwargs):
+        raise RuntimeError(message)
+
+    return embed_mm_inputs
+
+
 def _plant_split(api, order: str):
     """The planted wrong-order split (tests): the engine's embedding modules see ``torch``
     through ``SplitPlant``; returns what puts their own back (after the step)."""
