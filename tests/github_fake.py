@@ -18,6 +18,9 @@ thread and answers, with GitHub's request and response shapes:
   ``GET /repos/{o}/{r}/collaborators/{login}/permission`` (``permission``, ``role_name``;
   404 for someone who is not a collaborator). Scripted with ``open_pull``, ``label`` and
   ``unlabel``; ``collaborators`` maps a login to its role
+* a pull request's changed files: ``GET /repos/{o}/{r}/pulls/{n}/files`` (paginated;
+  ``files`` maps a PR to GitHub's file records: ``filename``, ``status``,
+  ``previous_filename`` for a rename)
 
 It checks ``Authorization: Bearer <token>`` (401 otherwise), the ``Accept`` and
 ``X-GitHub-Api-Version`` headers, records every request for assertions, and can be
@@ -82,6 +85,7 @@ class FakeGitHub:
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
     events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # pulls/{n}/files, paginated
     collaborators: dict[str, str] = field(default_factory=dict)  # login -> admin|maintain|write|triage|read
     _failures: list[_Failure] = field(default_factory=list)
     _next_id: int = 1_000_000
@@ -249,6 +253,10 @@ class FakeGitHub:
         if method == "GET" and seg[3] == "pulls" and len(seg) == 5 and seg[4].isdigit():
             pull = self.pulls.get(int(seg[4]))
             return (200, {}, json.loads(json.dumps(pull))) if pull else self._error(404, "Not Found")
+        if method == "GET" and seg[3] == "pulls" and len(seg) == 6 and seg[5] == "files" and seg[4].isdigit():
+            if int(seg[4]) not in self.pulls:
+                return self._error(404, "Not Found")
+            return self._list(None, path, query, [dict(f) for f in self.files.get(int(seg[4]), [])])
         if method == "GET" and seg[3] == "issues" and len(seg) == 6 and seg[5] == "events" and seg[4].isdigit():
             if int(seg[4]) not in self.events:
                 return self._error(404, "Not Found")

@@ -178,7 +178,22 @@ def test_a_maintainers_label_accepts_and_names_who(api, tmp_path, capsys):
     # The API was asked who applied it and what that person may do, with the PR's head checked.
     paths = [r.path for r in api.calls("GET")]
     assert paths == ["/repos/octo-org/bench/pulls/7", "/repos/octo-org/bench/issues/7/events",
-                     "/repos/octo-org/bench/collaborators/maintainer/permission"]
+                     "/repos/octo-org/bench/collaborators/maintainer/permission",
+                     "/repos/octo-org/bench/pulls/7/files"]  # and what the PR changed (issue 39)
+
+
+@pytest.mark.parametrize("changed, rc_want", [("src/vlmpath/paths/encode.py", 0),
+                                              ("src/vlmpath/measure/syncs.py", 3), (".github/workflows/bench-pr.yml", 3)])
+def test_the_privileged_job_reads_the_yardstick_itself_and_a_moved_one_is_never_green(api, tmp_path, capsys,
+                                                                                      changed, rc_want):
+    api.label(7, "vlmpath-accept-regression", "maintainer")  # all else green
+    api.files[7] = [{"filename": changed, "status": "modified"}]
+    rc, md, g = _grant_and_merge(tmp_path, capsys)
+    assert rc == rc_want and (g["yardstick"] == [changed]) == (rc_want == 3)
+    if rc_want == 3:
+        from vlmpath.render.escape import md_escape
+
+        assert "yardstick changed, needs a maintainer" in md and md_escape(changed.rsplit("/", 1)[-1]) in md
 
 
 @pytest.mark.parametrize("who, how, why", [
@@ -280,7 +295,7 @@ def test_a_pr_scoped_entry_does_not_hold_mains_alert(github_fake, tmp_path):
                             accepted=pr_entry)
     assert len(res.opened) == 1 and res.held == ()
     # Unchanged pair: the entry of that commit does hold it.
-    commit_entry = accepted.entries_from({"accepted": [{"case": speed, "commit": commits[-1][:10],
+    commit_entry = accepted.entries_from({"accepted": [{"case": speed, "commit": commits[-1],
                                                         "reason": "known"}]}, "x")
     res = alert.sync_issues(findings, "octo-org/bench", alert.Links(), token=TOKEN, api_url=github_fake.url,
                             accepted=commit_entry)
@@ -330,7 +345,7 @@ def test_hostile_acceptance_inputs_hold(api, tmp_path, capsys):
     held += 1
     # 3. Every case at once: refused, one line, naming the file and the entry.
     rc, _, log = merge(f"accepted:\n  - case: '{ACC}'\n    pr: 7\n    reason: r\n  - case: '*'\n    pr: 7\n    reason: r\n")
-    assert rc == 2 and "head-acc.yaml: entry 1: case '*' matches every case" in log
+    assert rc == 2 and "head-acc.yaml: entry 1: case '*' must name one benchmark in full" in log
     held += 1
     # 4. Another PR's number scoped entry, copied from the base: covers only that PR.
     base.write_text(f"accepted:\n  - case: '{ACC}'\n    pr: 8\n    reason: for 8\n")

@@ -49,24 +49,24 @@ def test_an_accepted_regression_is_shown_and_does_not_fail_an_unlisted_one_stays
     res = _pair(tmp_path)
     rc, md, _ = _compare(tmp_path, res, capsys, None)
     assert rc == 1 and md.splitlines()[1].startswith("**2 regressions")
-    listed = (f"accepted:\n  - case: '{SPEED}'\n    backend: cpu\n    commit: '{HEAD[:10]}'\n"
+    listed = (f"accepted:\n  - case: '{SPEED}'\n    backend: cpu\n    commit: '{HEAD}'\n"
               "    reason: 'trades 60% tok/s for a fix @octocat'\n")
     rc, md, out = _compare(tmp_path, res, capsys, listed)
     assert rc == 1  # the accuracy drop is not listed: still red
     assert md.splitlines()[1].startswith("**1 regression") and "(1 accepted)" in md.splitlines()[1]
     assert "✅ accepted: trades 60% tok/s for a fix &#64;octocat" in md and "accepted: trades" in out
-    both = listed + f"  - case: 'bench_embed.*accuracy'\n    commit: '{HEAD[:8]}'\n    reason: known\n"
+    both = listed + f"  - case: '{ACC}'\n    commit: '{HEAD}'\n    reason: known\n"
     rc, md, _ = _compare(tmp_path, res, capsys, both)
     assert rc == 0 and "2 accepted" in md.splitlines()[1] and "No regressions" in md.splitlines()[1]
     # A PR's entry is bounded to that PR: a compare of main's commits knows no PR, so it mutes nothing.
-    pr_scoped = listed + "  - case: 'bench_embed.*accuracy'\n    pr: 12\n    reason: known\n"
+    pr_scoped = listed + f"  - case: '{ACC}'\n    pr: 12\n    reason: known\n"
     rc, md, _ = _compare(tmp_path, res, capsys, pr_scoped)
     assert rc == 1 and md.splitlines()[1].startswith("**1 regression") and "(1 accepted)" in md.splitlines()[1]
 
 
 def test_an_entry_is_bound_to_its_change_and_its_place(tmp_path, capsys):
     res = _pair(tmp_path)
-    for other in (f"commit: '{BASE[:10]}'", "machine: 'gpu-*'\n    pr: 5", "backend: cuda\n    pr: 5"):
+    for other in (f"commit: '{BASE}'", "machine: 'gpu-*'\n    pr: 5", "backend: cuda\n    pr: 5"):
         rc, md, _ = _compare(tmp_path, res, capsys,
                              f"accepted:\n  - case: '{SPEED}'\n    {other}\n    reason: other change\n")
         assert rc == 1 and "accepted" not in md.splitlines()[1], other
@@ -76,23 +76,35 @@ def test_an_entry_is_bound_to_its_change_and_its_place(tmp_path, capsys):
     from vlmpath.compare.asv_results import load_asv
 
     rep = compare(load_asv(res, BASE), load_asv(res, HEAD), load_thresholds(None))
-    entries = accepted.entries_from({"accepted": [{"case": "bench_embed.*", "pr": 7, "reason": "r"}]}, "x")
+    entries = accepted.entries_from({"accepted": [{"case": c, "pr": 7, "reason": "r"} for c in (ACC, SPEED)]}, "x")
     assert len(accepted.apply(rep, entries, pr=8).regressions) == 2
     assert len(accepted.apply(rep, entries, pr=None).regressions) == 2  # no PR known: no PR's entry
     assert accepted.apply(rep, entries, pr=7).regressions == []
 
 
 @pytest.mark.parametrize("bad, needle", [
-    ("accepted: [{case: x, reason: r}]", "name the change"),
-    ("accepted: [{case: x, pr: true, reason: r}]", "pr must be a pull request number"),
-    ("accepted: [{case: x, commit: zz, reason: r}]", "commit must be 7-40 hex digits"),
-    ("accepted: [{case: x, pr: 1}]", "reason must be a non-empty string"),
-    ("accepted: [{case: x, pr: 1, reason: r, regex: '.*'}]", "keys backend, case, commit, machine, pr, reason only"),
+    (f"accepted: [{{case: {SPEED}, reason: r}}]", "name the change"),
+    (f"accepted: [{{case: {SPEED}, pr: true, reason: r}}]", "pr must be a pull request number"),
+    (f"accepted: [{{case: {SPEED}, commit: zz, reason: r}}]", "commit must be the full 40-hex sha"),
+    (f"accepted: [{{case: {SPEED}, pr: 1}}]", "reason must be a non-empty string"),
+    (f"accepted: [{{case: {SPEED}, pr: 1, reason: r, regex: '.*'}}]",
+     "keys backend, case, commit, machine, metric, pr, reason only"),
     ("accepted: {", "not valid YAML"),
-    # Every case at once is no one change's acceptance: refused, naming the entry.
-    ("accepted: [{case: x, pr: 1, reason: r}, {case: '*', pr: 1, reason: r}]", "entry 1: case '*' matches every case"),
-    ("accepted: [{case: '*.*', commit: abcdef1, reason: r}]", "entry 0: case '*.*' matches every case"),
-    ("accepted: [{case: ' ** (*) ', pr: 1, reason: r}]", "matches every case"),
+    # Every case at once, or every benchmark starting with b, is no one change's acceptance.
+    (f"accepted: [{{case: {SPEED}, pr: 1, reason: r}}, {{case: '*', pr: 1, reason: r}}]",
+     "entry 1: case '*' must name one benchmark in full"),
+    ("accepted: [{case: '*.*', pr: 1, reason: r}]", "entry 0: case '*.*' must name one benchmark in full"),
+    ("accepted: [{case: ' ** (*) ', pr: 1, reason: r}]", "must name one benchmark in full"),
+    ("accepted: [{case: 'b*', pr: 1, reason: tok/s noise}]", "case 'b*' must name one benchmark in full"),
+    ("accepted: [{case: 'bench_embed.Embed.track_tok_per_s*', pr: 1, reason: r}]", "no wildcard in its name"),
+    # A head ground to share 7 hex digits with the entry's commit inherits nothing: refused.
+    (f"accepted: [{{case: {SPEED}, commit: abcdef1, reason: r}}]", "commit must be the full 40-hex sha, got 'abcdef1'"),
+    # The reason speaks of tok/s, the entry accepts accuracy: refused.
+    (f"accepted: [{{case: {ACC}, pr: 1, reason: tok/s noise}}]",
+     "the reason speaks of GB/s/req/s/tok/s but the entry accepts accuracy"),
+    (f"accepted: [{{case: {ACC}, pr: 1, metric: tok_per_s, reason: r}}]", "metric 'tok_per_s' is not the metric"),
+    ("accepted: [{case: bench_embed.Embed.track_widgets, pr: 1, reason: r}]", "has no row in the metric table"),
+    ("accepted: [{case: bench_embed.Emb\u0435d.track_accuracy, pr: 1, reason: r}]", "must name one benchmark"),
 ])
 def test_a_bad_accepted_file_is_one_line(tmp_path, capsys, bad, needle):
     res = _pair(tmp_path)
@@ -155,7 +167,7 @@ def test_an_accepted_change_opens_no_issue_and_closes_an_open_one(github_fake, t
         _step(github_fake, results, _file(results, i, 1000.0))
     slow = _file(results, 4, 400.0)
     assert len(_step(github_fake, results, slow).opened) == 1
-    entries = accepted.entries_from({"accepted": [{"case": SPEED, "commit": slow[:12], "reason": "known"}]}, "x")
+    entries = accepted.entries_from({"accepted": [{"case": SPEED, "commit": slow, "reason": "known"}]}, "x")
     res = _step(github_fake, results, slow, entries)
     (issue,) = github_fake.issues.values()
     assert res.closed and issue["state"] == "closed"
@@ -180,7 +192,8 @@ def test_ci_merge_applies_the_given_file_for_its_pr_only(tmp_path, capsys):
                                               "machine": "cpu-a"}))
     (art / "pr-number").write_text("7\n")
     for pr, code in ((8, 1), (7, 0)):  # an entry for another PR covers nothing
-        (tmp_path / "acc.yaml").write_text(f"accepted:\n  - case: 'bench_embed.*'\n    pr: {pr}\n    reason: r\n")
+        (tmp_path / "acc.yaml").write_text("accepted:\n" + "".join(
+            f"  - case: '{c}'\n    pr: {pr}\n    reason: r\n" for c in (ACC, SPEED)))
         out = tmp_path / f"m{pr}"
         # The same entry on the base branch's file: trusted.
         rc = main(["ci", "merge", str(tmp_path / "arts"), "--out", str(out), "--fail",

@@ -171,15 +171,17 @@ def test_new_removed_newly_failing_fixed_skipped_and_unit_change():
     rep = compare(base, head, CFG)
     got = {c.benchmark.rsplit(".", 1)[-1]: c for c in rep.all()}
     assert got["time_new"].verdict is Verdict.NEW
-    assert got["time_removed"].verdict is Verdict.REMOVED and got["time_removed"].base == 1.0
+    # base judged it, head has no row: vanished on head, a failure (compare.vanished)
+    assert got["time_removed"].verdict is Verdict.NEWLY_FAILING and got["time_removed"].base == 1.0
+    assert got["time_removed"].reason.startswith("vanished on head: not in head")
     assert got["time_breaks"].verdict is Verdict.NEWLY_FAILING
-    assert got["time_new_broken"].verdict is Verdict.NEWLY_FAILING
+    assert got["time_new_broken"].verdict is Verdict.NEW  # new is never a failure
     assert got["time_fixed"].verdict is Verdict.FIXED
     assert got["time_skip"].verdict is Verdict.NOT_COMPARABLE and "skipped" in got["time_skip"].reason
     assert got["track_unit"].verdict is Verdict.NOT_COMPARABLE and "unit changed" in got["track_unit"].reason
     assert got["time_broken_both"].verdict is Verdict.NOT_COMPARABLE
     # Newly failing fails CI like a regression does.
-    assert {c.benchmark for c in rep.regressions} == {"b.breaks.time_breaks", "b.new_broken.time_new_broken"}
+    assert {c.benchmark for c in rep.regressions} == {"b.breaks.time_breaks", "b.removed.time_removed"}
     assert rep.exit_code() == 1 and rep.exit_code(fail_on_regression=False) == 0
 
 
@@ -240,8 +242,8 @@ def test_partial_head_run_marks_missing_benchmarks(tmp_path):
     write_asv_run(tmp_path, "cpu-a", BASE, suite)
     write_asv_run(tmp_path, "cpu-a", HEAD, {"b.B.track_accuracy": suite["b.B.track_accuracy"]}, update_benchmarks_json=False)
     rep = compare(load_asv(tmp_path, BASE), load_asv(tmp_path, HEAD), CFG)
-    removed = [c for c in rep.all() if c.verdict is Verdict.REMOVED]
-    assert [c.reason for c in removed] == ["missing from head run"]
+    gone = [c for c in rep.all() if c.verdict is Verdict.NEWLY_FAILING]
+    assert [c.reason for c in gone] == ["vanished on head: missing from head run"] and rep.exit_code() == 1
     assert rep.partial and any("partial head run" in n for m in rep.machines for n in m.notes)
 
 
@@ -545,7 +547,7 @@ def test_a_quick_unchanged_pair_exits_zero_with_indicative_moves_counted_apart(t
     head_line = capsys.readouterr().out.splitlines()[1]
     assert rc == 0 and head_line.startswith("No regressions")
     assert "3 indicative moves (too few samples, not gating)" in head_line and "0 improvements" in head_line
-    rep = compare(load_asv(res, BASE), load_asv(res, HEAD), CFG)
+    rep = compare(load_asv(res, BASE), load_asv(res, HEAD), CFG, quick=True)  # the caller's own knowledge
     engine = [c for c in rep.all() if c.benchmark.startswith("bench_engine") and c.unit == "tok/s"]
     routine = [c for c in rep.all() if c.benchmark.startswith("bench_embed") and c.unit == "tok/s"]
     assert engine and routine and all(c.indicative for c in engine + routine)  # one rule wherever it comes from
@@ -558,7 +560,7 @@ def test_a_full_run_gates_the_same_move_and_quick_still_gates_exact_rows(tmp_pat
     assert rep.exit_code() == 1 and any(c.benchmark == "bench_engine.Engine.track_tok_per_s" for c in rep.regressions)
     # ... and in quick mode an exact row (accuracy) still fails the check.
     quick = _quick_pair(tmp_path / "quick", quick=True, head_acc=0.9)
-    rep = compare(load_asv(quick, BASE), load_asv(quick, HEAD), CFG)
+    rep = compare(load_asv(quick, BASE), load_asv(quick, HEAD), CFG, quick=True)
     assert [c.benchmark for c in rep.regressions] == [ACC] and rep.exit_code() == 1
     from vlmpath.render.headline import headline
 

@@ -57,6 +57,14 @@ def comment_is_inert(md: str) -> None:
     assert "<img" not in md and "<b>\n" not in md and "\x1b" not in md
 
 
+def is_red(md: str, summary: str = "") -> None:
+    headline = md.splitlines()[1]
+    assert "newly failing" in headline or "regression" in headline, headline
+    assert "No regressions" not in headline and "Incomplete" not in headline
+    if summary:
+        assert "regression(s): exit 1" in summary, summary
+
+
 def is_not_green(md: str, summary: str = "") -> None:
     headline = md.splitlines()[1]
     assert headline.startswith("**Incomplete"), headline
@@ -139,16 +147,16 @@ def test_renamed_benchmarks_are_removed_and_new_not_judged_never_green(tmp_path,
     renamed = {k.replace("Embed.", "EmbedV2."): v for k, v in WORSE.items()}
     results(res, "cpu-a", HEAD, renamed, fingerprint("cpu"))
     rc, md, out = compare(tmp_path, res, capsys)
-    assert rc == 3  # Incomplete, not "No regressions: 2 new, 2 removed"
-    is_not_green(md)
-    assert "nothing judged" in md.splitlines()[1] and "2 new" in md and "2 removed" in md
+    assert rc == 1  # base's cases vanished on head: red (issue 39), never "No regressions: 2 new, 2 removed"
+    is_red(md)
+    assert "vanished on head" in out and "2 new" in md
     assert "if benchmarks were renamed" in md and "Embed.track_accuracy -> bench" in out.replace("\\", "")
-    # ci merge, with --fail, says the same (exit 3), even though head's accuracy fell.
+    # ci merge, with --fail, says the same (exit 1), even though head's accuracy "fell" out of sight.
     arts = tmp_path / "arts"
     artifact(arts, "bench-cpu", res, "cpu-a")
     rc, md, summary, _ = merge(tmp_path, arts, capsys, "--fail")
-    assert rc == 3
-    is_not_green(md, summary)
+    assert rc == 1
+    is_red(md, summary)
 
 
 def test_a_selection_that_matches_nothing_is_incomplete_not_green(tmp_path, capsys):
@@ -194,13 +202,13 @@ def test_values_that_are_not_numbers_in_range_are_not_judged(tmp_path, capsys, r
     results(res, "cpu-a", HEAD, {ACC: GOOD[ACC]})
     set_values(res, "cpu-a", HEAD, ACC, [raw])
     rc, md, out = compare(tmp_path, res, capsys)
-    assert rc == 3  # the one case was not judged: never an improvement, never green
-    is_not_green(md)
-    assert "0 improvements" in md.splitlines()[1] and why in out and "1 not comparable" in md
+    assert rc == 1  # base judged it, head has no number: vanished on head (issue 39), never green
+    is_red(md)
+    assert "0 improvements" not in md.splitlines()[1] and why in out and "vanished on head" in out
     js = tmp_path / "c.json"
     main(["compare", BASE, HEAD, "--results", str(res), "--json", str(js), "--no-fail"])
     (row,) = json.loads(js.read_text())["machines"][0]["comparisons"]
-    assert row["verdict"] == "not comparable" and row["head"] is None
+    assert row["verdict"] == "newly failing" and row["head"] is None
 
 
 def test_the_engine_flow_and_ci_pr_follow_the_same_rule():

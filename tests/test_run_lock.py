@@ -166,3 +166,33 @@ def test_a_run_ends_what_it_started_and_leaves_its_callers_children_alone():
     finally:
         callers.kill()
         callers.wait()
+
+
+HOLD_WITH_CHILD = r"""
+import os, subprocess, sys
+from vlmpath.core.run_lock import results_lock
+with results_lock(sys.argv[1], "vlmpath ci pr --bench x") as handed:
+    # as ci pr starts `vlmpath run` per side: the child carries the handed lock
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env={**os.environ, **handed})
+    print(os.getpid(), child.pid, flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_after_kill_9_of_the_holder_a_second_run_is_refused_while_its_children_live(tmp_path):
+    first = subprocess.Popen([sys.executable, "-c", HOLD_WITH_CHILD, str(tmp_path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=ENV)
+    _, child = map(int, first.stdout.readline().split())  # type: ignore[union-attr]
+    try:
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        refused = _try(tmp_path)
+        assert refused.returncode == 2 and f"children {child} are alive" in refused.stdout, refused.stdout
+        assert "was killed" in refused.stdout and "vlmpath ci pr" in refused.stdout
+    finally:
+        os.kill(child, signal.SIGKILL)
+        for _ in range(100):  # reaped by init: gone from /proc
+            if not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]:
+                break
+            time.sleep(0.05)
+    assert _try(tmp_path).returncode == 0  # the children are gone: the directory is free

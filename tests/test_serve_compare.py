@@ -107,7 +107,9 @@ def test_a_base_level_head_lacks_is_not_judged_green(tmp_path):
     head["cases"][0]["workload"] = "multi_region"
     head["solo"] = {"multi_region": ["ab", "cd"]}
     report, _ = compare_serve_runs(_files(tmp_path, "b", [_doc()]), _files(tmp_path, "h", [head]))
-    assert report.judged == 0 and report.exit_code() == 3
+    # base's levels vanished on head (issue 39): red, never green
+    assert report.exit_code() == 1 and report.regressions
+    assert all(c.reason.startswith("vanished on head") for c in report.regressions)
 
 
 def test_a_timing_round_without_the_alone_reference_has_no_agreement_row_not_a_failure(tmp_path):

@@ -83,3 +83,80 @@ def test_the_stdlib_handler_shows_what_each_rule_stops(site, capsys):
     assert got["/graphs/"][0] == 200 and "a.json" in got["/graphs/"][1]  # a listing
     assert got["/leak.txt"] == (200, SECRET)  # the symlink followed out of the root
     assert got["/%00"][0] == 0 and "Traceback" in err and "embedded null byte" in err
+
+
+# --- bounds (issue 39): connections, idle sockets, regular files, the log ---------------------
+@pytest.mark.e2e  # 400 connects to a real process: ~20 s on the shared 2-core box
+def test_400_idle_sockets_hold_at_most_the_cap_of_threads_in_the_real_serve(site):
+    import os
+    import re
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from vlmpath.render.static_http import MAX_CONNECTIONS
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "vlmpath.cli", "serve", "--html-dir", str(site), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": str(root / "src")})
+    socks = []
+    try:
+        line = proc.stdout.readline()  # "serving ... at http://127.0.0.1:PORT/"
+        port = int(re.search(r"http://[^:]+:(\d+)/", line).group(1))
+        for _ in range(400):  # connect and say nothing
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+        time.sleep(0.5)
+        threads = int(next(x for x in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                           if x.startswith("Threads:")).split()[1])
+        assert threads <= MAX_CONNECTIONS + 2, threads  # not 402
+        for s in socks:
+            s.close()
+        socks.clear()
+        time.sleep(0.5)
+        assert _get(f"http://127.0.0.1:{port}/") == (200, "<title>dashboard</title>") and proc.poll() is None
+    finally:
+        for s in socks:
+            s.close()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_an_idle_socket_is_closed_and_a_fifo_is_no_page(site):
+    import os
+    import socket
+    import time
+
+    from vlmpath.render.static_http import published_server
+
+    server = published_server(site, "127.0.0.1", 0, idle_timeout_s=0.3)
+    base = _serving(server)
+    try:
+        with socket.create_connection(server.server_address[:2], timeout=10) as s:
+            t0 = time.monotonic()
+            while s.recv(1024):  # the server closes it (after a 408 or without a word)
+                pass
+            assert time.monotonic() - t0 < 5
+        os.mkfifo(site / "pipe.html")  # open() of a FIFO would block the thread forever
+        t0 = time.monotonic()
+        assert _get(base + "/pipe.html")[0] == 404 and time.monotonic() - t0 < 5
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_what_a_client_sends_reaches_the_log_escaped(site, capsys):
+    import socket
+
+    server = make_server(site, port=0)
+    _serving(server)
+    try:
+        with socket.create_connection(server.server_address[:2], timeout=5) as s:
+            s.sendall(b"GET /\x1b[31mred\x07\x9b HTTP/1.0\r\n\r\n")
+            s.recv(4096)
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert err and not any(ch in err for ch in "\x1b\x07\x9b\u009b") and "red" in err

@@ -334,3 +334,32 @@ def test_the_gpu_serve_step_refuses_a_bad_variable_without_echoing_it_or_running
     rc, log, output, _ = _run(tmp_path, step, _env_of(GPU_WF, job), _serve_env(tmp_path, **{field: value}))
     assert rc == 1 and output == "" and MARK not in log and commands(log)[0].startswith("::error::")
     assert not (tmp_path / "stub.log").exists()  # nothing ran
+
+
+# --- the engine templates gate too (issue 39) ------------------------------------------------
+@pytest.mark.parametrize("template", [p for p in TEMPLATES if p.name.endswith("-bench-comment.yml")],
+                         ids=lambda p: p.name)
+@pytest.mark.parametrize("rc_in, state", [(0, "success"), (3, "failure")])
+def test_an_engine_comment_template_merges_with_fail_and_posts_the_status_from_its_job(tmp_path, template,
+                                                                                       rc_in, state):
+    import ast
+
+    job, merge = _step(template, "Merge all machines")
+    assert job["permissions"].get("statuses") == "write"
+    rc, log, output, _ = _run(tmp_path / "m", merge, _env_of(template, job),
+                              {"RUN_HEAD_SHA": SHA_A, "STUB_RC": str(rc_in)}, {"artifacts/a/run.json": "{}"})
+    calls = [ast.literal_eval(x) for x in (tmp_path / "m" / "stub.log").read_text().splitlines()]
+    assert rc == 0 and output == f"verdict={rc_in}\nready=true\n"
+    assert [c[1] for c in calls if c[0] == "vlmpath"] == [["ci", "merge", "artifacts", "--out", "merged",
+                                                          "--head-sha", SHA_A, "--fail"]]
+    _, post = _step(template, "Post or update the comment")
+    poster = tmp_path / "p" / "work" / "vlmpath" / "ci" / "post-comment.sh"  # the pinned vlmpath's
+    poster.parent.mkdir(parents=True)
+    poster.write_text("#!/bin/sh\nexit 0\n")
+    poster.chmod(0o755)
+    rc, log, output, _ = _run(tmp_path / "p", post, _env_of(template, job),
+                              {"RUN_HEAD_SHA": SHA_A, "GH_ANSWER": SHA_A, "VERDICT": str(rc_in), "REPO": "o/r"},
+                              {"merged/pr-number": "12\n"})
+    calls = [ast.literal_eval(x) for x in (tmp_path / "p" / "stub.log").read_text().splitlines()]
+    status = [c[1] for c in calls if c[0] == "gh" and c[1][:2] == ["api", f"repos/o/r/statuses/{SHA_A}"]]
+    assert rc == 0 and status and status[0][2:6] == ["-f", f"state={state}", "-f", "context=vlmpath/bench"], log

@@ -21,6 +21,7 @@ from vlmpath.cli.serve_bench import add_serve_bench, add_serve_compare, add_serv
 from vlmpath.cli.shards import add_plan, add_shards
 from vlmpath.cli.smoke import add_smoke
 from vlmpath.cli.options import scale_option
+from vlmpath.core.console import tolerate
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.option_enums import Counter, Tower, VllmRunner
 
@@ -149,7 +150,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                 pb = load_pytest_benchmark(a.pytest_json[i])
                 run_ = pb if run_ is None else merge_runs(run_, pb)
             runs.append(run_)
-        report = compare(runs[0], runs[1], cfg)
+        # The user's own results: their run-info files may say quick (speaks only for plain
+        # tracks with no samples; compare.spread.indicative). ci merge never reads it so.
+        report = compare(runs[0], runs[1], cfg, quick=any(m.quick for r in runs if r for m in r.machines))
         report = accepted.apply(report, accepted.load(a.accepted or os.path.join(a.repo, accepted.ACCEPTED_FILE)))
         print(render.render_terminal(report), end="")
         if a.markdown:
@@ -381,6 +384,7 @@ def _say(args: argparse.Namespace, line: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tolerate()  # an ASCII terminal prints "?" for "±", never a traceback (core.console)
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = build_parser().parse_args(argv)

@@ -1,14 +1,16 @@
 """Which regressions has a maintainer accepted, and why?
 
 ``benchmarks/accepted.yaml`` is a file in the repository, reviewed like code. Each entry
-names a case (its benchmark name, or ``name (k=v, ...)``, literally or with ``*``
-wildcards; a pattern of wildcards only, ``*``, is refused), where (a ``machine`` name
-pattern, or a ``backend``), which change (the head ``commit``, 7+ hex digits, or the
-``pr`` number) and a ``reason``::
+names one benchmark in full (no wildcard in its name) and with it the metric it accepts
+(the method's row in the metric table; an optional ``metric:`` must agree, and a reason
+whose metric words name another metric is refused), optionally its parameters as a
+pattern (``name (k=v, k2=*)``), where (a ``machine`` name pattern, or a ``backend``),
+which change (the head ``commit``, the full 40-hex sha, or the ``pr`` number) and a
+``reason``::
 
     schema_version: 1
     accepted:
-      - case: bench_embed.EmbedRoutine.track_tok_per_s*
+      - case: bench_embed.EmbedRoutine.track_tok_per_s (pipeline=default, preset=*)
         backend: cpu
         pr: 123
         reason: exact accuracy costs 15% tok/s on CPU (#123)
@@ -44,8 +46,25 @@ from vlmpath.core.errors import VlmpathError
 #: Where the comparison looks for the list (relative to the repository root).
 ACCEPTED_FILE = "benchmarks/accepted.yaml"
 MAX_ENTRIES, MAX_TEXT, MAX_BYTES = 200, 300, 1 << 20
-_SHA = re.compile(r"^[0-9a-f]{7,40}$")
-_KEYS = {"case", "machine", "backend", "commit", "pr", "reason"}
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_KEYS = {"case", "machine", "backend", "commit", "pr", "reason", "metric"}
+#: A benchmark name as asv spells one: ASCII letters, digits, ``_`` and dots (no wildcard,
+#: no look-alike letters: the entry names exactly one benchmark).
+_BENCH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+# The words a reason uses for a metric, and the units they mean: a reason that speaks of
+# one metric while the entry accepts another ("tok/s noise" on an accuracy row) is refused.
+_METRIC_WORDS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
+    (re.compile(rf"(?<![a-z0-9_]){w}(?![a-z0-9_])"), frozenset(units)) for w, units in (
+        (r"tok/s|tokens?/s|tokens per second|tok_per_s|throughput|req/s|requests per second",
+         ("tok/s", "req/s", "GB/s")),
+        (r"accuracy|agreement|score|correctness", ("fraction",)),
+        (r"syncs?|synchroni[sz]ations?", ("syncs",)),
+        (r"encoder calls|calls", ("calls",)),
+        (r"latency|timings?|seconds|ms|slower|ttft|itl|wall-clock", ("seconds",)),
+        (r"memory|bytes|peakmem|vram|reserved", ("bytes",)),
+        (r"instructions|bytecodes|elements", ("instructions", "bytecodes", "elements")),
+        (r"bandwidth", ("GB/s", "ratio")),
+    ))
 #: What a row an entry only the PR itself added says (it still fails).
 AWAITING = "accepted by this PR's own change, awaiting review"
 
@@ -58,11 +77,20 @@ class Accepted:
     backend: str | None = None
     commit: str | None = None
     pr: int | None = None
+    metric: str | None = None
+
+    @property
+    def benchmark(self) -> str:
+        """The one benchmark the entry names (``case`` without its parameter pattern)."""
+        return self.case.split(" (", 1)[0]
 
     def matches(self, c: Comparison, *, backend: str | None, head_commit: str, pr: int | None) -> bool:
-        # Bounded to its change: the head commit, or the PR, and only where that PR is
-        # known (a local compare or main's alert knows none: a PR's entry never mutes them).
-        if self.commit is not None and not head_commit.lower().startswith(self.commit):
+        # Bounded to its change: the head commit (all 40 hex digits: a prefix is what a
+        # later commit can be ground to), or the PR, and only where that PR is known (a
+        # local compare or main's alert knows none: a PR's entry never mutes them).
+        if self.commit is not None and head_commit.lower() != self.commit:
+            return False
+        if c.benchmark != self.benchmark:  # one benchmark, exactly: its parameters may be a pattern
             return False
         if self.pr is not None and self.pr != pr:
             return False
@@ -87,12 +115,40 @@ def _text(v: Any, what: str, where: str) -> str:
 
 
 def _case(v: Any, where: str) -> str:
+    """One benchmark, named in full (no wildcard in its name: ``b*`` would be every
+    ``bench_`` benchmark), then optionally its parameters as a pattern: ``name (k=*, ...)``."""
+    if isinstance(v, str) and not v.strip(" ").isprintable():  # a newline or an invisible character inside
+        raise VlmpathError(f"{where}: case {v.strip()[:60]!r} must name one benchmark in full, in visible characters")
     case = _text(v, "case", where)
-    if not any(ch.isalnum() for ch in case.replace("*", "")):
-        # "*", "*.*", "* (*)": every case of every benchmark, not one change's case.
-        raise VlmpathError(f"{where}: case {case[:40]!r} matches every case; name the benchmark "
-                           "(e.g. bench_embed.EmbedRoutine.track_tok_per_s*)")
+    bench, sep, params = case.partition(" (")
+    if not _BENCH.match(bench) or (sep and not params.endswith(")")):
+        raise VlmpathError(f"{where}: case {case[:60]!r} must name one benchmark in full, with no wildcard in its "
+                           "name (parameters may be a pattern), e.g. "
+                           "'bench_embed.EmbedRoutine.track_tok_per_s (pipeline=default, preset=*)'")
     return case
+
+
+def _metric(case: str, claimed: Any, reason: str, where: str) -> str:
+    """The metric the entry accepts: its benchmark's, by the method name (core.metrics);
+    a ``metric:`` key must agree, and so must the metric words of the reason."""
+    from vlmpath.core.metrics import metric_for_method
+
+    bench = case.split(" (", 1)[0]
+    spec = metric_for_method(bench)
+    if spec is None:
+        raise VlmpathError(f"{where}: {bench[:60]!r} has no row in the metric table (core/metrics.py); "
+                           "name a benchmark method that has one")
+    if claimed is not None and claimed != spec.name:
+        raise VlmpathError(f"{where}: metric {str(claimed)[:30]!r} is not the metric of {bench[:60]!r} "
+                           f"({spec.name}); name the benchmark of the metric you accept")
+    said = set()
+    for pattern, units in _METRIC_WORDS:
+        if pattern.search(reason.lower()):
+            said |= units
+    if said and spec.unit not in said:
+        raise VlmpathError(f"{where}: the reason speaks of {'/'.join(sorted(said))} but the entry accepts "
+                           f"{spec.name} ({spec.unit}); an entry accepts the metric its reason names")
+    return spec.name
 
 
 def entries_from(raw: Any, where: str) -> tuple[Accepted, ...]:
@@ -111,13 +167,15 @@ def entries_from(raw: Any, where: str) -> tuple[Accepted, ...]:
             raise VlmpathError(f"{here}: an entry has the keys {', '.join(sorted(_KEYS))} only")
         commit, pr = e.get("commit"), e.get("pr")
         if commit is None and pr is None:
-            raise VlmpathError(f"{here}: name the change: commit (7+ hex digits) or pr (a number)")
+            raise VlmpathError(f"{here}: name the change: commit (the full 40-hex sha) or pr (a number)")
         if commit is not None and not (isinstance(commit, str) and _SHA.match(commit.lower())):
-            raise VlmpathError(f"{here}: commit must be 7-40 hex digits, got {str(commit)[:40]!r}")
+            raise VlmpathError(f"{here}: commit must be the full 40-hex sha, got {str(commit)[:40]!r}")
         if pr is not None and (isinstance(pr, bool) or not isinstance(pr, int) or not 0 < pr < 10**10):
             raise VlmpathError(f"{here}: pr must be a pull request number, got {str(pr)[:20]!r}")
+        reason = _text(e.get("reason"), "reason", here)
+        case = _case(e.get("case"), here)
         out.append(Accepted(
-            case=_case(e.get("case"), here), reason=_text(e.get("reason"), "reason", here),
+            case=case, reason=reason, metric=_metric(case, e.get("metric"), reason, here),
             machine=None if e.get("machine") is None else _text(e["machine"], "machine", here),
             backend=None if e.get("backend") is None else _text(e["backend"], "backend", here),
             commit=None if commit is None else commit.lower(), pr=pr))

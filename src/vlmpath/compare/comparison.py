@@ -155,6 +155,11 @@ class ComparisonReport:
     notes: tuple[str, ...] = ()
     thresholds_source: str = "defaults"
     schema_version: int = SCHEMA_VERSION
+    #: Why the trusted side withholds a green verdict whatever the rows say (a selection
+    #: that cut cases base judged: ``compare.withheld``; the yardstick moved:
+    #: ``core.yardstick.classify``). Non-empty makes the report incomplete (exit 3 unless
+    #: a regression makes it 1).
+    withheld: tuple[str, ...] = ()
 
     def all(self) -> list[Comparison]:
         return [c for m in self.machines for c in m.comparisons]
@@ -219,7 +224,11 @@ class ComparisonReport:
         """Nothing was judged, most cases were not, or a row's definition is untrusted: the
         verdict says little (or what it says was defined by the results themselves), and the
         exit status says so (zero judged is never green, whatever the reason)."""
-        return self.judged == 0 or 2 * len(self.not_judged) > len(self.all()) or bool(self.untrusted)
+        # Head's new cases are shown and never decide: they count neither way here.
+        pool = [c for c in self.all() if c.verdict is not Verdict.NEW]
+        unjudged = [c for c in pool if c.verdict in NOT_JUDGED_VERDICTS]
+        return (self.judged == 0 or 2 * len(unjudged) > len(pool) or bool(self.untrusted)
+                or bool(self.withheld))
 
     def exit_code(self, fail_on_regression: bool = True) -> int:
         """1 on a regression, else 3 when nothing or most cases were not judged or a row's
@@ -262,6 +271,7 @@ class ComparisonReport:
             base_commit=d["base_commit"], head_commit=d["head_commit"], machines=machines,
             cross_vendor=cross, notes=tuple(d.get("notes", ())),
             thresholds_source=d.get("thresholds_source", "defaults"),
+            withheld=tuple(str(w) for w in d.get("withheld", ()) or ()),
         )
 
 

@@ -65,8 +65,14 @@ def mde(base: Sequence[float], head: Sequence[float],
 
 
 def indicative(n_base: int, n_head: int, min_samples: int, quick: bool = False) -> bool:
-    """True when a verdict rests on fewer samples than the significance test needs."""
-    return quick or 0 < n_base < min_samples or 0 < n_head < min_samples
+    """True when a verdict rests on fewer samples than the significance test needs, by the
+    sample counts: 1 to ``min_samples - 1`` on a side. ``quick`` (the caller's own option
+    or the trusted workflow's input, never a flag read from an artifact) only speaks for a
+    side that kept no samples at all (a plain track: one number): with enough samples on
+    both sides the counts decide, whatever anyone says the run was."""
+    if 0 < n_base < min_samples or 0 < n_head < min_samples:
+        return True
+    return quick and (n_base == 0 or n_head == 0)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,13 @@ improvement), and the row names the case and its error once.
 
 A row's direction comes only from a trusted definition (the metric table by method name,
 ``compare.definitions``); a row without one is not judged and marked ``untrusted``, never
-compared as lower-is-better. Quick runs (``quick``, or a side's run-info saying so) make
-every band verdict indicative, wherever the row comes from.
+compared as lower-is-better. A band verdict is indicative by its sample counts
+(``spread.indicative``); ``quick`` is the caller's own word and speaks only for plain tracks
+that keep no samples, never a side's run-info (the artifact's).
+
+Base's cases decide what must be judged: a case base judged with no usable value on head
+is a failure, "vanished on head" (``compare.vanished``); head's new cases, failing or not,
+are shown as ``NEW`` and never fail the check.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from vlmpath.compare.definitions import UNTRUSTED
 from vlmpath.compare.records import MachineRun, Metric, RunResults
 from vlmpath.compare.thresholds import Thresholds
 from vlmpath.compare.values import value_problem
+from vlmpath.compare.vanished import VANISHED, vanished_row
 from vlmpath.core.backends import BACKENDS, Backend, vendor_backends
 from vlmpath.core.metrics import case_of, metric_for_method
 
@@ -150,7 +156,7 @@ def _one_side(m: Metric, verdict: Verdict, reason: str) -> Comparison:
                       base=m.value if verdict is Verdict.REMOVED else None,
                       head=None if verdict is Verdict.REMOVED else m.value,
                       verdict=verdict, reason=reason,
-                      error=m.message if verdict is Verdict.NEWLY_FAILING else None)
+                      error=m.message if verdict in (Verdict.NEWLY_FAILING, Verdict.NEW) else None)
 
 
 def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds,
@@ -171,7 +177,8 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
         return MachineComparison(present.machine, "head-only" if b is None else "base-only", rows, notes=(note,))
 
     kind = _kind(rows, b, h)
-    quick = quick or bool(b.quick) or bool(h.quick)  # either side quick: one rule for every row
+    # Never ``b.quick``/``h.quick``: the run-info file is the artifact's word (the PR writes
+    # it); sample counts decide, and ``quick`` is the caller's own option (spread.indicative).
     base_by = {m.case: m for m in b.metrics}
     head_by = {m.case: m for m in h.metrics}
     failed = {case_key(m) for run in (b, h) for m in run.metrics if _failed(m)}
@@ -182,15 +189,15 @@ def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds
             continue  # the case's one row stands for it (above)
         if bm is None:
             assert hm is not None
-            if hm.ok:
-                rows.append(_one_side(hm, Verdict.NEW, "not in base"))
-            else:
-                rows.append(_one_side(hm, Verdict.NEWLY_FAILING, f"new benchmark: {hm.error or 'skipped'}"))
+            # Head's new cases are shown and never fail the check (base's cases judge).
+            rows.append(_one_side(hm, Verdict.NEW, "not in base" if hm.ok else f"new benchmark: {hm.error or 'skipped'}"))
         elif hm is None:
             why = "missing from head run" if bm.benchmark in h.missing else "not in head"
-            rows.append(_one_side(bm, Verdict.REMOVED, why))
+            rows.append(vanished_row(bm, None, why, head_by) or _one_side(bm, Verdict.REMOVED, why))
         else:
-            rows.append(judge(bm, hm, cfg, kind, quick))
+            gone = None if hm.ok or hm.untrusted else vanished_row(
+                bm, hm, "skipped" if hm.skipped else (hm.invalid or "no value"), head_by)
+            rows.append(gone or judge(bm, hm, cfg, kind, quick))
 
     notes: list[str] = []
     for side, run in (("base", b), ("head", h)):
@@ -246,13 +253,13 @@ def _failed_case(key, b: MachineRun, h: MachineRun) -> Comparison:
     n_rows = len({m.benchmark for m in b_rows} | {m.benchmark for m in h_rows})
     if h_fail and b_fail:
         verdict, reason, error = Verdict.NOT_COMPARABLE, "failing on base and head", rep.message
+    elif h_fail and not b_rows:  # a case base never had: shown, never failing the check
+        verdict, reason, error = Verdict.NEW, f"new benchmark: {rep.error or 'failed'}", rep.message
     elif h_fail:
-        verdict = Verdict.NEWLY_FAILING
-        reason = (f"new benchmark: {rep.error or 'failed'}" if not b_rows else rep.error or "failed")
-        error = rep.message
+        verdict, reason, error = Verdict.NEWLY_FAILING, rep.error or "failed", rep.message
     elif h_rows:
         verdict, reason, error = Verdict.FIXED, f"base: {rep.error or 'failed'}", rep.message
-    else:
+    else:  # base failed and head has no row: base judged nothing, so nothing vanished
         verdict, reason, error = Verdict.REMOVED, "not in head", None
     finding = _finding(b_rows, h_rows)
     if finding:
@@ -286,12 +293,12 @@ def _one_sided_notes(machine: str, rows: Sequence[Comparison], base_by, head_by)
     the old name "removed", the new one "new", neither judged), and a note when a benchmark's
     code changed between the sides (asv's version hash): base measured the older code."""
     out = []
-    gone = [c for c in rows if c.verdict is Verdict.REMOVED]
+    gone = [c for c in rows if c.verdict is Verdict.REMOVED or c.reason.startswith(VANISHED)]
     new = [c for c in rows if c.case_key not in base_by]
     if gone and new:
-        out.append(f"{machine}: {len(gone)} case(s) only in base and {len(new)} only in head, none of them "
-                   f"judged; if benchmarks were renamed (e.g. {gone[0].benchmark} -> {new[0].benchmark}), "
-                   "measure base with the new names to compare them")
+        out.append(f"{machine}: {len(gone)} case(s) only in base (vanished on head: failing when base judged "
+                   f"them) and {len(new)} only in head (new: shown, not judged); if benchmarks were renamed "
+                   f"(e.g. {gone[0].benchmark} -> {new[0].benchmark}), base's names still judge")
     changed = sorted({k[0] for k in set(base_by) & set(head_by)
                       if base_by[k].version and head_by[k].version and base_by[k].version != head_by[k].version})
     if changed:

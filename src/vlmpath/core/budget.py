@@ -13,7 +13,9 @@ read within one set of bounds, named here so that every reader uses the same one
   cases per file and per run are bounded (``MAX_CASES``), a parameter value is kept to
   ``MAX_PARAM_CHARS`` (the rest replaced by a hash, so two long values stay apart) and a
   case's samples to ``MAX_SAMPLES``; YAML aliases are refused outright (``core.safe_yaml``);
-- time: one run at most ``MAX_RUN_SECONDS`` of reading and comparing, checked between files.
+- time: one run at most ``MAX_RUN_SECONDS`` of reading and comparing, checked between files:
+  derived from the privileged job's timeout (``merge_budget_s``), below it, so a flood of
+  small files ends in a one-line refusal that is posted, not in a killed job.
 
 ``RunBudget`` is what one run has spent: one per run, passed down, never global.
 Any breach is one ``VlmpathError`` naming the input and the bound.
@@ -37,7 +39,22 @@ MAX_CASES = 20_000
 MAX_PARAM_CHARS = 200
 MAX_SAMPLES = 10_000
 MAX_YAML_BYTES = 256 << 10  # a config is a few KB; PyYAML reads ~100 KB/s
-MAX_RUN_SECONDS = 1800.0
+#: The privileged comment job's ``timeout-minutes`` (.github/workflows/bench-comment.yml,
+#: job ``comment``; tests/test_verdict_bounds.py reads the file and fails when they differ).
+COMMENT_JOB_TIMEOUT_S = 15 * 60
+#: What that job needs besides reading and comparing: checkout, install, downloads, the
+#: label grant, rendering and posting the comment and the status.
+COMMENT_JOB_RESERVE_S = 7 * 60
+
+
+def merge_budget_s(job_timeout_s: float, reserve_s: float = COMMENT_JOB_RESERVE_S) -> float:
+    """Seconds one merge may spend reading and comparing inside a job of ``job_timeout_s``:
+    the timeout less the job's other steps, so the merge refuses (one line, posted) before
+    the runner kills the job (nothing posted). At least a minute; never the whole timeout."""
+    return max(60.0, min(job_timeout_s - reserve_s, 0.8 * job_timeout_s))
+
+
+MAX_RUN_SECONDS = merge_budget_s(COMMENT_JOB_TIMEOUT_S)
 
 
 @dataclass

@@ -19,6 +19,13 @@ A run started by the holder on the same directory (``ci pr`` runs ``vlmpath run`
 is let through: the holder hands its children ``VLMPATH_RUN_LOCK=<lock file>\\t<token>``,
 and a child whose token matches the one in the file, while the lock is held, runs under
 its parent's lock.
+
+The lock covers the children too. A holder killed with ``SIGKILL`` frees the kernel's lock
+at once, but its children (``vlmpath run``, asv, the benchmark processes) live on and still
+write the directory. So a run that wins the lock reads the last holder's token from the
+file (a killed holder never removed it) and looks for live processes that carry it in
+their environment (``live_holders``, from ``/proc``): while any does, it refuses, naming
+them, exactly as if the holder were alive.
 """
 
 from __future__ import annotations
@@ -91,6 +98,38 @@ def _open_locked(path: Path) -> tuple[int, bool]:
     raise VlmpathError(f"cannot lock {path}: it keeps being replaced; is another tool removing it?")
 
 
+def live_holders(path: Path, token: str, proc_root: str = "/proc", me: int | None = None) -> list[int]:
+    """Pids of live processes whose environment carries this lock's ``LOCK_ENV`` value
+    (a killed holder's children); [] where there is no ``/proc``."""
+    want = f"{LOCK_ENV}={path}\t{token}".encode()
+    me = os.getpid() if me is None else me
+    out = []
+    try:
+        entries = os.listdir(proc_root)
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(os.path.join(proc_root, name, "environ"), "rb") as f:
+                env = f.read(1 << 20)
+        except OSError:  # gone, or another user's
+            continue
+        if want in env.split(b"\0"):
+            out.append(int(name))
+    return sorted(out)
+
+
+def _orphans_refusal(path: Path, holder: Mapping, pids: list[int]) -> VlmpathError:
+    shown = ", ".join(str(p) for p in pids[:5]) + (" ..." if len(pids) > 5 else "")
+    return VlmpathError(
+        f"results directory {path.parent} is still written by {len(pids)} process(es) of a run that was killed "
+        f"(pid {holder.get('pid', '?')}: {str(holder.get('command', '?'))[:COMMAND_CHARS]}); its children "
+        f"{shown} are alive: wait for them to end or stop them, or pass another --results-dir"
+    )
+
+
 @contextmanager
 def results_lock(results_dir: str | os.PathLike[str], command: str,
                  env: Mapping[str, str] | None = None) -> Iterator[dict[str, str]]:
@@ -107,6 +146,12 @@ def results_lock(results_dir: str | os.PathLike[str], command: str,
                 raise _refusal(path, _read_holder(fd))
             yield {LOCK_ENV: env[LOCK_ENV]}
             return
+        last = _read_holder(fd)  # a killed holder's file: are its children still writing?
+        if last.get("token"):
+            pids = live_holders(path, str(last["token"]))
+            if pids:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                raise _orphans_refusal(path, last, pids)
         token = secrets.token_hex(16)
         holder = {"pid": os.getpid(), "command": command[:COMMAND_CHARS], "started": time.time(), "token": token}
         os.ftruncate(fd, 0)  # a killed run's file may still hold its holder

@@ -130,13 +130,23 @@ def _find_marked(client: _Client, owner: str, name: str, pr: int, marker: str, a
     return None
 
 
+def comment_id(value: Any, where: str) -> int:
+    """A comment id from an API answer: a positive integer (never a bool, a float, a
+    string or a number that fills a path with more than digits), else one line naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**63:
+        raise GitHubError(f"{where}: the comment id {str(value)[:40]!r} is not a positive integer: check "
+                          "GITHUB_API_URL points at the REST API root")
+    return value
+
+
 def _result(action: Literal["created", "updated"], data: Any) -> CommentResult:
     if not isinstance(data, dict) or "id" not in data:
         raise GitHubError(
             f"GitHub's answer to the comment {action[:-1]} has no comment id: check "
             "GITHUB_API_URL points at the REST API root"
         )
-    return CommentResult(action, int(data["id"]), str(data.get("html_url", "")))
+    return CommentResult(action, comment_id(data["id"], f"the comment {action[:-1]}"),
+                         str(data.get("html_url", ""))[:500])
 
 
 def upsert_comment(
@@ -174,7 +184,7 @@ def upsert_comment(
         if existing is not None:
             resp = client.request(
                 "PATCH",
-                client.url(f"/repos/{owner}/{name}/issues/comments/{int(existing['id'])}"),
+                client.url(f"/repos/{owner}/{name}/issues/comments/{comment_id(existing.get('id'), 'a listed comment')}"),
                 payload,
             )
             return _result("updated", resp.data)

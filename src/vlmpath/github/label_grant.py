@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -52,6 +53,11 @@ class LabelGrant:
     granted_by: str | None  # the maintainer's login; None: not granted
     permission: str | None
     why: str  # one line, for the comment
+    #: The PR's changed files that are the yardstick (``core.yardstick.classify``), read from
+    #: the API by this privileged job (``github.pr_files``), and whether that list may be
+    #: incomplete. Either makes ``ci merge`` withhold green ("yardstick changed").
+    yardstick: tuple[str, ...] = ()
+    files_truncated: bool = False
 
     def accepted_text(self) -> str | None:
         """What an accepted row says of who accepted it (None: nobody did)."""
@@ -76,6 +82,29 @@ def parse_time(text: str, what: str) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
+def last_label_event(events: Iterable[Any], label: str) -> dict[str, Any] | None:
+    """The ``labeled`` event that holds ``label`` now, or None: the events of that label
+    (names compared case-insensitively, as GitHub does) ordered by their ``created_at``,
+    never by the order a page lists them; at the same second an ``unlabeled`` counts
+    last, and an event whose time cannot be read counts as the latest (it can only take
+    a grant away: an unreadable ``labeled`` time is refused when it is read)."""
+    latest = datetime.max.replace(tzinfo=timezone.utc)
+    mine = []
+    for i, ev in enumerate(events):
+        lab = ev.get("label") if isinstance(ev, dict) and isinstance(ev.get("label"), dict) else {}
+        name = lab.get("name")
+        if ev.get("event") in ("labeled", "unlabeled") and isinstance(name, str) and name.casefold() == label.casefold():
+            try:
+                at = parse_time(ev.get("created_at", ""), "created_at")
+            except VlmpathError:
+                at = latest
+            mine.append((at, ev["event"] == "unlabeled", i, ev))
+    if not mine:
+        return None
+    last = max(mine, key=lambda t: t[:3])[3]
+    return last if last["event"] == "labeled" else None
+
+
 def _get(client: _Client, path: str, what: str) -> dict[str, Any]:
     data = client.request("GET", client.url(path)).data
     if not isinstance(data, dict):
@@ -98,6 +127,18 @@ def _permission(client: _Client, owner: str, name: str, login: str) -> tuple[str
 
 def read_grant(client: _Client, repo: str, pr: int, *, head_sha: str, label: str = ACCEPT_LABEL,
                since: datetime | None = None) -> LabelGrant:
+    """Who applied ``label`` to PR ``pr`` (``_read_label``), and which of the PR's changed
+    files are the yardstick, as this job reads them from the API (issue 39)."""
+    from vlmpath.core.yardstick import classify
+    from vlmpath.github.pr_files import changed_files
+
+    grant = _read_label(client, repo, pr, head_sha=head_sha, label=label, since=since)
+    files, truncated = changed_files(client, repo, int(pr))
+    return replace(grant, yardstick=tuple(classify(files)[0]), files_truncated=truncated)
+
+
+def _read_label(client: _Client, repo: str, pr: int, *, head_sha: str, label: str = ACCEPT_LABEL,
+               since: datetime | None = None) -> LabelGrant:
     """Who applied ``label`` to PR ``pr`` (see the module docstring), as a ``LabelGrant``."""
     if not _REPO.match(repo):
         raise VlmpathError(f"--repo {repo[:80]!r} is not owner/name")
@@ -116,18 +157,14 @@ def read_grant(client: _Client, repo: str, pr: int, *, head_sha: str, label: str
                   "not read for this run")
     author = (pull.get("user") or {}).get("login") if isinstance(pull.get("user"), dict) else None
     url = client.url(f"/repos/{owner}/{name}/issues/{int(pr)}/events", {"per_page": PER_PAGE})
-    current: dict[str, Any] | None = None
-    for ev in paginate(client, url, f"events of PR #{pr}"):
-        lab = ev.get("label") if isinstance(ev.get("label"), dict) else {}
-        if ev.get("event") in ("labeled", "unlabeled") and lab.get("name") == label:
-            current = ev if ev["event"] == "labeled" else None
+    current = last_label_event(paginate(client, url, f"events of PR #{pr}"), label)
     if current is None:
         return no(f"not on PR #{pr}; a maintainer applies it to accept this PR's own entries")
     actor = current.get("actor") if isinstance(current.get("actor"), dict) else {}
     login = actor.get("login")
     if actor.get("type") != "User" or not isinstance(login, str) or not _LOGIN.match(login):
         return no(f"applied by {str(login)[:40]!r}, not a person's account: not counted")
-    if login == author:
+    if isinstance(author, str) and login.casefold() == author.casefold():  # GitHub logins ignore case
         return no(f"applied by @{login}, the PR's author: acceptance comes from another maintainer")
     at = parse_time(current.get("created_at", ""), "the label event's created_at")
     if since is not None and at < since:
@@ -155,14 +192,20 @@ def load_grant(path: str | os.PathLike[str]) -> LabelGrant:
     if not isinstance(data, dict) or data.get("schema_version") != GRANT_SCHEMA:
         raise VlmpathError(f"{where} is not a `vlmpath ci label-grant` file (schema_version {GRANT_SCHEMA})")
     try:
-        g = LabelGrant(**{k: data[k] for k in LabelGrant.__dataclass_fields__})
+        g = LabelGrant(**{k: data[k] for k in LabelGrant.__dataclass_fields__
+                          if k not in ("yardstick", "files_truncated")},
+                       yardstick=data.get("yardstick", []), files_truncated=data.get("files_truncated", False))
     except KeyError as exc:
         raise VlmpathError(f"{where}: {exc} missing; write it with `vlmpath ci label-grant`") from None
     ok = (isinstance(g.pr, int) and not isinstance(g.pr, bool) and isinstance(g.head_sha, str)
           and _SHA40.match(g.head_sha) and isinstance(g.label, str) and _LABEL.match(g.label) and isinstance(g.why, str)
           and (g.granted_by is None or (isinstance(g.granted_by, str) and _LOGIN.match(g.granted_by)))
-          and (g.permission is None or isinstance(g.permission, str)))
+          and (g.permission is None or isinstance(g.permission, str))
+          and isinstance(g.yardstick, list) and len(g.yardstick) <= 3000
+          and all(isinstance(f, str) and 0 < len(f) <= 4096 for f in g.yardstick)
+          and isinstance(g.files_truncated, bool))
     if not ok:
         raise VlmpathError(f"{where}: a field has the wrong type; write it with `vlmpath ci label-grant`")
     # Clipped: the text reaches the comment (escaped there) and the job log.
-    return replace(g, why=g.why[:300], permission=None if g.permission is None else g.permission[:40])
+    return replace(g, why=g.why[:300], permission=None if g.permission is None else g.permission[:40],
+                   yardstick=tuple(g.yardstick))

@@ -6,6 +6,10 @@ Used by the sticky PR comment (``vlmpath.github.comment``) and the regression is
 (``vlmpath.github.issues``). Standard library only: the comment and alert jobs run on
 bare runners.
 
+Each request has one overall deadline (``CALL_DEADLINE_S``: connect, headers and body
+together), enforced by shutting the socket down when it passes: a server that trickles
+bytes cannot hold the job; such a call is not retried.
+
 Retries: 5xx, 429, a 403 that is a rate limit (``x-ratelimit-remaining: 0``, a
 ``retry-after`` header, or GitHub's "secondary rate limit" message) and connection errors
 are retried up to ``max_retries`` times (shared by all requests of one client) with
@@ -17,9 +21,12 @@ only to the API origin; no message, log line or repr contains it.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
+import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -99,6 +106,64 @@ class _Response:
     data: Any
 
 
+#: One overall deadline per request (connect, headers, body together): a server that
+#: trickles a byte at a time cannot hold a job longer than this per call.
+CALL_DEADLINE_S = 60.0
+
+
+class _Deadline:
+    """The current call's deadline, shared by the opener's connections: each connection
+    arms a timer at connect that shuts its socket down when the deadline passes, so a
+    trickling server's next read fails at once, whatever the per-read timeout."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+        self.timers: list[threading.Timer] = []
+        self.expired = False
+
+    def arm(self, sock) -> None:
+        if self.at is None:
+            return
+
+        def expire() -> None:
+            self.expired = True
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        t = threading.Timer(max(0.0, self.at - time.monotonic()), expire)
+        t.daemon = True
+        self.timers.append(t)
+        t.start()
+
+    def disarm(self) -> None:
+        for t in self.timers:
+            t.cancel()
+        self.timers.clear()
+
+
+def _deadline_handlers(deadline: _Deadline) -> list[urllib.request.BaseHandler]:
+    def conn_class(base):
+        class _Conn(base):  # type: ignore[misc, valid-type]
+            def connect(self) -> None:
+                super().connect()
+                deadline.arm(self.sock)
+        return _Conn
+
+    http_conn, https_conn = conn_class(http.client.HTTPConnection), conn_class(http.client.HTTPSConnection)
+
+    class _Http(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(http_conn, req)
+
+    class _Https(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(https_conn, req, context=self._context)
+
+    return [_Http(), _Https()]
+
+
 def _same_origin_redirects(origin: tuple[str, str]) -> urllib.request.HTTPRedirectHandler:
     class _Handler(urllib.request.HTTPRedirectHandler):
         # A redirect to another host would carry our Authorization header there.
@@ -125,11 +190,14 @@ class _Client:
     sleep: Callable[[float], None]
     clock: Callable[[], float]
     retries_used: int = 0
+    deadline_s: float = CALL_DEADLINE_S
 
     def __post_init__(self) -> None:
         self._origin = _origin(self.api_url)
         # Built per client (not at import) so proxy settings are read when we run.
-        self._opener = urllib.request.build_opener(_same_origin_redirects(self._origin))
+        self._deadline = _Deadline()
+        self._opener = urllib.request.build_opener(_same_origin_redirects(self._origin),
+                                                   *_deadline_handlers(self._deadline))
 
     def _redact(self, text: str) -> str:
         return text.replace(self.token, "***") if self.token else text
@@ -157,20 +225,38 @@ class _Client:
         if data is not None:
             req.add_header("Content-Type", "application/json")
         where = self._where(method, url)
+        self._deadline.at, self._deadline.expired = time.monotonic() + self.deadline_s, False
         try:
-            with self._opener.open(req, timeout=_TIMEOUT_S) as resp:
+            with self._opener.open(req, timeout=min(_TIMEOUT_S, self.deadline_s)) as resp:
                 status, headers, raw = resp.status, resp.headers, _read_capped(resp, where)
         except urllib.error.HTTPError as exc:
             status, headers = exc.code, exc.headers
             try:
                 raw = _read_capped(exc, where)
+            except (OSError, http.client.HTTPException, VlmpathError):
+                if not self._deadline.expired:
+                    raise
+                raw = b""
             finally:
                 exc.close()
-        except (urllib.error.URLError, OSError) as exc:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            if self._deadline.expired:  # a trickling server: not retried, it would trickle again
+                raise GitHubError(f"{where}: no whole answer within {self.deadline_s:.0f} s (the server "
+                                  "sends too slowly); GitHub may be degraded: rerun the job later") from None
             reason = getattr(exc, "reason", exc)
             raise _Transient(
                 f"{where}: connection failed ({self._redact(str(reason))})", None, None
             ) from None
+        except VlmpathError:
+            if self._deadline.expired:
+                raise GitHubError(f"{where}: no whole answer within {self.deadline_s:.0f} s (the server "
+                                  "sends too slowly); GitHub may be degraded: rerun the job later") from None
+            raise
+        finally:
+            self._deadline.disarm()
+        if self._deadline.expired:
+            raise GitHubError(f"{where}: no whole answer within {self.deadline_s:.0f} s (the server "
+                              "sends too slowly); GitHub may be degraded: rerun the job later")
         hdrs = {k.lower(): v for k, v in (headers or {}).items()}
         try:  # bounded (depth, number length): a hostile body is "not JSON", never a RecursionError
             body = safe_json.loads(raw, where) if raw else None

@@ -139,3 +139,8 @@ def peak_memory(device: torch.device | str, torch_mod: ModuleType = torch) -> It
     else:
         yield probe
         probe.result = PeakMemory.not_measured(f"not measured: no peak-memory counter for device type {dev.type!r}")
+
+
+from vlmpath.measure.instrument_check import pristine as _pristine  # noqa: E402 (last: nothing later touched us)
+
+_pristine(__name__)

@@ -39,6 +39,8 @@ from vlmpath.pr.merge_serve import collect as collect_serve, judge_serve
 from vlmpath.pr.instructions import counted_ids, load_artifact
 from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
 from vlmpath.compare.selection import keep_selected
+from vlmpath.compare.withheld import selection_withheld, trusted_selection, withhold
+from vlmpath.core.yardstick import yardstick_withheld
 from vlmpath.core import safe_json
 from vlmpath.core.budget import RunBudget
 from vlmpath.core.errors import VlmpathError
@@ -233,6 +235,7 @@ def _apply_accepted(report, accepted, base_accepted, grant, *, pr: int | None, h
         if (g.pr, g.head_sha) != (pr, head):
             raise VlmpathError(f"--grant {grant} is for PR {g.pr} at {g.head_sha[:12]}, but the artifacts are "
                                f"PR {pr} at {head[:12]}: read the label for this run")
+        report = withhold(report, yardstick_withheld(g.yardstick, g.files_truncated))  # verdict (issue 39)
     proposed = accepted_mod.load(accepted)
     report = accepted_mod.apply(report, proposed, pr=pr, base=accepted_mod.load(base_accepted),
                                 grant=g.accepted_text() if g is not None else None)
@@ -379,7 +382,9 @@ def _merge(root: Path, out: Path, staging: Path, cfg, *, head_sha: str | None,
                                                   cfg, functools.partial(_merge_results, spent=spent))
     # Each machine's --bench, read as literal names (compare.selection): a pattern from an
     # artifact is never compiled (one could backtrack for minutes in this privileged job).
-    report = keep_selected(report, {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")},
+    chosen = {d["machine"]: d.get("bench") for _, d in runs if d.get("bench")}  # verdict (issue 39): withheld
+    report = withhold(report, selection_withheld(report, chosen, trusted_selection(os.environ)))
+    report = keep_selected(report, chosen,
                            counted_ids([run for pair in counts for run in pair]))
     report, grant_notes = _apply_accepted(report, *accepted, pr=pr, head=head)
     report = _with_head_definitions(report, staging, runs, root, head, sides[0], spent)

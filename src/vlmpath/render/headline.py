@@ -158,6 +158,8 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
                     f"{', '.join(bits)} on {where}")
         elif not report.all():  # an empty selection, or no results on either side: never green
             line = f"**Incomplete: nothing judged**: no cases to compare on {where}"
+        elif report.withheld:  # the trusted side withholds green (compare.withheld; issue 39)
+            line = f"**Incomplete**: {md_escape(clip(report.withheld[0], 200))}; {', '.join(bits)} on {where}"
         else:
             line = f"**No regressions**: {', '.join(bits)} on {where}"
     if report.partial:

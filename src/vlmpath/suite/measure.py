@@ -50,6 +50,7 @@ from vlmpath.measure.timing import DeviceTimer
 from vlmpath.measure.workload import Workload, with_item_hashes
 from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
 from vlmpath.suite.record import CaseRecord
+from vlmpath.suite.record_check import instruments_held
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,8 @@ def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool =
         load0 = load_average()
         rec = _measure(case, session, repeat, count, cache_bytes, engine, tower)
         loads = [x for x in (load0, load_average()) if x is not None]
-    return replace(rec, threads=in_effect, load_avg=max(loads) if loads else None)
+    rec = replace(rec, threads=in_effect, load_avg=max(loads) if loads else None)
+    return instruments_held(rec)  # the code under test shares our process: did it touch an instrument?
 
 
 def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes: int,

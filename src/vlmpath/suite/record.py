@@ -145,7 +145,9 @@ def loads_record(data: str | Mapping[str, Any], where: str = "record") -> CaseRe
     version = data.get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
         raise VlmpathError(f"{where}: CaseRecord schema_version {version!r} is not {SCHEMA_VERSION}; {FIX}")
-    return CaseRecord(**{k: _check(k, v, where) for k, v in data.items() if k in _KINDS})
+    from vlmpath.suite.record_check import checked  # a record that contradicts itself: one failure
+
+    return checked(CaseRecord(**{k: _check(k, v, where) for k, v in data.items() if k in _KINDS}))
 
 
 def write_records(path: str | os.PathLike[str], records: Iterable[CaseRecord]) -> None:
