@@ -25,6 +25,16 @@ from vlmpath.suite.engine_run import CaseSet, measure_case_sets, measure_cases
 from vlmpath.suite.measure import plan_cases
 
 EVS = "evs_video"
+#: The presets of issue 38 (split order, the cache and chunking paths): measured uncounted in
+#: a set of their own (``paths``), since their numbers are accuracy and the path counts; the
+#: counted ``records`` keep the presets before them (and their cost).
+from vlmpath.measure.workload import PATH_PRESETS  # noqa: E402 - beside EVS, where the reader looks
+
+
+def counted_presets() -> list[str]:
+    from vlmpath.measure.workload import PRESETS
+
+    return [p for p in PRESETS if p not in PATH_PRESETS]
 
 
 def _chosen(name: str, example: str):
@@ -67,9 +77,12 @@ def engine_fixtures(name: str, example: str, extra_sets: Callable[[], dict[str, 
 
     @pytest.fixture(scope="module")
     def measured(engine_env):
-        sets = {"records": CaseSet(plan_cases(pipelines=["default"]), repeat=1),
+        sets = {"records": CaseSet(plan_cases(workloads=counted_presets(), pipelines=["default"]), repeat=1),
+                "paths": CaseSet(plan_cases(workloads=list(PATH_PRESETS), pipelines=["default"]), repeat=1,
+                                 count=False),
                 "planted": CaseSet(plan_cases(workloads=list(PLANTED), pipelines=["default"]), repeat=1,
                                    count=False, faults=PLANTS),
+                **split_plant_sets(),
                 **(extra_sets() if extra_sets else {})}
         return dict(zip(sets, measure_case_sets(list(sets.values()), engine_env.spec), strict=True))
 
@@ -91,6 +104,48 @@ PLANTS = "few_large_images:raise:engine says no;many_small_images:flip"
 PLANTED = ("few_large_images", "many_small_images", "video")
 
 
+#: The wrong-order splits planted where the engine splits a batched output (issue 38).
+SPLIT_PLANTS = ("split_reversed", "split_rotated")
+
+
+def split_plant_sets() -> dict[str, CaseSet]:
+    """One set per wrong-order split, on ``split_order`` alone (uncounted: accuracy tells)."""
+    return {kind: CaseSet(plan_cases(workloads=["split_order"], pipelines=["default"]), repeat=1, count=False,
+                          faults=f"split_order:{kind}") for kind in SPLIT_PLANTS}
+
+
+def check_split_plants(measured: dict) -> None:
+    """Both wrong-order splits are red on ``split_order``; the unchanged engine is green."""
+    records = by_workload(set_records(measured, "paths"))
+    assert records["split_order"].accuracy == 1.0 and records["split_order"].error is None
+    for kind in SPLIT_PLANTS:
+        [rec] = set_records(measured, kind)
+        assert rec.workload == "split_order" and rec.accuracy < 1.0, (kind, rec.accuracy, rec.error)
+
+
+#: The new presets' path counts every engine must measure (issue 38), not None.
+PATH_COUNTS = ("reencodes", "off_chunk_encodes", "cache_evictions", "cache_retained_bytes",
+               "cache_unaccounted_bytes", "cache_over_budget_bytes")
+
+
+def check_path_counts(measured: dict) -> dict:
+    """Every path preset carries the path counts; the cache presets encode nothing twice
+    and keep no storage they do not account for (both releases the tests pin are right).
+    Returns the records by workload (for the engine's own expectations)."""
+    records = by_workload(set_records(measured, "paths"))
+    assert set(records) == set(PATH_PRESETS)
+    for w, rec in records.items():  # a failed case (the engine refused it) has no cache to read
+        assert rec.error is not None or all(getattr(rec, k) is not None for k in PATH_COUNTS), (
+            w, [getattr(rec, k) for k in PATH_COUNTS])
+    for w in ("cache_oversize", "cache_dup_chunked"):
+        rec = records[w]
+        assert rec.accuracy == 1.0 and rec.reencodes == 0 and rec.cache_unaccounted_bytes == 0, w
+    print("FIGURE path counts " + "; ".join(
+        f"{w}: acc {r.accuracy:.2f} calls {r.encoder_calls} " + " ".join(f"{k}={getattr(r, k)}" for k in PATH_COUNTS)
+        + f" foreign={r.foreign_rows} err={r.error}" for w, r in records.items()))
+    return records
+
+
 def set_records(measured: dict, name: str) -> list:
     """The records of set ``name``; a set the worker refused raises its refusal."""
     got = measured[name]
@@ -109,8 +164,8 @@ def driven(records):
 
 
 def driven_cases():
-    """The ``default`` pipeline's case of every preset ``driven`` keeps."""
-    return [c for c in plan_cases(pipelines=["default"]) if c.workload != EVS]
+    """The ``default`` pipeline's case of every counted preset ``driven`` keeps."""
+    return [c for c in plan_cases(workloads=counted_presets(), pipelines=["default"]) if c.workload != EVS]
 
 
 @cache  # one test session measures each (workloads, strategy) once: both modules ask the same

@@ -62,8 +62,15 @@ def test_too_large_entry_is_refused():
     assert cache.set(1, _rows(1))  # 16 bytes
     assert not cache.set(2, _rows(10))  # 160 bytes: cannot fit even in an empty cache
     assert not cache.has(2) and cache.stats.refused == 1
-    # Faithful to the engine: the eviction loop empties the cache before it gives up.
-    assert len(cache) == 0 and cache.cur_bytes == 0
+    # Refused before anything is evicted: the entry already held stays.
+    assert cache.has(1) and cache.cur_bytes == 16 and cache.stats.evictions == 0
+
+
+def test_the_older_loop_flushes_the_cache_before_refusing_an_oversize_entry():
+    cache = EmbeddingCache(100, evict_before_refusing=True)
+    assert cache.set(1, _rows(1))
+    assert not cache.set(2, _rows(10))
+    assert len(cache) == 0 and cache.cur_bytes == 0 and cache.stats.evictions == 1
 
 
 def test_nonpositive_size_is_an_error():
@@ -132,12 +139,16 @@ def test_cache_reuse_hits_and_encodes_each_image_once(runner, encode):
 @pytest.mark.parametrize("name, encode", [("many_small_images", "batched"), ("mixed", "batched"),
                                           ("many_small_images", "per_request")])
 def test_routine_cache_entries_own_storage_and_match_spans(runner, name, encode):
+    from vlmpath.paths.encode import shape_key
+
     wl = runner.workload(name)
     routine, _ = runner.run(wl, Pipeline(encode=encode))
+    # batched keys its entries by hash and grids (a hash blind to shape cannot collide there)
+    key = shape_key if encode == "batched" else (lambda it: it.hash)
     for it in wl.items:
-        rows = routine.cache.get_single(it.hash)
-        assert rows is not None, "every single-offset item is cached under its hash"
+        rows = routine.cache.get_single(key(it))
+        assert rows is not None, "every single-offset item is cached under its key"
         assert rows.shape[0] == it.span
         assert owns_storage(rows)
     assert routine.cache.cur_bytes == sum(
-        routine.cache.get_single(h).numel() * 4 for h in {it.hash for it in wl.items})
+        routine.cache.get_single(k).numel() * 4 for k in {key(it) for it in wl.items})

@@ -20,7 +20,7 @@ preset once and the planted cases (module fixture); the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import EVS, driven, engine_fixtures, reference_records
+from engine_adapter_env import check_path_counts, check_split_plants, EVS, driven, engine_fixtures, reference_records
 
 from vlmpath.engines import registry
 
@@ -79,3 +79,11 @@ def test_rows_in_the_wrong_order_lower_the_accuracy(planted, records):
     rec = planted["many_small_images"]
     assert rec.error is None and rec.accuracy < 1.0
     assert records["many_small_images"].accuracy == 1.0  # the flip did it, not the preset
+
+
+def test_a_split_in_the_wrong_order_is_red_on_split_order(measured):
+    check_split_plants(measured)
+
+
+def test_the_path_counts_are_measured_through_the_engines_own_cache(measured):
+    check_path_counts(measured)

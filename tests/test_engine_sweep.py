@@ -324,3 +324,27 @@ def test_vllm_no_deps_version_is_resolved_by_pip_even_when_uv_installs(tmp_path,
     assert asked[0][:3] == [str(ctx.python), "-m", "pip"]  # the resolver: pip
     assert ran[0][:3] == ["/opt/uv", "pip", "install"] and "xgrammar==0.2.5.post1" in ran[0]  # the install: uv
     assert out["no_deps"] == ["xgrammar==0.2.5.post1"]
+
+
+# --- steps at a release boundary (issue 38) ---------------------------------------------
+def _steps_state(*versions_states):
+    pts = {v: sweep.Point(v, f"2026-10-{10 + i:02d}T00:00:00+00:00", st)
+           for i, (v, st) in enumerate(versions_states)}
+    return sweep.SweepState("sglang", list(pts), pts, ["cache_oversize", "multi_span_chunks"])
+
+
+def test_a_changed_exact_metric_is_a_step_at_the_release_that_changed_it():
+    state = _steps_state(("0.5.21", "measured"), ("0.5.22", "failed"), ("0.5.23", "measured"), ("0.5.24", "measured"))
+    rec = lambda w, **kw: CaseRecord(workload=w, accuracy=1.0, encoder_calls=2, reencodes=0, **kw)  # noqa: E731
+    old = [rec("cache_oversize", cache_evictions=2), rec("multi_span_chunks", off_chunk_encodes=2)]
+    new = [rec("cache_oversize", cache_evictions=0), rec("multi_span_chunks", off_chunk_encodes=1)]
+    records = {"0.5.21": old, "0.5.23": new, "0.5.24": list(new)}  # 0.5.24: an unchanged pair
+    steps = sweep.release_steps(state, records)
+    assert [s.line for s in steps] == [
+        "step\t0.5.21 -> 0.5.23\tcache_oversize\tcache_evictions 2 -> 0 (better)",
+        "step\t0.5.21 -> 0.5.23\tmulti_span_chunks\toff_chunk_encodes 2 -> 1 (better)"]
+    # Planted the other way: the later release regresses; a value one side did not measure
+    # (a record older than the metric) is no step.
+    back = sweep.release_steps(state, {"0.5.21": new, "0.5.23": old, "0.5.24": [rec("cache_oversize"), new[1]]})
+    assert {(s.before, s.metric, s.worse) for s in back} == {
+        ("0.5.21", "cache_evictions", True), ("0.5.21", "off_chunk_encodes", True), ("0.5.23", "off_chunk_encodes", False)}

@@ -26,8 +26,8 @@ tower); the tests then check:
 from __future__ import annotations
 
 import pytest
-from engine_adapter_env import (EVS, by_workload, driven, driven_cases, engine_fixtures, reference_records,
-                                set_records)
+from engine_adapter_env import (EVS, by_workload, check_path_counts, check_split_plants, driven, driven_cases,
+                                engine_fixtures, reference_records, set_records)
 
 from vlmpath.core.errors import VlmpathError
 from vlmpath.engines import registry
@@ -164,3 +164,19 @@ def test_the_reference_has_no_engine_tower():
 
     with pytest.raises(VlmpathError, match="--tower engine runs an engine's own vision tower"):
         measure_cases(plan_cases(workloads=["video"], pipelines=["default"]), None, tower="engine")
+
+
+def test_a_split_in_the_wrong_order_is_red_on_split_order(measured):
+    check_split_plants(measured)
+
+
+def test_the_path_counts_are_measured_through_the_engines_own_cache(measured):
+    recs = check_path_counts(measured)
+    # The other way from the reference's full path (which encodes a request's multi-span
+    # items together at its first chunk): vLLM's scheduler encodes each item in the step
+    # whose chunk first reaches it, so nothing is encoded for a chunk that does not touch it.
+    assert recs["multi_span_chunks"].off_chunk_encodes == 0 and recs["multi_span_chunks"].encoder_calls == 3
+    # The forced key with half the span: vLLM's scheduler refuses the cached entry whose count
+    # differs ("holds 32 embeddings, but request 1 input 1 expects 16") and does not schedule
+    # the request (a server ends it with an error); the adapter records the refused step.
+    assert recs["key_collision"].accuracy < 1.0 and "trimmed request 1" in recs["key_collision"].error

@@ -57,6 +57,11 @@ def test_bad_rows_are_refused():
         by_unit((a, dataclasses.replace(a, name="b", exact=True)))
 
 
+#: The embedding path's exact counts (``measure.path_ledger``), tracked on every routine path.
+LEDGER_TRACKS = ("track_reencodes", "track_off_chunk_encodes", "track_cache_evictions", "track_cache_retained_bytes",
+                 "track_cache_unaccounted_bytes", "track_foreign_rows", "track_cache_over_budget_bytes")
+
+
 def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
     import json
 
@@ -66,7 +71,10 @@ def test_readers_and_summary_take_their_keys_from_the_table(tmp_path):
     routine = {m.name: m.unit for m in METRICS if m.routine}
     assert routine == {"tok_per_s": "tok/s", "accuracy": "fraction", "syncs": "syncs", "encoder_syncs": "syncs",
                        "encoder_calls": "calls", "peak_bytes": "bytes", "reserved_bytes": "bytes",
-                       "routine_bytecodes": "bytecodes", "routine_aten_elements": "elements"}
+                       "routine_bytecodes": "bytecodes", "routine_aten_elements": "elements",
+                       "reencodes": "encodes", "off_chunk_encodes": "encodes", "cache_evictions": "evictions",
+                       "cache_retained_bytes": "retained bytes", "cache_unaccounted_bytes": "retained bytes",
+                       "cache_over_budget_bytes": "retained bytes", "foreign_rows": "items"}
     # The pytest-benchmark reader: every routine key read with the table's unit, nothing else.
     extra = {**{name: 1.0 for name in routine}, "not_a_metric": 5.0}
     path = tmp_path / "bench.json"
@@ -123,7 +131,8 @@ def test_every_record_metric_is_a_record_field_and_the_engine_path_has_them_all(
     # The engine path reports what the routine paths report (peak memory was once missing).
     assert [leaf for _, leaf, _ in engine_rows()] == [
         "track_tok_per_s", "track_accuracy", "track_syncs", "track_encoder_syncs", "track_encoder_calls",
-        "track_peak_bytes", "track_reserved_bytes", "track_routine_bytecodes", "track_routine_aten_elements"]
+        "track_peak_bytes", "track_reserved_bytes", "track_routine_bytecodes", "track_routine_aten_elements",
+        *LEDGER_TRACKS]
 
 
 def test_the_suite_generates_one_track_method_per_routine_metric(suite):
@@ -134,12 +143,13 @@ def test_the_suite_generates_one_track_method_per_routine_metric(suite):
         assert tracks == sorted(m.track_method for m in routine_metrics(path))
         for m in routine_metrics(path):
             assert getattr(cls, m.track_method).unit == m.unit
-    # The asv names history is keyed on stay as they were.
-    assert sorted(n for n in dir(encode.EncodeMetrics) if n.startswith("track_")) == \
-        ["track_accuracy", "track_encoder_calls", "track_peak_bytes", "track_reserved_bytes", "track_tok_per_s"]
-    assert sorted(n for n in dir(embed.EmbedRoutine) if n.startswith("track_")) == \
+    # The asv names history is keyed on stay as they were; the path counts (issue 38) are added.
+    assert sorted(n for n in dir(encode.EncodeMetrics) if n.startswith("track_")) == sorted(
+        ["track_accuracy", "track_encoder_calls", "track_peak_bytes", "track_reserved_bytes", "track_tok_per_s",
+         *LEDGER_TRACKS])
+    assert sorted(n for n in dir(embed.EmbedRoutine) if n.startswith("track_")) == sorted(
         ["track_accuracy", "track_encoder_calls", "track_hash_s", "track_peak_bytes", "track_reserved_bytes",
-         "track_syncs", "track_tok_per_s"]
+         "track_syncs", "track_tok_per_s", *LEDGER_TRACKS])
 
 
 def test_a_hand_written_twin_is_refused(suite):

@@ -138,7 +138,8 @@ def add_sweep_args(esub, names) -> None:
                     help="the one uv cache every env hard-links from")
     sw.add_argument("--no-shared-cache", action="store_true", help="install each env with pip, as engine install")
     sw.add_argument("--workload", action="append", default=None, metavar="NAME",
-                    help="preset (repeatable; default multi_region, mixed, interleaved_modalities)")
+                    help="preset (repeatable; default multi_region, mixed, interleaved_modalities, split_order, "
+                         "cache_oversize, cache_dup_chunked, multi_span_chunks, cache_dup_pressure)")
     from vlmpath.cli.options import scale_option
 
     scale_option(sw)  # a Scale, parsed once here (the sweep state records its name)
@@ -208,6 +209,10 @@ def run_sweep_cmd(a: argparse.Namespace) -> int:
     site = None if a.no_publish else publish(store)
     for p in state.ordered():
         print(f"{a.engine}\t{p.version}\t{p.date[:10]}\t{p.state}\t{p.reason or ''}")
+    # Where an exact, gated number moved between consecutive releases (issue 38).
+    steps = sweep.release_steps(state, {p.version: sweep.point_records(store, a.engine, p) for p in state.ordered()})
+    for st in steps:
+        print(f"{a.engine}\t{st.line}")
     print(json.dumps({"engine": a.engine, "partial": state.partial, "measured": len(state.points),
-                      "requested": len(state.requested), "chart": str(chart), "dashboard": str(site) if site else None}))
+                      "requested": len(state.requested), "steps": len(steps), "chart": str(chart), "dashboard": str(site) if site else None}))
     return 0

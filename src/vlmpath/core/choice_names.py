@@ -22,6 +22,9 @@ STAGE_NAMES: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType({
 })
 #: The workload presets (``measure.workload.PRESETS``), in its order.
 PRESET_NAMES: tuple[str, ...] = ("many_small_images", "few_large_images", "video", "multi_region",
-                                 "chunked_long", "cache_reuse", "mixed", "evs_video", "interleaved_modalities")
+                                 "chunked_long", "cache_reuse", "mixed", "evs_video", "interleaved_modalities",
+                                 # issue 38 (history): the split-order and cache presets
+                                 "split_order", "cache_oversize", "cache_dup_chunked", "multi_span_chunks",
+                                 "cache_dup_pressure", "key_collision")
 #: A workload read from a file is named ``trace:PATH``.
 TRACE_PREFIX = "trace:"

@@ -134,6 +134,31 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("routine_aten_elements", "elements", "lower", False, "count", False,
                "elements aten operators write in one pass of the engine's routine (tower replayed)",
                routine=("engine",), may_be_unmeasured=True, deterministic=True),
+    # The embedding path's exact counts over one pass (``measure.path_ledger``), on the
+    # reference and through each engine's own cache classes (issue 38). Judged exactly: one
+    # more re-encode, eviction or retained byte is a regression. Unmeasured (an older
+    # package, an engine whose cache the adapter cannot see): skipped, never a 0.
+    MetricSpec("reencodes", "encodes", "lower", True, "count", False,
+               "encodes of an item's content beyond its first (dropped cache entries, duplicates)",
+               routine=("encode", "embed", "engine"), may_be_unmeasured=True),
+    MetricSpec("off_chunk_encodes", "encodes", "lower", True, "count", False,
+               "items encoded in a step whose chunk touches none of their spans",
+               routine=("encode", "embed", "engine"), may_be_unmeasured=True),
+    MetricSpec("cache_evictions", "evictions", "lower", True, "count", False,
+               "entries the embedding cache dropped to make room",
+               routine=("encode", "embed", "engine"), may_be_unmeasured=True),
+    MetricSpec("cache_retained_bytes", "retained bytes", "lower", True, "count", False,
+               "peak bytes of storage the embedding cache keeps alive (each storage once)",
+               routine=("encode", "embed", "engine"), may_be_unmeasured=True),
+    MetricSpec("cache_unaccounted_bytes", "retained bytes", "lower", True, "count", False,
+               "peak bytes the cache keeps alive beyond the payload it accounts (views pinning a batch)",
+               routine=("encode", "embed", "engine"), may_be_unmeasured=True),
+    MetricSpec("foreign_rows", "items", "lower", True, "count", False,
+               "items whose placed rows are another item's (served from its cache entry: a key collision)",
+               routine=("encode", "embed", "engine"), report_failed=True, may_be_unmeasured=True),
+    MetricSpec("cache_over_budget_bytes", "retained bytes", "lower", True, "count", False,
+               "peak bytes the cache keeps alive beyond its configured budget",
+               routine=("encode", "embed", "engine"), may_be_unmeasured=True),
     # Hand-written tracks with no record field: each needs a row so that its meaning is
     # the table's, never what benchmarks.json says (``metric_for_method``).
     MetricSpec("hash_s", "seconds", "lower", False, "scaled", False,

@@ -8,7 +8,10 @@ model code in both engines, not the shared path); and the planted fault of the t
 ``VLMPATH_ENGINE_FAULT=WORKLOAD:KIND[:MESSAGE]`` (tests only; several joined by ``;``) plants a
 fault in routines of that workload (``Fault``): ``raise`` makes the engine's step raise ``RuntimeError(MESSAGE)``,
 ``flip`` hands the engine each encoder call's rows in reverse order (a misplacement the
-accuracy must see), and an engine may know more kinds (vLLM: ``device_mask``).
+accuracy must see), ``split_reversed`` / ``split_rotated`` split each batched encoder output
+by the right sizes in the wrong order (``torch.split(out, counts[::-1])``, or the counts
+rotated by one) where the engine splits it (sglang: its chunk module's ``torch.split``;
+vLLM: the model's ``embed_multimodal``), and an engine may know more kinds (vLLM: ``device_mask``).
 ``VLMPATH_ENGINE_FAULT=*:bare`` (tests only) runs every routine of the process without the
 engine server's TP=1 state (``sglang_server_state``, ``vllm_server_state``): what a test
 needs to show that state matters (``server_state_wanted``).
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from vlmpath.core.errors import EngineError
+from vlmpath.measure.path_ledger import PathLedger
 from vlmpath.paths.encode import EncodeStats
 
 FAULT_ENV = "VLMPATH_ENGINE_FAULT"
@@ -71,9 +75,40 @@ class Fault:
         return self.kind == "flip"
 
     @property
+    def split_order(self) -> str | None:
+        """``reversed`` or ``rotated`` when the fault is a split in the wrong order."""
+        return self.kind[len("split_"):] if self.kind in ("split_reversed", "split_rotated") else None
+
+    @property
     def raises(self) -> str | None:
         """The message to raise with, when the fault is ``raise``."""
         return self.message if self.kind == "raise" else None
+
+
+def reorder_sizes(sizes, order: str | None) -> list:
+    """Split sizes in the planted wrong order (``Fault.split_order``), else unchanged."""
+    sizes = list(sizes)
+    if order == "reversed":
+        return sizes[::-1]
+    if order == "rotated":
+        return sizes[1:] + sizes[:1]
+    return sizes
+
+
+class SplitPlant:
+    """``torch`` as a module that splits by planted-order sizes sees it (tests only): every
+    other attribute is torch's own."""
+
+    def __init__(self, torch_module, order: str):
+        self._torch, self._order = torch_module, order
+
+    def __getattr__(self, name):
+        return getattr(self._torch, name)
+
+    def split(self, tensor, sizes, dim=0):
+        if isinstance(sizes, (list, tuple)):
+            sizes = reorder_sizes(sizes, self._order)
+        return self._torch.split(tensor, sizes, dim)
 
 
 class EngineRoutineBase:
@@ -89,6 +124,7 @@ class EngineRoutineBase:
         self.encoder_region = encoder_region
         self.device = table.device
         self.stats = EncodeStats()
+        self.ledger = PathLedger(workload)  # re-encodes, off-chunk encodes, what the cache holds
         if any(it.frame_tokens for it in workload.items):
             raise EngineError(f"workload {workload.name!r}: EVS frame re-layout is model code in {self.engine} "
                               f"({self.evs_where}); the adapter cannot drive it")

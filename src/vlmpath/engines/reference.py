@@ -37,6 +37,7 @@ from vlmpath.engines.pipelines import Pipeline
 from vlmpath.measure.cache import EmbeddingCache
 from vlmpath.measure.evs_layout import evs_relayout_ids
 from vlmpath.measure.items import Item, Request, Step
+from vlmpath.measure.path_ledger import PathLedger
 from vlmpath.measure.workload import Workload
 from vlmpath.paths.count import COUNTERS, CountQuery
 from vlmpath.paths.encode import (
@@ -76,7 +77,8 @@ class EmbedRoutine:
         self.count = COUNTERS[pipeline.count]
         self.cache = EmbeddingCache(cache_bytes)
         self.stats = EncodeStats()
-        self.ctx = EncodeContext(encoder, self.cache, self.stats, encoder_region)
+        self.ledger = PathLedger(workload)
+        self.ctx = EncodeContext(encoder, self.cache, self.stats, encoder_region, ledger=self.ledger)
         # EVS: requests whose frame placeholders were re-laid, by rid (ids and items as the
         # rest of the schedule sees them). Per routine, like the engine's per-request state.
         self._relaid: dict[int, Request] = {}
@@ -117,6 +119,14 @@ class EmbedRoutine:
 
     def run_step(self, step: Step) -> torch.Tensor:
         """Input embeddings ``[step tokens, hidden]`` of one forward step."""
+        self.ledger.begin_step(step)
+        try:
+            return self._run_step(step)
+        finally:  # what the cache holds after the step, even a failed one
+            self.ledger.evictions = self.cache.stats.evictions
+            self.ledger.observe(self.cache.tensors(), self.cache.max_bytes)
+
+    def _run_step(self, step: Step) -> torch.Tensor:
         reqs = [self.request(e.rid) for e in step.entries]
         self._check_evs_alone(step, reqs)
         host_ids = torch.cat([r.input_ids[e.prefix:e.prefix + e.extend] for r, e in zip(reqs, step.entries)])

@@ -25,7 +25,14 @@ and builds ``SglangRoutine``s, which the suite drives exactly like the reference
 ``embed_mm_inputs`` raise ``RuntimeError(MESSAGE)`` in routines of that workload: a fault
 planted in the engine's function, seen through the suite's failed-case path.
 ``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order: a planted
-misplacement that the accuracy must see.
+misplacement that the accuracy must see; ``WORKLOAD:split_reversed`` / ``split_rotated``
+make the engine's chunk module split its batched encoder output by the right sizes in the
+wrong order (its ``torch.split`` seen through ``adapter_common.SplitPlant``, for that
+routine's steps only).
+
+*path counts* (``measure.path_ledger``): every item the engine asks to encode, with its
+request's chunk; after every store into the engine's own ``MultiModalStaticCache`` the keys
+it dropped (evictions) and the storage its entries keep alive, against its ``max_size``.
 
 *server state*: before the first routine the engine sets up what sglang's server holds at
 TP=1 on the table's device (``sglang_server_state``: published server args, distributed
@@ -58,8 +65,8 @@ class _HitCounter:
     """Wraps the engine cache's lookups on the instance: a hit is rows returned for a hash
     that was not stored in the same step (0.5.23 stores, then reads the entry back)."""
 
-    def __init__(self, cache, stats: EncodeStats):
-        self.stats, self.stored = stats, set()
+    def __init__(self, cache, stats: EncodeStats, ledger=None):
+        self.stats, self.stored, self.ledger = stats, set(), ledger
         get, get_single, put = cache.get, getattr(cache, "get_single", None), cache.set
         # ``get`` takes a list of item hashes and looks up their combined hash (``set`` stores
         # under the combined one): compare like with like.
@@ -79,8 +86,11 @@ class _HitCounter:
             return out
 
         def counted_set(h, *a, **kw):
-            self.stored.add(combine(list(h)) if isinstance(h, (list, tuple)) else h)
-            return put(h, *a, **kw)
+            key = combine(list(h)) if isinstance(h, (list, tuple)) else h
+            self.stored.add(key)
+            if self.ledger is None:
+                return put(h, *a, **kw)
+            return self.ledger.observed_store(cache, put, key, h, *a, **kw)
 
         cache.get, cache.set = counted_get, counted_set
         if get_single is not None:
@@ -97,8 +107,10 @@ class SglangRoutine(EngineRoutineBase):
                  faults: str | None = None):
         super().__init__(api, workload, encoder, table, encoder_region=encoder_region, faults=faults)
         self.embedding = torch.nn.Embedding.from_pretrained(table, freeze=True)
-        self._hits = _HitCounter(api.new_cache(cache_bytes), self.stats)
+        self._cache = api.new_cache(cache_bytes)
+        self._hits = _HitCounter(self._cache, self.stats, self.ledger)
         self._ours: dict[int, object] = {}  # engine hash -> our Item (same content, same hash)
+        self._our_item: dict[int, object] = {}  # id of the engine's item -> our Item
         self._inputs: dict[int, object] = {}
         self._ids: dict[int, torch.Tensor] = {}
         self.calls = StepCalls()  # what each encoder call held, per step (engines.behaviour)
@@ -113,6 +125,7 @@ class SglangRoutine(EngineRoutineBase):
                 for a, b in it.offsets:
                     ids[a:b + 1] = torch.tensor(api.padding(e, b - a + 1), dtype=torch.int64)
                 self._ours[e.hash] = it
+                self._our_item[id(e)] = it  # by the engine's item: colliding hashes stay apart
                 self._rid[id(e)] = r.rid
                 items.append(e)
             self._ids[r.rid] = ids
@@ -126,17 +139,26 @@ class SglangRoutine(EngineRoutineBase):
     def _embed(self, items) -> torch.Tensor:
         """The engine's data_embedding_func: our encoder over the engine's items."""
         try:
-            ours = [self._ours[it.hash] for it in items]
+            ours = [self._our_item.get(id(it)) or self._ours[it.hash] for it in items]
         except KeyError as exc:
             raise EngineError(f"the engine asked to encode an item whose hash {exc} no request holds") from exc
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(ours)
+        self.ledger.encoded_by(ours, items, self._rid)
         self.calls.call(self._rid[id(it)] for it in items if id(it) in self._rid)
         with self.encoder_region():
             rows = self.encoder.encode(ours).embeddings
         return rows.flip(0) if self.fault.flip else rows
 
     def run_step(self, step: Step) -> torch.Tensor:
+        self.ledger.begin_step(step)
+        try:
+            return self._run_step(step)
+        finally:  # what the engine's cache holds after the step, even a failed one
+            # ``mm_cache``: the engine cache's entries in every release the adapter drives
+            self.ledger.observe_entries(getattr(self._cache, "mm_cache", None), getattr(self._cache, "max_size", None))
+
+    def _run_step(self, step: Step) -> torch.Tensor:
         self._hits.stored.clear()
         self.calls.step()
         ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
@@ -144,14 +166,20 @@ class SglangRoutine(EngineRoutineBase):
         mm = [e for e in step.entries if e.rid in self._inputs]
         if not mm:
             return self.embedding(ids.clamp(0, self.embedding.num_embeddings - 1))
-        out = self._embed_mm_inputs(
-            mm_inputs_list=[self._inputs[e.rid] for e in mm],
-            extend_prefix_lens=[e.prefix for e in mm],
-            extend_seq_lens=[e.extend for e in mm],
-            input_ids=ids.clone(),  # the engine clamps it in place
-            input_embedding=self.embedding,
-            data_embedding_func_mapping=self._funcs,
-        )
+        # the planted wrong-order split (tests only): a plain call otherwise (counted glue)
+        restore = _plant_split(self.api, self.fault.split_order) if self.fault.split_order else None
+        try:
+            out = self._embed_mm_inputs(
+                mm_inputs_list=[self._inputs[e.rid] for e in mm],
+                extend_prefix_lens=[e.prefix for e in mm],
+                extend_seq_lens=[e.extend for e in mm],
+                input_ids=ids.clone(),  # the engine clamps it in place
+                input_embedding=self.embedding,
+                data_embedding_func_mapping=self._funcs,
+            )
+        finally:
+            if restore is not None:
+                restore()
         return out[0] if isinstance(out, tuple) else out
 
 
@@ -160,6 +188,21 @@ def _raising(message: str):
         raise RuntimeError(message)
 
     return embed_mm_inputs
+
+
+def _plant_split(api, order: str):
+    """The planted wrong-order split (tests): the engine's embedding modules see ``torch``
+    through ``SplitPlant``; returns what puts their own back (after the step)."""
+    modules = {id(m): m for m in (api.mm_utils, api.chunk_module) if hasattr(m, "torch")}.values()
+    saved = [(m, m.torch) for m in modules]
+    for m, t in saved:
+        m.torch = adapter_common.SplitPlant(t, order)
+
+    def restore() -> None:
+        for m, t in saved:
+            m.torch = t
+
+    return restore
 
 
 class SglangEngine(adapter_common.ServerStateHolder):

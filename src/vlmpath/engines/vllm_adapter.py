@@ -33,7 +33,15 @@ means what it would on a GPU.
 
 ``VLMPATH_ENGINE_FAULT`` as for sglang: ``WORKLOAD:raise:MESSAGE`` makes the step raise;
 ``WORKLOAD:flip`` hands the engine each encoder call's rows in reverse order;
-``WORKLOAD:device_mask`` leaves vLLM's host mask unmarked (as if it lived on the device).
+``WORKLOAD:device_mask`` leaves vLLM's host mask unmarked (as if it lived on the device);
+``WORKLOAD:split_reversed`` / ``split_rotated`` make the model's ``embed_multimodal`` split its
+batched output by the right sizes in the wrong order (where vLLM's models split it).
+
+*path counts* (``measure.path_ledger``): every item the runner hands the model, with its
+request's chunk; evictions are the hashes the ``EncoderCacheManager`` freed to make room
+(``get_freed_mm_hashes``); after each step's encode, the storage the runner's encoder cache
+(v1 ``encoder_cache``, v2 ``EncoderCache.encoder_outputs``) keeps alive, against the
+manager's size in embeddings times a row's bytes.
 
 *worker state*: before the first routine (or the engine's tower) the engine sets up what a
 vLLM worker holds at TP=1 on that device (``vllm_server_state``: the current ``VllmConfig``,
@@ -98,6 +106,19 @@ def _model_class(api: VllmApi):
             return self._embed(**kwargs)
 
     return VlmpathModel
+
+
+def _step_items_span(workload: Workload) -> int:
+    """The most placeholder rows of the items that one step's chunks touch."""
+    best = 0
+    for step in workload.steps:
+        total = 0
+        for e in step.entries:
+            for it in workload.requests[e.rid].items:
+                if any(a < e.prefix + e.extend and b >= e.prefix for a, b in it.offsets):
+                    total += it.span
+        best = max(best, total)
+    return best
 
 
 class _HitCounter:
@@ -166,8 +187,12 @@ class VllmRoutine(EngineRoutineBase):
             self._reqs[r.rid] = self._request(str(r.rid), ids.tolist(), feats)
         hidden = table.shape[1]
         # The encoder cache in embeddings (vLLM sizes it in tokens): our bytes over a row's.
-        slots = max(1, cache_bytes // (hidden * table.element_size()))
+        # vLLM sizes its encoder cache to hold at least its encoder budget and the largest item
+        # (an item larger than the cache is never scheduled; a full cache trims the chunk,
+        # which the adapter refuses): floored at the items any one step touches.
+        slots = max(1, cache_bytes // (hidden * table.element_size()), _step_items_span(workload))
         self.manager = api.EncoderCacheManager(slots)
+        self._budget_bytes = slots * hidden * table.element_size()
         self._hits = _HitCounter(self.manager, self.stats)
         sched = api.Scheduler.__new__(api.Scheduler)  # only what the encoder methods read
         sched.is_encoder_decoder = False
@@ -210,16 +235,18 @@ class VllmRoutine(EngineRoutineBase):
         self.calls.call(self._rid[k] for k in idx if self._rid[k] is not None)
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(ours)
+        self.ledger.encoded(ours, [self._rid[k] for k in idx])
         with self.encoder_region():
             out = self.encoder.encode(ours)
         rows = out.embeddings.flip(0) if self.fault.flip else out.embeddings
-        return list(rows.split(list(out.item_rows)))
+        return list(rows.split(adapter_common.reorder_sizes(out.item_rows, self.fault.split_order)))
 
     def run_step(self, step: Step) -> torch.Tensor:
         if self.fault.raises:
             raise RuntimeError(self.fault.raises)
         self._hits.allocated.clear()
         self.calls.step()
+        self.ledger.begin_step(step)
         budget = self._budget
         scheduled: dict[str, list[int]] = {}
         for e in step.entries:
@@ -236,15 +263,24 @@ class VllmRoutine(EngineRoutineBase):
         reqs = [self._reqs[e.rid] for e in step.entries]
         for e, r in zip(step.entries, reqs):
             r.num_computed_tokens = e.prefix  # what the runner's request state holds this step
+        # As the scheduler's output tells the runner: the hashes evicted by this step's
+        # allocations are dropped before the encoder runs.
+        self._free_evicted()
         self.driver.encode(scheduled, reqs)
+        self.ledger.observe_entries(self.driver.held(), self._budget_bytes)
         ids = torch.cat([self._ids[e.rid][e.prefix:e.prefix + e.extend] for e in step.entries])
         embeds = self.driver.embeds(reqs, [e.extend for e in step.entries], ids.to(self.device, non_blocking=True))
         for e, r in zip(step.entries, reqs):
             r.num_computed_tokens = e.prefix + e.extend
             self.scheduler._free_encoder_inputs(r)
-        for h in self.manager.get_freed_mm_hashes():
-            self.driver.free(h)
+        self._free_evicted()
         return embeds
+
+    def _free_evicted(self) -> None:
+        freed = self.manager.get_freed_mm_hashes()
+        self.ledger.evictions += len(freed)  # dropped to make room (a freeable entry is kept until then)
+        for h in freed:
+            self.driver.free(h)
 
 
 class VllmEngine(adapter_common.ServerStateHolder):

@@ -64,6 +64,10 @@ class V2Driver:
     def free(self, mm_hash: str) -> None:
         self.cache.free_encoder_cache(mm_hash)
 
+    def held(self) -> dict:
+        """The encoder outputs the runner's cache holds, by hash."""
+        return self.cache.encoder_outputs
+
 
 class V1Driver:
     def __init__(self, api, model, max_tokens: int, hidden: int, dtype, device, *, host_mask: bool):
@@ -108,6 +112,10 @@ class V1Driver:
 
     def free(self, mm_hash: str) -> None:
         self.runner.encoder_cache.pop(mm_hash, None)  # as the runner does for freed hashes
+
+    def held(self) -> dict:
+        """The encoder outputs the runner's cache holds, by hash."""
+        return self.runner.encoder_cache
 
 
 DRIVERS = {"v1": V1Driver, "v2": V2Driver}

@@ -4,7 +4,10 @@ Semantics of the engine's static multimodal cache (embed-path.md section 2): a
 byte-bounded LRU keyed by an item hash (``get_single``) or by the combined hash of a
 request's items (``get``); both refresh recency on a hit; ``set`` never overwrites a
 present key (it refreshes it); a new entry evicts least-recently-used ones until it fits,
-and is refused if it cannot fit in an empty cache.
+and is refused if it cannot fit in an empty cache. An entry larger than the whole cache is
+refused *before* anything is evicted (``evict_before_refusing=False``, the default): the
+engine's older loop emptied the cache first and then gave up, so one oversize item flushed
+every entry (kept as ``evict_before_refusing=True``, what tests plant).
 
 Bytes are ``numel * element_size`` of the stored tensor. Entries *own their storage*: a
 view into a larger tensor (a split of a batched encoder output) is cloned before it is
@@ -47,10 +50,11 @@ class CacheStats:
 class EmbeddingCache:
     """Byte-bounded LRU of encoder rows."""
 
-    def __init__(self, max_bytes: int):
+    def __init__(self, max_bytes: int, *, evict_before_refusing: bool = False):
         if max_bytes <= 0:
             raise VlmpathError(f"cache size must be positive, got {max_bytes} bytes")
         self.max_bytes = max_bytes
+        self.evict_before_refusing = evict_before_refusing
         self.cur_bytes = 0
         self.stats = CacheStats()
         self._entries: OrderedDict[int, torch.Tensor] = OrderedDict()
@@ -81,6 +85,9 @@ class EmbeddingCache:
             self._entries.move_to_end(key)
             return True
         size = self.nbytes(emb)
+        if size > self.max_bytes and not self.evict_before_refusing:
+            self.stats.refused += 1
+            return False
         while self._entries and self.cur_bytes + size > self.max_bytes:
             _, old = self._entries.popitem(last=False)
             self.cur_bytes -= self.nbytes(old)
@@ -91,6 +98,10 @@ class EmbeddingCache:
         self._entries[key] = emb if owns_storage(emb) else emb.clone()
         self.cur_bytes += size
         return True
+
+    def tensors(self) -> list[torch.Tensor]:
+        """The tensors the cache holds now (what its storage keeps alive)."""
+        return list(self._entries.values())
 
     def has(self, key: int) -> bool:
         return key in self._entries

@@ -105,15 +105,28 @@ class Fidelity:
     max_abs_err: float       # over placed and misplaced items that produced rows; 0 if none
     placed: int
     total: int
+    foreign: int = 0         # misplaced items whose rows are another item's (a key collision)
 
 
 class GoldenRows(dict):
     """Content hash -> an item's rows encoded alone; ``frames`` keeps the per-frame row
-    counts of items whose encoder reports them (EVS), by the same hash."""
+    counts of items whose encoder reports them (EVS), by the same hash. Distinct items under
+    one hash (a key collision: the same bytes under another grid, or a forced key) keep
+    their own rows in ``others``, by (hash, grids); ``grids`` says whose rows the hash holds."""
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.frames: dict[int, tuple[int, ...]] = {}
+        self.grids: dict[int, tuple] = {}
+        self.others: dict[tuple[int, tuple], torch.Tensor] = {}
+
+
+def golden_for(golden: Mapping[int, torch.Tensor], item: Item) -> torch.Tensor:
+    """An item's own golden rows, also when another item shares its hash."""
+    grids = getattr(golden, "grids", {})
+    if item.hash in grids and grids[item.hash] != item.grid_thw:
+        return golden.others[(item.hash, item.grid_thw)]
+    return golden[item.hash]
 
 
 def golden_rows(workload: Workload, encoder, known: GoldenRows | None = None) -> GoldenRows:
@@ -122,12 +135,18 @@ def golden_rows(workload: Workload, encoder, known: GoldenRows | None = None) ->
     ``DegenerateGoldenError`` naming the encoder."""
     golden = GoldenRows() if known is None else known
     frames = getattr(golden, "frames", None)  # a plain dict keeps rows only
+    grids = getattr(golden, "grids", None)
     for it in workload.items:
         if it.hash not in golden:
             out = encoder.encode([it])
             golden[it.hash] = out.embeddings
+            if grids is not None:
+                grids[it.hash] = it.grid_thw
             if out.frame_rows is not None and frames is not None:
                 frames[it.hash] = out.frame_rows[0]
+        elif grids is not None and grids.get(it.hash, it.grid_thw) != it.grid_thw \
+                and (it.hash, it.grid_thw) not in golden.others:
+            golden.others[(it.hash, it.grid_thw)] = encoder.encode([it]).embeddings  # a key collision
     check_golden(golden, getattr(encoder, "name", type(encoder).__name__), (it.hash for it in workload.items))
     return golden
 
@@ -163,7 +182,7 @@ def score(workload: Workload, assembled: Mapping[int, torch.Tensor], golden: Map
     """Placement of every item; ``exact`` asks for bit equality instead of the per-dtype
     tolerance (tests of paths that must not change a bit). Refuses degenerate golden rows."""
     check_golden(golden, encoder, (it.hash for it in workload.items))
-    placed = total = 0
+    placed = total = foreign = 0
     max_err = 0.0
     for req in workload.requests:
         for it in req.items:
@@ -173,7 +192,7 @@ def score(workload: Workload, assembled: Mapping[int, torch.Tensor], golden: Map
             positions = torch.tensor([p for a, b in final_offsets(it, golden) for p in range(a, b + 1)],
                                      dtype=torch.int64)
             got = assembled[req.rid].index_select(0, positions.to(assembled[req.rid].device))
-            want = golden[it.hash]
+            want = golden_for(golden, it)
             if got.shape != want.shape:
                 continue
             diff = (got.float() - want.float()).abs()
@@ -185,7 +204,18 @@ def score(workload: Workload, assembled: Mapping[int, torch.Tensor], golden: Map
             else:
                 ok = relative_error(got, want) <= tolerance(want.dtype)
             placed += ok
-    return Fidelity(placed / total if total else 1.0, max_err, placed, total)
+            if not ok:
+                foreign += _anothers(got, want, it, workload, golden)
+    return Fidelity(placed / total if total else 1.0, max_err, placed, total, foreign)
+
+
+def _anothers(got: torch.Tensor, want: torch.Tensor, item: Item, workload: Workload, golden) -> bool:
+    """Whether misplaced rows are another item's golden rows (served from its entry)."""
+    for other in workload.items:
+        rows = golden_for(golden, other)
+        if rows is not want and rows.shape == got.shape and relative_error(got, rows) <= tolerance(rows.dtype):
+            return True
+    return False
 
 
 from vlmpath.measure.instrument_check import pristine as _pristine  # noqa: E402 (last: nothing later touched us)

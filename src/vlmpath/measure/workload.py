@@ -47,6 +47,9 @@ class Workload:
     vocab_size: int
     seed: int
     steps: tuple[Step, ...] = field(default=())
+    # The embedding cache's budget in rows of the workload's encoder (None: the run's
+    # cache size); presets that exercise eviction set it.
+    cache_rows: int | None = None
 
     @property
     def prefill_tokens(self) -> int:
@@ -60,8 +63,8 @@ class Workload:
         return self.requests[rid]
 
     def with_chunk_size(self, chunk_size: int) -> Workload:
-        return build_workload(self.name, self.scale, self.model, self.requests, chunk_size,
-                              self.vocab_size, self.seed)
+        return replace(build_workload(self.name, self.scale, self.model, self.requests, chunk_size,
+                                      self.vocab_size, self.seed), cache_rows=self.cache_rows)
 
 
 # --- request specs ----------------------------------------------------------------------
@@ -74,6 +77,7 @@ class MediaSpec:
     regions: bool = False          # MiniCPM-like: one span of region_tokens per grid
     content_id: int | None = None  # equal ids give equal content (cache reuse)
     evs: bool = False              # EVS video: pre-sized to the pruned total, one range per frame
+    key_of: int | None = None      # a forced key collision: the hash of content id ``key_of``'s item
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,8 @@ def build_requests(specs: Sequence[RequestSpec], vocab_size: int, seed: int,
             if feature is None:
                 feature = content[key] = _feature(seg.grids, key, fam.patch_dim)
             h = tensor_hash(feature)  # sender-side hash, as the tokenizer process computes it
+            if seg.key_of is not None:  # another content's key (built earlier in the specs)
+                h = tensor_hash(content[seed * 100_003 + 50_000 + seg.key_of])
             pad = compute_pad_value(h)
             offsets = []
             frame_tokens: tuple[int, ...] = ()
@@ -298,6 +304,15 @@ def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator,
         specs = [RequestSpec((t(), _image(shapes.small_px), t(), video(), t(), _image(shapes.small_px), t())),
                  RequestSpec((t(), video(), t(), _image(shapes.small_px), t()))]
         return specs, -1
+    if name in PATH_PRESETS:  # issue 38's presets: the split order, the cache and chunking paths
+        from types import SimpleNamespace
+
+        from vlmpath.measure.path_presets import path_preset_specs
+
+        builders = SimpleNamespace(MediaSpec=MediaSpec, RequestSpec=RequestSpec, image=_image, t=t, shapes=shapes,
+                                   k=shapes.small_px // SHAPES["tiny"].small_px,
+                                   regions=lambda n: _regions(n, shapes, False, gen, square))
+        return path_preset_specs(name, builders)
     raise AssertionError(name)  # guarded by PRESETS
 
 
@@ -307,8 +322,15 @@ PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
     "many_small_images": "qwen2_5_vl", "few_large_images": "qwen2_5_vl", "video": "qwen2_5_vl",
     "multi_region": "multi_region", "chunked_long": "qwen2_5_vl", "cache_reuse": "qwen2_5_vl",
     "mixed": "qwen2_5_vl", "evs_video": "evs", "interleaved_modalities": "qwen2_5_vl",
+    "split_order": "qwen2_5_vl", "cache_oversize": "qwen2_5_vl", "cache_dup_chunked": "qwen2_5_vl",
+    "multi_span_chunks": "multi_region", "cache_dup_pressure": "qwen2_5_vl", "key_collision": "qwen2_5_vl",
 })
 PRESETS = tuple(PRESET_ENCODERS)
+#: The presets of ``measure.path_presets`` (issue 38).
+PATH_PRESETS = ("split_order", "cache_oversize", "cache_dup_chunked", "multi_span_chunks", "cache_dup_pressure",
+                "key_collision")
+
+
 
 
 def preset(name: str, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> Workload:
@@ -323,7 +345,13 @@ def preset(name: str, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> Workload:
     gen = torch.Generator().manual_seed(seed * 7919 + PRESETS.index(name))
     specs, chunk = _preset_specs(name, shapes, gen, lambda px: fam.grid_for_image(px, px, scale))
     requests = build_requests(specs, shapes.vocab, seed * 7919 + PRESETS.index(name), fam)
-    return build_workload(name, scale, model, requests, chunk, shapes.vocab, seed)
+    cache_rows = None
+    from vlmpath.measure.path_presets import AFTER_BUILD
+
+    if name in AFTER_BUILD:
+        after_chunk, cache_rows = AFTER_BUILD[name](requests)
+        chunk = chunk if after_chunk is None else after_chunk
+    return replace(build_workload(name, scale, model, requests, chunk, shapes.vocab, seed), cache_rows=cache_rows)
 
 
 def with_item_hashes(workload: Workload, new_hash: dict[int, int]) -> Workload:
@@ -343,5 +371,4 @@ def with_item_hashes(workload: Workload, new_hash: dict[int, int]) -> Workload:
                 ids[a:b + 1] = pad
             items.append(replace(it, hash=h, pad_value=pad))
         requests.append(Request(req.rid, ids, tuple(items)))
-    return Workload(workload.name, workload.scale, workload.model, tuple(requests),
-                    workload.chunk_size, workload.vocab_size, workload.seed, workload.steps)
+    return replace(workload, requests=tuple(requests))

@@ -10,7 +10,8 @@ in how many vision-tower calls they make and in how they split the tower's outpu
   entry per request under the combined hash, cut with ``get_embedding_chunk``).
 - ``batched``: the correct cross-request design (embed-path.md, "Correct batched
   design"): gate per request and item (single-offset items whose row count the encoder
-  knows in advance), one call per step for all misses deduplicated by (hash, rows), lengths
+  knows in advance), cache keys of hash and grids (``shape_key``: equal bytes under another
+  shape are another item), one call per step for all misses deduplicated by (key, rows), lengths
   from the encoder, a host-side check that they sum to the output rows, clone before
   caching, everything else through the per-request full path, never crop.
 - ``batched_by_span``: a faithful replay of #25910, registered as known-bad: the gate looks
@@ -44,6 +45,7 @@ from vlmpath.core.registry import Registry
 from vlmpath.measure.cache import EmbeddingCache, combine_hashes
 from vlmpath.measure.evs_layout import evs_relayout
 from vlmpath.measure.items import Item
+from vlmpath.measure.path_ledger import PathLedger
 
 
 @dataclass(frozen=True)
@@ -82,17 +84,22 @@ class EncodeContext:
     # EVS: rid -> that request's chunk items re-laid by the last strategy call; the routine
     # takes them out after each call and rewrites the request's input ids.
     relaid: dict[int, tuple[Item, ...]] = field(default_factory=dict)
+    # Which items each call encoded, for which chunk (re-encodes, off-chunk encodes).
+    ledger: PathLedger | None = None
 
     def encode(self, items: Sequence[Item]):
         self.stats.encoder_calls += 1
         self.stats.encoded_items += len(items)
+        if self.ledger is not None:
+            self.ledger.encoded(items)
         with self.encoder_region():
             return self.encoder.encode(items)
 
-    def cached(self, item: Item) -> torch.Tensor | None:
-        """A single-item cache hit whose row count matches the item's span, else None:
-        a wrong-length entry is never used (it is re-encoded)."""
-        hit = self.cache.get_single(item.hash)
+    def cached(self, item: Item, key: int | None = None) -> torch.Tensor | None:
+        """A single-item cache hit (under ``key``, default the item's hash) whose row count
+        matches the item's span, else None: a wrong-length entry is never used (it is
+        re-encoded)."""
+        hit = self.cache.get_single(item.hash if key is None else key)
         if hit is not None and hit.shape[0] == item.span:
             self.stats.cache_hits += 1
             return hit
@@ -227,6 +234,12 @@ def per_request(reqs: Sequence[RequestChunk], ctx: EncodeContext) -> torch.Tenso
 
 
 # --- correct cross-request batching ------------------------------------------------------
+def shape_key(it: Item) -> int:
+    """The cache key of the correct design: the content hash *and* the item's grids, so that
+    the same bytes under another shape (a hash blind to shape) are another entry."""
+    return hash((0x73686B, it.hash, it.grid_thw))
+
+
 def batched(reqs: Sequence[RequestChunk], ctx: EncodeContext) -> torch.Tensor | None:
     def batchable(it: Item) -> bool:
         return len(it.offsets) == 1 and ctx.encoder.expected_rows(it) == it.span
@@ -241,9 +254,9 @@ def batched(reqs: Sequence[RequestChunk], ctx: EncodeContext) -> torch.Tensor | 
         for it in rc.items:
             if item_overlap(*it.offsets[0], rc.prefix, rc.end) is None:
                 continue
-            hit = ctx.cached(it)
+            hit = ctx.cached(it, shape_key(it))
             if hit is None:
-                misses.setdefault((it.hash, it.span), it)
+                misses.setdefault((shape_key(it), it.span), it)
             entries.append((it, hit))
         plan.append((rc, entries))
 
@@ -253,8 +266,8 @@ def batched(reqs: Sequence[RequestChunk], ctx: EncodeContext) -> torch.Tensor | 
         out = ctx.encode(items)
         for it, piece in zip(items, _split_checked(out, items, "batched")):
             piece = piece.clone()  # a view would pin the whole batch output in the cache
-            fresh[(it.hash, it.span)] = piece
-            ctx.cache.set(it.hash, piece)
+            fresh[(shape_key(it), it.span)] = piece
+            ctx.cache.set(shape_key(it), piece)
 
     pieces = []
     for rc, entries in plan:
@@ -264,7 +277,7 @@ def batched(reqs: Sequence[RequestChunk], ctx: EncodeContext) -> torch.Tensor | 
                 pieces.append(piece)
             continue
         for it, hit in entries:
-            rows = hit if hit is not None else fresh[(it.hash, it.span)]
+            rows = hit if hit is not None else fresh[(shape_key(it), it.span)]
             lo, hi = item_overlap(*it.offsets[0], rc.prefix, rc.end)
             pieces.append(rows[lo:hi])
     return _cat(pieces)

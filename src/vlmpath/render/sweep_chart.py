@@ -1,14 +1,16 @@
 """What did every release of an engine do, on one chart with the releases in date order?
 
 ``sweep_chart(state, records_by_version, path)`` draws a sweep (``vlmpath.suite.sweep``):
-five panels over one x axis, the releases placed at their upload dates and labelled with
+one panel per metric over one x axis, the releases placed at their upload dates and labelled with
 their versions, one line per workload:
 
 - placement accuracy (1.00 is right; a release that misplaces rows drops);
 - encoder calls per case (cross-request batching shows as fewer calls);
 - host-device syncs outside the vision tower (lower is better);
 - the routine's Python bytecodes (the deterministic count of the engine's own code);
-- tok/s (higher is better; timing, so read it as a trend).
+- tok/s (higher is better; timing, so read it as a trend);
+- the embedding path's counts (``measure.path_ledger``): re-encodes, off-chunk encodes,
+  cache evictions, the storage the cache retains and what it keeps beyond its payload.
 
 A release the adapter could not drive is a red cross on every panel's floor and its
 reason is listed under the chart (the finding, not a gap); a partial sweep says so in
@@ -31,7 +33,12 @@ from vlmpath.suite.sweep import SweepState
 
 PANELS = (("accuracy", "accuracy (1.00 = right)"), ("encoder_calls", "encoder calls"),
           ("syncs", "syncs outside tower (lower is better)"), ("routine_bytecodes", "routine bytecodes"),
-          ("tok_per_s", "tok/s (higher is better)"))
+          ("tok_per_s", "tok/s (higher is better)"),
+          # The embedding path's counts (issue 38): one panel each, so that a release boundary
+          # where a cache or chunking change landed reads as a step.
+          ("reencodes", "re-encodes (lower is better)"), ("off_chunk_encodes", "off-chunk encodes"),
+          ("cache_evictions", "cache evictions"), ("cache_retained_bytes", "cache retained bytes"),
+          ("cache_unaccounted_bytes", "cache bytes beyond its payload"))
 MAX_REASONS = 12
 
 
@@ -50,7 +57,7 @@ def draw_sweep(state: SweepState, records: Mapping[str, Sequence[CaseRecord]]) -
     """The chart's figure (see the module docstring)."""
     points = state.ordered()
     workloads = list(state.workloads) or sorted({r.workload for rs in records.values() for r in rs})
-    fig = new_figure(max(8.0, 0.7 * len(points) + 4.0), 12.5)
+    fig = new_figure(max(8.0, 0.7 * len(points) + 4.0), 2.5 * len(PANELS))
     axes = fig.subplots(len(PANELS), 1, sharex=True)
     xs = [p.when for p in points]
     for ax, (name, title) in zip(axes, PANELS):

@@ -194,6 +194,8 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
                               "its own that vlmpath drives (vLLM's and sglang's Qwen2.5-VL have); use --tower ours")
         encoder = swap(encoder)
     golden = session.golden(wl, encoder)
+    if wl.cache_rows is not None:  # the preset's own budget, in rows of its encoder
+        cache_bytes = wl.cache_rows * encoder.out_dim * torch.empty((), dtype=encoder.dtype).element_size()
     make: Callable[..., Routine] = EmbedRoutine if engine is None else engine.routine
 
     syncs = encoder_syncs = None
@@ -254,15 +256,22 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
         encoder_calls=routine.stats.encoder_calls, cache_hits=routine.stats.cache_hits,
         wall_s=wall, samples=tuple(samples), error=error,
         prefill_tokens=wl.prefill_tokens, steps=len(wl.steps), failed_steps=failed_steps,
-        items=fid.total, placed=fid.placed, hash_s=hash_s, sha256_digests=hstats.sha256_digests,
+        items=fid.total, placed=fid.placed, foreign_rows=fid.foreign, hash_s=hash_s, sha256_digests=hstats.sha256_digests,
         syncs=syncs, encoder_syncs=encoder_syncs, sync_events=events, device=str(session.device),
         peak_bytes=memory.allocated, reserved_bytes=memory.reserved, memory=memory.to_dict(),
         **({} if engine is None else {"engine": engine.label, "engine_version": engine.version,
                                       "engine_seams": _labelled_seams(engine, routine, syncs, events, hstats, counts)}),
+        **_ledger_fields(routine),
         **({} if counts is None else {"routine_bytecodes": counts.bytecodes,
                                       "routine_aten_elements": counts.elements, "counts_error": counts.error,
                                       "counts_top": counts.top}),
     )
+
+
+def _ledger_fields(routine) -> dict:
+    """The last pass's path counts (``measure.path_ledger``), when the routine keeps a ledger."""
+    ledger = getattr(routine, "ledger", None)
+    return {} if ledger is None else dict(ledger.summary())
 
 
 def _labelled_seams(engine, routine, syncs, events, hstats, counts) -> dict:

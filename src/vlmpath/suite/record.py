@@ -87,6 +87,19 @@ class CaseRecord:
     # The largest per-function bytecodes and per-operator elements of that pass
     # (``suite.routine_counts.TOP`` each): what grew, when a count moves.
     counts_top: dict = field(default_factory=dict)
+    # The path's exact counts over the last pass (``measure.path_ledger``): content encoded
+    # again, items encoded for a chunk that does not touch them, cache evictions, and the
+    # storage the cache keeps alive (peak; beyond its payload; beyond its budget). None =
+    # not measured (the routine exposes no ledger, or its cache was not observed).
+    reencodes: int | None = None
+    off_chunk_encodes: int | None = None
+    cache_evictions: int | None = None
+    cache_retained_bytes: int | None = None
+    cache_unaccounted_bytes: int | None = None
+    cache_over_budget_bytes: int | None = None
+    # Misplaced items whose rows are another item's golden rows (served from its entry: a
+    # key collision); None = not scored.
+    foreign_rows: int | None = None
 
 
 #: field -> what its JSON value must be (from the annotations: one table, no restatement).

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vlmpath.measure import path_ledger
 from vlmpath.measure.op_count import OpCounter
 from vlmpath.measure.tower_replay import Recorder
 
@@ -58,7 +59,8 @@ def count_routine(make: Callable, wl, encoder, pipeline, table, cache_bytes: int
         one_pass(rec)()  # the real tower, recorded (and the warm-up)
         one_pass(rec.replay())()  # the replayed path, warmed up as it will be counted
         replay = rec.replay()  # fresh copies of the recorded rows, made outside the count
-        counter = OpCounter(harness=(__file__,))
+        # The path ledger (measure.path_ledger) is measuring, not the routine: left out.
+        counter = OpCounter(harness=(__file__, path_ledger.__file__))
         counter.count(one_pass(replay))
         if replay.left:
             raise RuntimeError(f"the counted pass left {replay.left} recorded tower call(s) unmade")

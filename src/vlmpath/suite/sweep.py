@@ -34,7 +34,11 @@ from vlmpath.engines.env_recipe import children_cpu_seconds
 from vlmpath.engines.releases import Release
 from vlmpath.suite.record import CaseRecord, read_records, write_records
 
-DEFAULT_WORKLOADS = ("multi_region", "mixed", "interleaved_modalities")
+# split_order: a wrong-order split of a batched output reads red (every preset before it
+# held uniform or palindromic counts per call); the cache presets carry the path counts
+# (re-encodes, off-chunk encodes, evictions, retained storage) at the release boundary.
+DEFAULT_WORKLOADS = ("multi_region", "mixed", "interleaved_modalities", "split_order", "cache_oversize",
+                     "cache_dup_chunked", "multi_span_chunks", "cache_dup_pressure")
 STATE_VERSION = 1
 MAX_REASON = 300
 
@@ -208,6 +212,51 @@ def point_records(store: Path, engine: str, point: Point) -> list[CaseRecord]:
     if point.state != "measured":
         return []
     return read_records(records_path(store, engine, point.version))
+
+
+@dataclass(frozen=True)
+class Step:
+    """A gated, exact number that moved between two consecutive measured releases."""
+
+    before: str              # the earlier release's version
+    after: str
+    workload: str
+    metric: str
+    old: float | None
+    new: float | None
+    worse: bool
+
+    @property
+    def line(self) -> str:
+        """``step\tsglang 0.5.22 -> 0.5.23\tcache_oversize\tcache_evictions 2 -> 0 (better)``."""
+        fmt = lambda v: "-" if v is None else (f"{v:.2f}" if isinstance(v, float) and not v.is_integer()  # noqa: E731
+                                               else str(int(v)))
+        return (f"step\t{self.before} -> {self.after}\t{self.workload}\t{self.metric} {fmt(self.old)} -> "
+                f"{fmt(self.new)} ({'worse' if self.worse else 'better'})")
+
+
+def release_steps(state: SweepState, records: dict[str, Sequence[CaseRecord]]) -> list[Step]:
+    """Every exact, gated engine metric (the metric table's ``exact`` rows of the engine
+    path) that changed between consecutive *measured* releases (date order), per workload:
+    where a release shipped or fixed something, the timeline reads a step. Failed releases
+    are skipped (their neighbours are compared); unmeasured values (None) on both sides are
+    no step."""
+    from vlmpath.core.metrics import routine_metrics
+
+    exact = [m for m in routine_metrics("engine") if m.exact]
+    measured = [p for p in state.ordered() if p.state == "measured"]
+    steps = []
+    for a, b in zip(measured, measured[1:]):
+        old = {r.workload: r for r in records.get(a.version, ())}
+        new = {r.workload: r for r in records.get(b.version, ())}
+        for w in [w for w in state.workloads if w in old and w in new]:
+            for m in exact:
+                x, y = getattr(old[w], m.name, None), getattr(new[w], m.name, None)
+                if x == y or x is None or y is None:  # unmeasured on a side (an older record): no step
+                    continue
+                worse = y < x if m.direction == "higher" else y > x
+                steps.append(Step(a.version, b.version, w, m.name, x, y, worse))
+    return steps
 
 
 def fake_prepare(src: str, python: str | None = None) -> Prepare:
