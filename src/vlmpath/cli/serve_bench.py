@@ -38,9 +38,27 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
 def _launch_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--python", default=None, metavar="PY",
                    help="interpreter of the server (default this one; an engine env's for sglang/vLLM)")
+    p.add_argument("--engine", default=None, metavar="NAME==X",
+                   help="serve from this engine env's interpreter (`vlmpath engine install`; on a CPU "
+                   "vllm==0.32.0+cpu), instead of --python")
     p.add_argument("--device", default="cpu", help="server device (default cpu)")
     p.add_argument("--startup-timeout", type=float, default=120.0, metavar="S",
                    help="seconds the server gets to answer /health (default 120)")
+
+
+def server_python(a: argparse.Namespace) -> str | None:
+    """``--python``, or the interpreter of ``--engine``'s complete env (refused in one line otherwise)."""
+    if a.engine is None:
+        return a.python
+    from vlmpath.engines.base import EngineSpec
+    from vlmpath.engines.envs import require_env
+
+    if a.python:
+        raise VlmpathError("--engine and --python both name the server's interpreter: pass one")
+    spec = EngineSpec.parse(a.engine)
+    if spec.kind != "release":
+        raise VlmpathError(f"--engine {a.engine!r}: give an installed release, e.g. vllm==0.32.0+cpu")
+    return str(require_env(spec, getattr(a, "engine_home", None)).python)
 
 
 def log_dir(a: argparse.Namespace) -> str:
@@ -83,7 +101,8 @@ def add_serve_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--server-pythonpath", action="append", default=[], metavar="DIR",
                    help="with --launch: put DIR first on the server's PYTHONPATH (a side's tree; repeatable)")
     p.add_argument("--plant", default=None, metavar="FAULT",
-                   help="with --launch, self-check: shift (image rows shifted by one) or delay:S")
+                   help="with --launch, self-check: shift (image rows shifted by one) or delay:S; with "
+                   "--launch vllm planted in vLLM's own code: shift, split or delay:S (docs/serving.md)")
     p.add_argument("--out", metavar="FILE", help="write the run here (JSON, atomic)")
     p.add_argument("--labelled", default=None, metavar="FILE.jsonl",
                    help='also score a small labelled set: one {"image": path beside the file, "question", "answer"} '
@@ -161,7 +180,7 @@ def _run_bench(a: argparse.Namespace) -> int:
     else:
         if not a.model:
             raise VlmpathError("--launch needs --model DIR (write a tiny one with --write-tiny-model DIR)")
-        with launched(a.launch, a.model, log_dir=log_dir(a), python=a.python, port=a.port, device=a.device,
+        with launched(a.launch, a.model, log_dir=log_dir(a), python=server_python(a), port=a.port, device=a.device,
                       pythonpath=a.server_pythonpath, startup_timeout_s=a.startup_timeout, plant=a.plant) as srv:
             say(f"{a.launch} server up at {srv.url} (log {srv.log})")
             doc = run_bench(srv, settings, say)
@@ -223,7 +242,8 @@ def _run_pair(a: argparse.Namespace) -> int:
     if not 1 <= a.rounds <= 50:
         raise VlmpathError(f"--rounds {a.rounds}: give 1 to 50 (6 or more for a full paired verdict)")
     settings = _settings(a)
-    spec = lambda pp, plant: LaunchSpec(a.launch, a.model, a.python, a.device, tuple(pp), plant,  # noqa: E731
+    python = server_python(a)
+    spec = lambda pp, plant: LaunchSpec(a.launch, a.model, python, a.device, tuple(pp), plant,  # noqa: E731
                                         a.startup_timeout)
     files = interleaved({"base": spec(a.base_pythonpath, a.base_plant), "head": spec(a.head_pythonpath, a.head_plant)},
                         settings, a.rounds, a.out, lambda m: print(m, file=sys.stderr, flush=True))
