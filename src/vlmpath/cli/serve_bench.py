@@ -33,6 +33,8 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds one request may take before it is a failure (default 60)")
     p.add_argument("--seed", type=int, default=0, help="preset seed (default 0)")
+    p.add_argument("--scale", default="tiny", choices=["tiny", "full"],
+                   help="the presets' media sizes (default tiny; full: real-size images for a real model on a GPU)")
 
 
 def _launch_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -82,7 +84,7 @@ def _settings(a: argparse.Namespace):
             raise VlmpathError(f"{flag} {v}: give a whole number from {lo} to {hi}")
     if not 0 < a.timeout <= 3600:
         raise VlmpathError(f"--timeout {a.timeout:g}: give seconds from 0 to 3600")
-    return BenchSettings(workloads, conc, a.max_tokens, a.prompts, a.repeats, a.timeout, "tiny", a.seed)
+    return BenchSettings(workloads, conc, a.max_tokens, a.prompts, a.repeats, a.timeout, a.scale, a.seed)
 
 
 def add_serve_bench(sub: argparse._SubParsersAction) -> None:

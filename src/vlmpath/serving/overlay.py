@@ -70,12 +70,13 @@ def changed_from_checkout(checkout: str | os.PathLike[str], base: str, head: str
                           package: str = "vllm") -> dict[str, str]:
     """The head text of the ``.py`` files of ``package/`` that differ between ``base`` and ``head``
     of the git checkout (paths relative to the package directory)."""
+    from vlmpath.core.git import git_out
+
     def git(*args: str) -> str:
-        proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
-        if proc.returncode:
-            raise VlmpathError(f"--engine-checkout {checkout}: git {' '.join(args)} failed: "
-                               f"{proc.stderr.strip()[:200]}")
-        return proc.stdout
+        try:
+            return git_out(checkout, *args)
+        except VlmpathError as exc:
+            raise VlmpathError(f"--engine-checkout {checkout}: {exc}") from None
 
     names = git("diff", "--name-only", "--diff-filter=AM", base, head, "--", f"{package}/").split()
     return {n[len(package) + 1:]: git("show", f"{head}:{n}") for n in names if n.endswith(".py")}
