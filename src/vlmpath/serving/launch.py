@@ -51,6 +51,26 @@ class Server:
     log: Path | None = None
     command: tuple[str, ...] = ()
     model_dir: str | None = None
+    ready_s: float | None = None   # launch to the first healthy answer (a server we started)
+    started: float | None = None   # time.monotonic() at launch
+
+    def rss_bytes(self) -> int | None:
+        """Resident memory of the server's whole process group now (API server, engine core,
+        workers; Linux ``/proc``), None for one we did not start or off Linux."""
+        if self.proc is None or not os.path.isdir("/proc"):
+            return None
+        total = 0
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat", encoding="ascii", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[2]) == self.proc.pid:  # the process group (field 5 of stat)
+                    total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # rss pages (field 24)
+            except (OSError, IndexError, ValueError):
+                continue
+        return total
 
     def exited(self) -> int | None:
         """The exit code when a server we started has died, else None."""
@@ -138,7 +158,8 @@ def check_port(port: int) -> None:
                                "--port (or none: a free one is picked) or stop what holds it") from None
 
 
-def wait_healthy(server: Server, timeout_s: float) -> None:
+def wait_healthy(server: Server, timeout_s: float, started: float | None = None) -> None:
+    """Poll ``/health`` until it answers 200 (``ready_s`` set from ``started``, a monotonic time)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         code = server.exited()
@@ -148,6 +169,8 @@ def wait_healthy(server: Server, timeout_s: float) -> None:
                                f"(log {server.log}: {server.log_tail() or 'empty'})")
         status, _ = get_json(server.url, "/health", timeout_s=2.0)
         if status == 200:
+            if started is not None:
+                server.ready_s = round(time.monotonic() - started, 1)
             return
         time.sleep(0.25)
     raise VlmpathError(f"the {server.kind} server at {server.url} did not answer /health within "
@@ -216,15 +239,17 @@ def launched(kind: str, model: str, *, log_dir: str | os.PathLike[str], python: 
         child_env["VLMPATH_SERVE_PLANT"] = plant
     if pythonpath:
         child_env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    started = time.monotonic()
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=child_env, start_new_session=True)
     server = Server(url=f"http://127.0.0.1:{port}", kind=kind,
                     model=None if kind == "transformers" else str(mdir), proc=proc, log=log, command=tuple(cmd),
                     model_dir=str(mdir))
+    server.started = started
     try:
         if wait:
-            wait_healthy(server, startup_timeout_s)
+            wait_healthy(server, startup_timeout_s, started)
         yield server
     finally:
         stop(server)

@@ -55,7 +55,7 @@ def interleaved(sides: dict[str, LaunchSpec], settings: BenchSettings, rounds: i
         # All started first, then each waited for: the servers load side by side.
         servers = {n: stack.enter_context(start(sides[n], out / "logs", wait=False)) for n in names}
         for n in names:
-            wait_healthy(servers[n], sides[n].startup_timeout_s)
+            wait_healthy(servers[n], sides[n].startup_timeout_s, servers[n].started)
         for i in range(rounds):
             k = i % len(names)
             for side in names[k:] + names[:k]:
