@@ -233,6 +233,11 @@ def add_serve_pair(sub: argparse._SubParsersAction) -> None:
         p.add_argument(f"--{side}-plant", default=None, metavar="FAULT", help=f"self-check: a planted fault in {side}")
     p.add_argument("--out", required=True, metavar="DIR", help="run files, server logs and comparison.json here")
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
+    p.add_argument("--engine-client", default="none", choices=["auto", "vllm", "none"],
+                   help="also run `vllm bench serve` on each side's server and requests in the last round "
+                   "(rows in the run files' engine_client; default none)")
+    p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs' home (for --engine and "
+                   "--engine-client)")
     _bench_options(p)
     _launch_options(p)
     p.set_defaults(func=_run_pair)
@@ -247,8 +252,14 @@ def _run_pair(a: argparse.Namespace) -> int:
     python = server_python(a)
     spec = lambda pp, plant: LaunchSpec(a.launch, a.model, python, a.device, tuple(pp), plant,  # noqa: E731
                                         a.startup_timeout)
+    client = _client_env(a)
+
+    def last_round(side, srv, settings, doc):
+        doc["engine_client"] = _engine_client(a, client, srv, settings, doc, Path(a.out) / f"engine-client-{side}")
+
     files = interleaved({"base": spec(a.base_pythonpath, a.base_plant), "head": spec(a.head_pythonpath, a.head_plant)},
-                        settings, a.rounds, a.out, lambda m: print(m, file=sys.stderr, flush=True))
+                        settings, a.rounds, a.out, lambda m: print(m, file=sys.stderr, flush=True),
+                        last_round=None if a.engine_client == "none" else last_round)
     return _compare([str(p) for p in files["base"]], [str(p) for p in files["head"]], a.config,
                     str(Path(a.out) / "comparison.json"), str(Path(a.out) / "serve-chart.png"))
 
