@@ -35,6 +35,7 @@ def _site(tmp_path):
     return site
 
 
+@pytest.mark.e2e  # a fresh interpreter imports torch: 2-9 s on the shared box
 def test_the_hook_shims_torchvision_at_its_first_import_in_a_fresh_process(tmp_path):
     site = _site(tmp_path)
     server_env.write_hook(tmp_path / "env")
