@@ -12,7 +12,8 @@
 #     `vlmpath instructions`, `vlmpath trust --instructions`: callgrind; root + apt only;
 #     else a warning);
 #   - with VLMPATH_ENGINE_INSTALL="sglang==X vllm==Y" (one or more releases, space
-#     separated), each release's engine environment.
+#     separated), each release's engine environment; with VLMPATH_SERVE_ENGINE=vllm==X+cpu
+#     the server env of vLLM's own OpenAI server on a CPU.
 # Safe to run again: it only installs what is missing or changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,5 +97,10 @@ if [ -n "${VLMPATH_ENGINE_INSTALL:-}" ]; then
   for release in $VLMPATH_ENGINE_INSTALL; do
     .venv/bin/vlmpath engine install "$release"
   done
+fi
+# vllm-server (issue 41): VLMPATH_SERVE_ENGINE=vllm==X+cpu, the server env of vLLM's own
+# OpenAI server on a CPU (tests/test_serve_vllm_e2e.py; docs/serving.md).
+if [ -n "${VLMPATH_SERVE_ENGINE:-}" ]; then
+  .venv/bin/vlmpath engine install "$VLMPATH_SERVE_ENGINE"
 fi
 echo "setup: [$((SECONDS - SETUP_T0)) s] ready ($("$VPY" -c 'import torch, vlmpath; print("torch", torch.__version__, "vlmpath", vlmpath.__version__)'))"

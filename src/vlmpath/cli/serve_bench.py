@@ -33,14 +33,34 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds one request may take before it is a failure (default 60)")
     p.add_argument("--seed", type=int, default=0, help="preset seed (default 0)")
+    p.add_argument("--scale", default="tiny", choices=["tiny", "full"],
+                   help="the presets' media sizes (default tiny; full: real-size images for a real model on a GPU)")
 
 
 def _launch_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--python", default=None, metavar="PY",
                    help="interpreter of the server (default this one; an engine env's for sglang/vLLM)")
+    p.add_argument("--engine", default=None, metavar="NAME==X",
+                   help="serve from this engine env's interpreter (`vlmpath engine install`; on a CPU "
+                   "vllm==0.32.0+cpu), instead of --python")
     p.add_argument("--device", default="cpu", help="server device (default cpu)")
     p.add_argument("--startup-timeout", type=float, default=120.0, metavar="S",
                    help="seconds the server gets to answer /health (default 120)")
+
+
+def server_python(a: argparse.Namespace) -> str | None:
+    """``--python``, or the interpreter of ``--engine``'s complete env (refused in one line otherwise)."""
+    if a.engine is None:
+        return a.python
+    from vlmpath.engines.base import EngineSpec
+    from vlmpath.engines.envs import require_env
+
+    if a.python:
+        raise VlmpathError("--engine and --python both name the server's interpreter: pass one")
+    spec = EngineSpec.parse(a.engine)
+    if spec.kind != "release":
+        raise VlmpathError(f"--engine {a.engine!r}: give an installed release, e.g. vllm==0.32.0+cpu")
+    return str(require_env(spec, getattr(a, "engine_home", None)).python)
 
 
 def log_dir(a: argparse.Namespace) -> str:
@@ -64,7 +84,7 @@ def _settings(a: argparse.Namespace):
             raise VlmpathError(f"{flag} {v}: give a whole number from {lo} to {hi}")
     if not 0 < a.timeout <= 3600:
         raise VlmpathError(f"--timeout {a.timeout:g}: give seconds from 0 to 3600")
-    return BenchSettings(workloads, conc, a.max_tokens, a.prompts, a.repeats, a.timeout, "tiny", a.seed)
+    return BenchSettings(workloads, conc, a.max_tokens, a.prompts, a.repeats, a.timeout, a.scale, a.seed)
 
 
 def add_serve_bench(sub: argparse._SubParsersAction) -> None:
@@ -83,7 +103,8 @@ def add_serve_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--server-pythonpath", action="append", default=[], metavar="DIR",
                    help="with --launch: put DIR first on the server's PYTHONPATH (a side's tree; repeatable)")
     p.add_argument("--plant", default=None, metavar="FAULT",
-                   help="with --launch, self-check: shift (image rows shifted by one) or delay:S")
+                   help="with --launch, self-check: shift (image rows shifted by one) or delay:S; with "
+                   "--launch vllm planted in vLLM's own code: shift, split or delay:S (docs/serving.md)")
     p.add_argument("--out", metavar="FILE", help="write the run here (JSON, atomic)")
     p.add_argument("--labelled", default=None, metavar="FILE.jsonl",
                    help='also score a small labelled set: one {"image": path beside the file, "question", "answer"} '
@@ -161,7 +182,7 @@ def _run_bench(a: argparse.Namespace) -> int:
     else:
         if not a.model:
             raise VlmpathError("--launch needs --model DIR (write a tiny one with --write-tiny-model DIR)")
-        with launched(a.launch, a.model, log_dir=log_dir(a), python=a.python, port=a.port, device=a.device,
+        with launched(a.launch, a.model, log_dir=log_dir(a), python=server_python(a), port=a.port, device=a.device,
                       pythonpath=a.server_pythonpath, startup_timeout_s=a.startup_timeout, plant=a.plant) as srv:
             say(f"{a.launch} server up at {srv.url} (log {srv.log})")
             doc = run_bench(srv, settings, say)
@@ -212,6 +233,11 @@ def add_serve_pair(sub: argparse._SubParsersAction) -> None:
         p.add_argument(f"--{side}-plant", default=None, metavar="FAULT", help=f"self-check: a planted fault in {side}")
     p.add_argument("--out", required=True, metavar="DIR", help="run files, server logs and comparison.json here")
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
+    p.add_argument("--engine-client", default="none", choices=["auto", "vllm", "none"],
+                   help="also run `vllm bench serve` on each side's server and requests in the last round "
+                   "(rows in the run files' engine_client; default none)")
+    p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs' home (for --engine and "
+                   "--engine-client)")
     _bench_options(p)
     _launch_options(p)
     p.set_defaults(func=_run_pair)
@@ -223,10 +249,17 @@ def _run_pair(a: argparse.Namespace) -> int:
     if not 1 <= a.rounds <= 50:
         raise VlmpathError(f"--rounds {a.rounds}: give 1 to 50 (6 or more for a full paired verdict)")
     settings = _settings(a)
-    spec = lambda pp, plant: LaunchSpec(a.launch, a.model, a.python, a.device, tuple(pp), plant,  # noqa: E731
+    python = server_python(a)
+    spec = lambda pp, plant: LaunchSpec(a.launch, a.model, python, a.device, tuple(pp), plant,  # noqa: E731
                                         a.startup_timeout)
+    client = _client_env(a)
+
+    def last_round(side, srv, settings, doc):
+        doc["engine_client"] = _engine_client(a, client, srv, settings, doc, Path(a.out) / f"engine-client-{side}")
+
     files = interleaved({"base": spec(a.base_pythonpath, a.base_plant), "head": spec(a.head_pythonpath, a.head_plant)},
-                        settings, a.rounds, a.out, lambda m: print(m, file=sys.stderr, flush=True))
+                        settings, a.rounds, a.out, lambda m: print(m, file=sys.stderr, flush=True),
+                        last_round=None if a.engine_client == "none" else last_round)
     return _compare([str(p) for p in files["base"]], [str(p) for p in files["head"]], a.config,
                     str(Path(a.out) / "comparison.json"), str(Path(a.out) / "serve-chart.png"))
 

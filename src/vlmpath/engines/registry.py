@@ -79,6 +79,10 @@ class EngineEntry:
     # measured by the engine's CI templates (``vlmpath ci templates``).
     ci_paths: tuple[str, ...] = ()
     extra: Mapping[str, object] = field(default_factory=dict)  # engine-specific data for its adapter
+    # ``(python, model, port, device, scratch) -> (argv, env)``: the engine's own OpenAI
+    # server for ``model`` (``vlmpath.serving.launch``): its command line and the variables it
+    # needs on top of the caller's (``scratch``: a folder of its own for caches). None: no server.
+    server: Callable[[str, str, int, str, str], tuple[list[str], dict[str, str]]] | None = None
 
     def __post_init__(self) -> None:
         where = f"engine entry {self.name!r}"

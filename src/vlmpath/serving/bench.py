@@ -120,6 +120,7 @@ def run_bench(server: Server, settings: BenchSettings,
             progress(f"{name} c={c}: {case['output_tok_per_s'] or 0:.1f} output tok/s, "
                      f"agreement {agree}, errors {case['errors']}")
     return {"schema": SCHEMA, "server": {"kind": server.kind, "url": server.url, "model": server.model_dir
-                                         or server.model, "command": list(server.command)},
+                                         or server.model, "command": list(server.command),
+                                         "ready_s": server.ready_s, "rss_bytes": server.rss_bytes()},
             "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()},
             "solo": solos, "cases": cases}

@@ -7,11 +7,11 @@ that exits first is one line naming the model directory and the log's last line)
 a ``Server``, and on the way out (normal, error or Ctrl-C) sends SIGTERM to the whole group,
 waits, then SIGKILL: no process outlives it.
 
-Kinds: ``transformers`` (``transformers serve``, CPU or GPU; proven here), ``sglang``
-(``python -m sglang.launch_server``) and ``vllm`` (``python -m vllm.entrypoints.openai.api_server``)
-for GPU boxes: the same interface, command lines from their documented flags, not run on
-this CPU machine. ``python`` is the interpreter to run it with: an engine environment's
-(``vlmpath engine install``) for sglang and vLLM. ``pythonpath`` is put first on the
+Kinds: ``transformers`` (``transformers serve``, CPU or GPU), and the engines whose registry
+entry has a ``server`` recipe (command line and environment: ``engines/known/NAME.py``):
+``vllm`` (vLLM's own OpenAI server; run on this CPU from a ``vllm==X+cpu`` server env) and
+``sglang`` (documented flags, not run on a CPU). ``python`` is the interpreter to run it
+with: an engine environment's (``vlmpath engine install``) for sglang and vLLM. ``pythonpath`` is put first on the
 server's ``PYTHONPATH``: a side's patched tree (or a planted fault) is served that way,
 never by editing the installed packages.
 """
@@ -51,6 +51,26 @@ class Server:
     log: Path | None = None
     command: tuple[str, ...] = ()
     model_dir: str | None = None
+    ready_s: float | None = None   # launch to the first healthy answer (a server we started)
+    started: float | None = None   # time.monotonic() at launch
+
+    def rss_bytes(self) -> int | None:
+        """Resident memory of the server's whole process group now (API server, engine core,
+        workers; Linux ``/proc``), None for one we did not start or off Linux."""
+        if self.proc is None or not os.path.isdir("/proc"):
+            return None
+        total = 0
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat", encoding="ascii", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[2]) == self.proc.pid:  # the process group (field 5 of stat)
+                    total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")  # rss pages (field 24)
+            except (OSError, IndexError, ValueError):
+                continue
+        return total
 
     def exited(self) -> int | None:
         """The exit code when a server we started has died, else None."""
@@ -73,18 +93,28 @@ def extra_body(kind: str, max_tokens: int) -> dict:
 
 
 def command(kind: str, python: str, model: str, port: int, device: str) -> list[str]:
-    """The server's command line."""
+    """The server's command line (``recipe``'s)."""
+    return recipe(kind, python, model, port, device)[0]
+
+
+def recipe(kind: str, python: str, model: str, port: int, device: str,
+           scratch: str | os.PathLike[str] = "") -> tuple[list[str], dict[str, str]]:
+    """The server's command line and the variables it needs: ``transformers serve`` here,
+    an engine's from its registry entry (``EngineEntry.server``: flags and environment live
+    with the engine, ``engines/known/NAME.py``)."""
     if kind == "transformers":
         cmd = [python, "-m", "transformers.cli.transformers", "serve", model, "--host", "127.0.0.1",
                "--port", str(port), "--trust-remote-code", "--device", device, "--log-level", "warning"]
-        return cmd + (["--dtype", "float32"] if device == "cpu" else [])
-    if kind == "sglang":
-        return [python, "-m", "sglang.launch_server", "--model-path", model, "--host", "127.0.0.1",
-                "--port", str(port), "--trust-remote-code"]
-    if kind == "vllm":
-        return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", "127.0.0.1",
-                "--port", str(port), "--trust-remote-code"]
-    raise VlmpathError(f"--launch {kind!r}: use one of {', '.join(KINDS)}")
+        return cmd + (["--dtype", "float32"] if device == "cpu" else []), {}
+    if kind not in KINDS:
+        raise VlmpathError(f"--launch {kind!r}: use one of {', '.join(KINDS)}")
+    from vlmpath.engines import registry
+
+    serve = registry.get(kind).server
+    if serve is None:
+        raise VlmpathError(f"--launch {kind!r}: the {kind} engine entry has no server recipe")
+    argv, env = serve(python, model, port, device, str(scratch))
+    return list(argv), dict(env)
 
 
 def check_plant(spec: str) -> str:
@@ -128,7 +158,8 @@ def check_port(port: int) -> None:
                                "--port (or none: a free one is picked) or stop what holds it") from None
 
 
-def wait_healthy(server: Server, timeout_s: float) -> None:
+def wait_healthy(server: Server, timeout_s: float, started: float | None = None) -> None:
+    """Poll ``/health`` until it answers 200 (``ready_s`` set from ``started``, a monotonic time)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         code = server.exited()
@@ -138,6 +169,8 @@ def wait_healthy(server: Server, timeout_s: float) -> None:
                                f"(log {server.log}: {server.log_tail() or 'empty'})")
         status, _ = get_json(server.url, "/health", timeout_s=2.0)
         if status == 200:
+            if started is not None:
+                server.ready_s = round(time.monotonic() - started, 1)
             return
         time.sleep(0.25)
     raise VlmpathError(f"the {server.kind} server at {server.url} did not answer /health within "
@@ -169,37 +202,54 @@ def launched(kind: str, model: str, *, log_dir: str | os.PathLike[str], python: 
              startup_timeout_s: float = 120.0, env: dict[str, str] | None = None,
              plant: str | None = None, wait: bool = True) -> Iterator[Server]:
     """Start a ``kind`` server for ``model``, wait until it is up, yield it, stop it (module doc).
-    ``plant``: a planted fault (``plant_site``) loaded into this server process only.
+    ``plant``: a planted fault loaded into this server only: for vLLM an overlay of its own
+    code (``engine_plants``), else ``plant_site`` (transformers' model code).
     ``wait=False``: yield it at once (the caller waits: ``wait_healthy``), so several servers
     start side by side."""
     if kind not in KINDS:
         raise VlmpathError(f"--launch {kind!r}: use one of {', '.join(KINDS)}")
+    engine_plant = plant is not None and kind == "vllm"  # planted in vLLM's own code (an overlay)
     if plant is not None:
-        check_plant(plant)
-        pythonpath = [str(PLANT_SITE), *pythonpath]
+        if engine_plant:
+            from vlmpath.serving.engine_plants import edits
+
+            edits(plant)
+        else:
+            check_plant(plant)
+            pythonpath = [str(PLANT_SITE), *pythonpath]
     mdir = check_model_dir(model)
     if port is None:
         port = free_port()
     else:
         check_port(port)
+    if engine_plant:
+        from vlmpath.serving.engine_plants import plant_overlay
+
+        tag = "".join(c if c.isalnum() else "-" for c in plant)
+        pythonpath = [str(plant_overlay(python or sys.executable, plant,
+                                        Path(log_dir) / f"overlay-{tag}-{port}").resolve()), *pythonpath]
     log = Path(log_dir) / f"server-{kind}-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = command(kind, python or sys.executable, str(mdir), port, device)
+    scratch = Path(log_dir) / f"scratch-{kind}-{port}"  # the server's own caches (VLLM_CACHE_ROOT), kept
+    cmd, recipe_env = recipe(kind, python or sys.executable, str(mdir), port, device, scratch.resolve())
     child_env = dict(os.environ if env is None else env)
+    child_env.update(recipe_env)
     child_env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
-    if plant is not None:
+    if plant is not None and not engine_plant:
         child_env["VLMPATH_SERVE_PLANT"] = plant
     if pythonpath:
         child_env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    started = time.monotonic()
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=child_env, start_new_session=True)
     server = Server(url=f"http://127.0.0.1:{port}", kind=kind,
                     model=None if kind == "transformers" else str(mdir), proc=proc, log=log, command=tuple(cmd),
                     model_dir=str(mdir))
+    server.started = started
     try:
         if wait:
-            wait_healthy(server, startup_timeout_s)
+            wait_healthy(server, startup_timeout_s, started)
         yield server
     finally:
         stop(server)

@@ -7,6 +7,8 @@ alternating too (base-head, head-base, ...; with more sides the order rotates), 
 per round (the servers load side by side: all started, then each waited for). Only the last round also serves each request alone (the within-run agreement's reference:
 the comparison judges exact rows on the last round). Round i of base and round i of head are a pair: the comparison judges timings on
 the pairs (``compare.paired`` through ``compare.from_serve``), never on pooled samples.
+``last_round(side, server, settings, doc)`` runs on each side's last round before its file
+is written (``serve-pair --engine-client``: vLLM's own client on the same server and requests).
 Both servers are stopped on the way out, whatever happened.
 """
 
@@ -43,7 +45,8 @@ def start(spec: LaunchSpec, log_dir: str | os.PathLike[str], wait: bool = True):
 
 def interleaved(sides: dict[str, LaunchSpec], settings: BenchSettings, rounds: int,
                 out_dir: str | os.PathLike[str],
-                progress: Callable[[str], None] = lambda _m: None) -> dict[str, list[Path]]:
+                progress: Callable[[str], None] = lambda _m: None,
+                last_round: Callable[[str, object, BenchSettings, dict], None] | None = None) -> dict[str, list[Path]]:
     """Run the rounds (module doc) over every side (base and head; a test adds a second base
     for an A/A pair in the same window); returns each side's run files, round by round. The
     order of the sides rotates by one each round."""
@@ -55,7 +58,7 @@ def interleaved(sides: dict[str, LaunchSpec], settings: BenchSettings, rounds: i
         # All started first, then each waited for: the servers load side by side.
         servers = {n: stack.enter_context(start(sides[n], out / "logs", wait=False)) for n in names}
         for n in names:
-            wait_healthy(servers[n], sides[n].startup_timeout_s)
+            wait_healthy(servers[n], sides[n].startup_timeout_s, servers[n].started)
         for i in range(rounds):
             k = i % len(names)
             for side in names[k:] + names[:k]:
@@ -63,6 +66,8 @@ def interleaved(sides: dict[str, LaunchSpec], settings: BenchSettings, rounds: i
                 # Each server's first round warms it; the last also serves each request
                 # alone (the within-run agreement's reference: exact rows are judged on it).
                 doc = run_bench(servers[side], replace(settings, warmup=i == 0, solo=i == rounds - 1), progress)
+                if last_round is not None and i == rounds - 1:
+                    last_round(side, servers[side], settings, doc)  # e.g. the engine's own client, same server
                 path = out / f"{side}-{i}.json"
                 write_run(path, doc)
                 paths[side].append(path)

@@ -58,8 +58,12 @@ class VlmpathImageOnlyProcessor(Qwen2_5_VLProcessor):
 '''
 
 VOCAB = 512
-TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=4096, rms_norm_eps=1e-6)
+#: Text head_dim 32 (64 / 2 heads): vLLM's CPU attention serves head sizes 32, 64, 80, ...
+#: only (head_dim 16 started, then killed the server at its first request).
+TEXT = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+            num_key_value_heads=1, max_position_embeddings=4096, rms_norm_eps=1e-6)
+#: Multimodal RoPE sections (temporal, height, width): they sum to head_dim / 2.
+MROPE_SECTION = [4, 6, 6]
 VISION = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, in_channels=3, patch_size=14,
               spatial_merge_size=2, temporal_patch_size=2, window_size=112, out_hidden_size=64,
               fullatt_block_indexes=[1])
@@ -140,7 +144,7 @@ def write_tiny_qwen(out: str | os.PathLike[str], seed: int = 0) -> Path:
         ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
         text = dict(TEXT, vocab_size=len(tok), bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"],
                     pad_token_id=ids["<|endoftext|>"],
-                    rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA, "mrope_section": [2, 3, 3]})
+                    rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA, "mrope_section": list(MROPE_SECTION)})
         cfg = Qwen2_5_VLConfig(text_config=text, vision_config=dict(VISION),
                                image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
                                vision_start_token_id=ids["<|vision_start|>"],

@@ -12,6 +12,12 @@ from importlib import resources
 
 from vlmpath.engines.registry import EngineEntry
 
+def server(python: str, model: str, port: int, device: str, scratch: str) -> tuple[list[str], dict[str, str]]:
+    """sglang's own OpenAI server (``sglang.launch_server``; documented flags, not run on a CPU here)."""
+    return ([python, "-m", "sglang.launch_server", "--model-path", model, "--host", "127.0.0.1", "--port", str(port),
+             "--trust-remote-code", "--disable-radix-cache"], {})
+
+
 ENGINE = EngineEntry(
     name="sglang",
     package="sglang",
@@ -22,6 +28,7 @@ ENGINE = EngineEntry(
     seams=("cache", "chunk_encoding", "count", "scatter", "pad", "shm"),
     stage_seams=("chunk_encoding", "scatter", "count", "shm"),
     example_version="0.5.23",
+    server=server,
     checkout_hint="an sglang checkout's python/ directory",
     ci_paths=(
         "python/sglang/srt/managers/mm_*.py",

