@@ -134,10 +134,21 @@ def image_config(ref: str) -> dict:
     return data["OCIv1"]["config"]
 
 
+_UNITS = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+
+
+def _bytes(size: object) -> int:
+    """buildah's size, a number or its human form ("1.66 GB", decimal units)."""
+    if isinstance(size, (int, float)):
+        return int(size)
+    m = re.fullmatch(r"\s*([\d.]+)\s*([kKMGT]?B)\s*", str(size))
+    return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else 0
+
+
 def image_size(ref: str) -> int:
     """Bytes of the image's layers, uncompressed (what ``buildah images`` shows)."""
     for row in json.loads(buildah("images", "--json", ref).stdout or "[]"):
-        return int(row.get("size", 0))
+        return _bytes(row.get("size", 0))
     return 0
 
 
@@ -331,7 +342,7 @@ def ensure_standin(standin: Standin) -> str:
                 shutil.copy2(wheel, ctx_dir / wheel.name)
             shutil.copy2(STANDIN_DIR / "torch.lock", ctx_dir / "torch.lock")
             r = subprocess.run([*buildah_cmd(), "bud", "--isolation", "chroot", "--network", "host",
-                                "--pull=never", *build_mounts(), "-f", str(STANDIN_DIR / "Containerfile"),
+                                "--pull=never", "--no-cache", "--force-rm", *ca_secret(), "-f", str(STANDIN_DIR / "Containerfile"),
                                 "--build-arg", f"ROOTFS={rootfs_ref}",
                                 "--build-arg", f"PY_PREFIX={standin.py_prefix}",
                                 "--build-arg", f"TORCH_WHEEL={wheel.name}",
@@ -365,15 +376,44 @@ def host_ca() -> Path | None:
     return Path(found) if found and Path(found).is_file() else None
 
 
-def build_mounts() -> list[str]:
-    """``buildah bud`` volume options for every build (see host_ca)."""
+def ca_secret() -> list[str]:
+    """The stand-in's build-ca secret (docker/standin/Containerfile): the host's CA, or empty."""
+    ca = host_ca()
+    if ca is None:
+        ca = HOME / "no-build-ca"
+        ca.parent.mkdir(parents=True, exist_ok=True)
+        ca.write_text("")
+    return ["--secret", f"id=build-ca,src={ca}"]
+
+
+_CERTIFI: dict[str, str | None] = {}
+
+
+def _pull(base: str) -> str:
+    """A stand-in is never pulled (no registry); a real base is, when missing."""
+    return "--pull=never" if base.startswith("localhost/") else "--pull"
+
+
+def build_mounts(base: str) -> list[str]:
+    """``buildah bud`` options that let pip in a project Dockerfile's RUN steps trust the host's CA.
+
+    The host's bundle is mounted over the bundle the base's pip reads (its vendored certifi):
+    a path the image already has, so the mount leaves nothing behind in it, and the image's
+    own file is what a container later sees.
+    """
     ca = host_ca()
     if ca is None:
         return []
-    conf = HOME / "build-pip.conf"
-    conf.parent.mkdir(parents=True, exist_ok=True)
-    conf.write_text("[global]\ncert = /run/vlmpath-build-ca.crt\n", encoding="utf-8")
-    return ["--volume", f"{ca}:/run/vlmpath-build-ca.crt:ro", "--volume", f"{conf}:/etc/pip.conf:ro"]
+    if base not in _CERTIFI:
+        ctr = buildah("from", _pull(base), base).stdout.strip()
+        try:
+            r = subprocess.run([*buildah_cmd(), "run", "--isolation", "chroot", ctr, "--", "python3", "-c",
+                                "import pip._vendor.certifi as c; print(c.where())"], capture_output=True, text=True)
+        finally:
+            buildah("rm", ctr, check=False)
+        _CERTIFI[base] = r.stdout.strip() if r.returncode == 0 and r.stdout.strip().startswith("/") else None
+    where = _CERTIFI[base]
+    return ["--volume", f"{ca}:{where}:ro"] if where else []
 
 
 def _save_log(ref: str, text: str) -> Path:
@@ -430,8 +470,8 @@ def build(dockerfile: Path, tag: str, *, context: Path = ROOT, build_args: Mappi
           no_cache: bool = False, base: str | None = None) -> BuildResult:
     """buildah bud of DOCKERFILE FROM its stand-in base (or BASE), tagged TAG; never raises on a failed build."""
     base = base or ensure_standin(standin_for(dockerfile))
-    cmd = [*buildah_cmd(), "bud", "--isolation", "chroot", "--network", "host", "--layers", "--pull=never",
-           *build_mounts(), "-f", str(dockerfile), "--build-arg", f"BASE_IMAGE={base}"]
+    cmd = [*buildah_cmd(), "bud", "--isolation", "chroot", "--network", "host", "--layers", _pull(base), "--force-rm",
+           *build_mounts(base), "-f", str(dockerfile), "--build-arg", f"BASE_IMAGE={base}"]
     for k, v in (build_args or {}).items():
         cmd += ["--build-arg", f"{k}={v}"]
     if no_cache:
@@ -483,14 +523,16 @@ def without_vendor_steps(dockerfile: Path, out_dir: Path) -> Path:
 
 
 def build_target(name: str, *, no_cache: bool = False, compose: Path = COMPOSE,
-                 env: Mapping[str, str] | None = None) -> BuildResult:
-    """docker/NAME.Dockerfile built as compose's service would be: vlmpath:NAME."""
+                 env: Mapping[str, str] | None = None, base: str | None = None) -> BuildResult:
+    """docker/NAME.Dockerfile built as compose's service would be: vlmpath:NAME (from BASE:
+    a real base image, e.g. the lock's TAG@DIGEST where a registry is reachable; default:
+    the stand-in)."""
     dockerfile = DOCKER / f"{name}.Dockerfile"
     if not dockerfile.is_file():
         known = sorted(p.name.removesuffix(".Dockerfile") for p in DOCKER.glob("*.Dockerfile"))
         raise ImagesError(f"no docker/{name}.Dockerfile: choose from {', '.join(known)}")
     res = build(dockerfile, f"{IMAGE_REPO}:{name}", build_args=compose_build_args(name, compose, env),
-                no_cache=no_cache)
+                no_cache=no_cache, base=base)
     host = None if res.image else vendor_failure(res.log)
     if host:
         # What builds here without the vendor's repositories, under its own name.
@@ -681,10 +723,14 @@ class ServiceRun:
     def returncode(self) -> int | None:
         return self.proc.poll()
 
+    unset_limits: dict[str, str] = dataclasses.field(default_factory=dict)
+
     def not_exercised(self) -> dict[str, str]:
         out = self.service.not_exercised()
         if self.network == "private" and "ports" in out:
             out["ports"] += "; the service answers on the container's own loopback"
+        for k, why in self.unset_limits.items():
+            out[f"ulimits.{k}"] = why
         return out
 
     def wait(self, timeout: float | None = None) -> int:
@@ -740,6 +786,22 @@ def _seed_volume(container: str, mount: Mount) -> None:
         buildah("umount", container, check=False)
 
 
+def settable_limits(limits: Mapping[str, tuple[int, int]]) -> tuple[dict, dict[str, str]]:
+    """Compose's ulimits this process may set (tried in a child), and why each other one is not."""
+    ok, unset = {}, {}
+    for k, (soft, hard) in limits.items():
+        probe = f"import resource as r; r.setrlimit({int(_LIMITS[k])}, ({soft}, {hard}))"
+        r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        if r.returncode == 0:
+            ok[k] = (soft, hard)
+        else:
+            now = resource.getrlimit(_LIMITS[k])
+            want = "unlimited" if hard == resource.RLIM_INFINITY else hard
+            unset[k] = (f"this machine does not let even root raise it (no CAP_SYS_RESOURCE): the "
+                        f"container keeps the host's hard limit {now[1]}, not {want}")
+    return ok, unset
+
+
 def start(svc: Service, args: Sequence[str] | None = None, *, network: str = "host",
           extra_env: Mapping[str, str] | None = None, stdout: int | None = subprocess.PIPE,
           copy_in: Mapping[str, Path] | None = None) -> ServiceRun:
@@ -768,6 +830,8 @@ def start(svc: Service, args: Sequence[str] | None = None, *, network: str = "ho
                 m.source.parent.mkdir(parents=True, exist_ok=True)
                 _seed_volume(ctr, m)
         cmd = [*buildah_cmd(), "run", "--isolation", "chroot", "--network", "host"]
+        if svc.hostname:
+            cmd += ["--hostname", svc.hostname]
         if svc.working_dir:
             cmd += ["--workingdir", svc.working_dir]
         if svc.user:
@@ -777,18 +841,10 @@ def start(svc: Service, args: Sequence[str] | None = None, *, network: str = "ho
         for m in svc.mounts:
             cmd += ["--volume", f"{m.source}:{m.target}:{'ro' if m.read_only else 'rw'}"]
         cmd += [ctr, "--", *argv]
-        # Namespaces a chroot does not make itself: a UTS one for compose's hostname, a
-        # network one (loopback up) for network="private". `exec` keeps the pid (nsenter).
-        unshare, setup = [], ["true"]
-        if svc.hostname:
-            unshare.append("--uts")
-            setup.append(f"hostname {shlex.quote(svc.hostname)}")
         if network == "private":
-            unshare.append("--net")
-            setup.append("ip link set lo up")
-        if unshare:
-            cmd = ["unshare", *unshare, "--", "/bin/sh", "-c", " && ".join(setup) + ' && exec "$@"', "sh", *cmd]
-        limits = svc.ulimits
+            # A network namespace of its own, loopback up; `exec` keeps the pid (for nsenter).
+            cmd = ["unshare", "--net", "--", "/bin/sh", "-c", 'ip link set lo up && exec "$@"', "sh", *cmd]
+        limits, unset = settable_limits(svc.ulimits)
 
         def apply_limits() -> None:  # compose's ulimits: a chroot inherits its parent's
             os.setsid()
@@ -800,7 +856,7 @@ def start(svc: Service, args: Sequence[str] | None = None, *, network: str = "ho
     except BaseException:
         buildah("rm", ctr, check=False)
         raise
-    return ServiceRun(svc, ctr, argv, proc, network)
+    return ServiceRun(svc, ctr, argv, proc, network, unset_limits=unset)
 
 
 def run(svc: Service, args: Sequence[str] | None = None, *, timeout: float = 1800, **kw) -> ServiceRun:
@@ -841,7 +897,7 @@ def listing() -> list[dict]:
     for row in rows:
         names = [n for n in row.get("names") or [] if n.startswith((IMAGE_REPO + ":", STANDIN_REPO, ROOTFS_REPO))]
         if names:
-            out.append({"names": names, "size": int(row.get("size", 0)), "id": row.get("id", "")[:12]})
+            out.append({"names": names, "size": _bytes(row.get("size", 0)), "id": row.get("id", "")[:12]})
     return out
 
 
@@ -867,6 +923,8 @@ def main(argv: list[str] | None = None) -> int:
     bd = sub.add_parser("build", help="build docker/NAME.Dockerfile as vlmpath:NAME from its stand-in base")
     bd.add_argument("names", nargs="*", help="default: every docker/*.Dockerfile")
     bd.add_argument("--no-cache", action="store_true", help="rebuild every step (the base stays cached)")
+    bd.add_argument("--base-image", help="a real base instead of the stand-in (one NAME only; e.g. "
+                    "ci/base-images.sh ref docker/NAME.Dockerfile where a registry is reachable)")
     r = sub.add_parser("run", help="run a compose service's container as `docker compose run` would")
     r.add_argument("service")
     r.add_argument("args", nargs=argparse.REMAINDER, help="the command (default: the service's)")
@@ -884,8 +942,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: {ensure_standin(s)}\n  stands in for {s.stands_for}\n  not: {s.cannot}")
         elif a.cmd == "build":
             failed = 0
-            for name in _targets(a.names):
-                res = build_target(name, no_cache=a.no_cache)
+            names = _targets(a.names)
+            if a.base_image and len(names) != 1:
+                raise ImagesError("--base-image names the base of one Dockerfile: give exactly one NAME")
+            for name in names:
+                res = build_target(name, no_cache=a.no_cache, base=a.base_image)
                 if res.image:
                     print(f"{name}: {res.image} ({res.size / 1e6:.0f} MB, {res.seconds:.0f} s)")
                     if res.cannot:
@@ -897,9 +958,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if failed else 0
         elif a.cmd == "run":
             svc = service(a.service, a.compose)
-            for k, why in svc.not_exercised().items():
-                say(f"{svc.name}: {k} not exercised here ({why})")
             res = start(svc, a.args, network="private" if a.private_network else "host", stdout=None)
+            for k, why in res.not_exercised().items():
+                say(f"{svc.name}: {k} not exercised here ({why})")
             try:
                 return res.proc.wait()
             except KeyboardInterrupt:

@@ -153,3 +153,9 @@ def test_the_wrapper_script_passes_shellcheck():
     assert tool, "shellcheck is not installed; run: pip install -r ci/requirements-lint.txt"
     r = subprocess.run([tool, str(ROOT / "ci" / "local-images.sh")], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
+
+
+@pytest.mark.parametrize("size, want", [("1.66 GB", 1_660_000_000), ("272 MB", 272_000_000), ("4.1 kB", 4100),
+                                        (1234, 1234), ("weird", 0)])
+def test_buildah_sizes_are_read_in_either_form(size, want):
+    assert li._bytes(size) == want
