@@ -430,8 +430,13 @@ def _tags(repo: str) -> list[str]:
     return [n for row in rows for n in (row.get("names") or []) if n.startswith(repo + ":")]
 
 
+# buildah's own lines after a command in the container fails: they say nothing the
+# command's own last lines do not.
+_BUILDAH_TRAILER = re.compile(r"^(subprocess exited with status \d+|Error: exit status \d+)$")
+
+
 def _last_lines(text: str, n: int) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    lines = [ln for ln in text.strip().splitlines() if ln.strip() and not _BUILDAH_TRAILER.match(ln.strip())]
     return "\n".join(lines[-n:])
 
 
