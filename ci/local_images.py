@@ -331,7 +331,7 @@ def ensure_standin(standin: Standin) -> str:
         ref = f"{STANDIN_REPO}:{standin.flavor}-{standin.key(wheel_sha, lock_text)}"
         if image_exists(ref):
             say(f"stand-in base {ref}: cached")
-            return ref
+            return _finish_standin(ref, standin.flavor)
         say(f"making {ref} (python at {standin.py_prefix}, {wheel.name})")
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="standin-", dir=HOME) as ctx:
@@ -352,28 +352,58 @@ def ensure_standin(standin: Standin) -> str:
         log = _save_log(ref, r.stdout + r.stderr)
         if r.returncode != 0:
             raise ImagesError(f"the stand-in base {ref} did not build ({_last_lines(r.stderr, 1)}); its log: {log}")
-        # One image per flavor: an older key's is replaced, not kept beside it.
-        for old in _tags(STANDIN_REPO):
-            if old.startswith(f"{STANDIN_REPO}:{standin.flavor}-") and old != ref:
-                buildah("rmi", old, check=False)
-        buildah("tag", ref, f"{STANDIN_REPO}:{standin.flavor}")
         say(f"made {ref} in {time.monotonic() - t0:.0f} s")
-        return ref
+        return _finish_standin(ref, standin.flavor)
+
+
+def _finish_standin(keyed: str, flavor: str) -> str:
+    """KEYED with the host's CA where needed, tagged :FLAVOR; other keys' images removed."""
+    ref = with_host_ca(keyed, flavor)
+    # One image per flavor: an older key's (or CA's) is replaced, not kept beside it.
+    for old in _tags(STANDIN_REPO):
+        if re.fullmatch(rf".*:{re.escape(flavor)}-[0-9a-f]{{16}}(-ca[0-9a-f]{{8}})?", old) and old not in (keyed, ref):
+            buildah("rmi", old, check=False)
+    buildah("tag", ref, f"{STANDIN_REPO}:{flavor}")
+    return ref
 
 
 def host_ca() -> Path | None:
-    """The CA bundle this host's pip trusts (PIP_CERT or pip's config), if one is set.
-
-    Where HTTPS goes through an intercepting proxy, its CA is in the host's bundle, not in a
-    fresh image's: builds mount the host's bundle and a pip.conf naming it for their RUN
-    steps (never into the image), so pip in a build reaches the index as the host's does.
-    """
+    """The CA bundle this host's pip trusts (PIP_CERT or pip's config), if one is set: where
+    HTTPS goes through an intercepting proxy, its CA is in there, not in a fresh image's."""
     found = os.environ.get("VLMPATH_BUILD_CA") or os.environ.get("PIP_CERT")
     if not found:
         r = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.cert"],
                            capture_output=True, text=True)
         found = r.stdout.strip() if r.returncode == 0 else ""
     return Path(found) if found and Path(found).is_file() else None
+
+
+def with_host_ca(ref: str, flavor: str) -> str:
+    """REF, or where this host reaches the package index through an intercepting proxy (its
+    CA in the host's bundle), REF plus a layer that makes pip trust the host's bundle
+    (/etc/pip.conf): the Dockerfiles' pip steps then work here as on a user's box. A stand-in's
+    own difference from the real base (docs/docker.md), keyed by the bundle's hash."""
+    ca = host_ca()
+    if ca is None:
+        return ref
+    sha = _sha256(ca)
+    trusted = f"{ref}-ca{sha[:8]}"
+    if image_exists(trusted):
+        return trusted
+    ctr = buildah("from", "--pull=never", ref).stdout.strip()
+    try:
+        conf = HOME / "standin-pip.conf"
+        conf.write_text("# The stand-in base trusts the bundle of the host it was made on (ci/local_images.py)\n"
+                        "[global]\ncert = /usr/local/share/vlmpath-standin/host-ca.crt\n", encoding="utf-8")
+        buildah("copy", ctr, str(ca), "/usr/local/share/vlmpath-standin/host-ca.crt")
+        buildah("copy", ctr, str(conf), "/etc/pip.conf")
+        buildah("config", "--label", f"org.vlmpath.standin.host-ca-sha256={sha}", ctr)
+        buildah("commit", "-q", "--rm", ctr, trusted)
+        ctr = ""
+    finally:
+        if ctr:
+            buildah("rm", ctr, check=False)
+    return trusted
 
 
 def ca_secret() -> list[str]:
@@ -386,34 +416,9 @@ def ca_secret() -> list[str]:
     return ["--secret", f"id=build-ca,src={ca}"]
 
 
-_CERTIFI: dict[str, str | None] = {}
-
-
 def _pull(base: str) -> str:
     """A stand-in is never pulled (no registry); a real base is, when missing."""
     return "--pull=never" if base.startswith("localhost/") else "--pull"
-
-
-def build_mounts(base: str) -> list[str]:
-    """``buildah bud`` options that let pip in a project Dockerfile's RUN steps trust the host's CA.
-
-    The host's bundle is mounted over the bundle the base's pip reads (its vendored certifi):
-    a path the image already has, so the mount leaves nothing behind in it, and the image's
-    own file is what a container later sees.
-    """
-    ca = host_ca()
-    if ca is None:
-        return []
-    if base not in _CERTIFI:
-        ctr = buildah("from", _pull(base), base).stdout.strip()
-        try:
-            r = subprocess.run([*buildah_cmd(), "run", "--isolation", "chroot", ctr, "--", "python3", "-c",
-                                "import pip._vendor.certifi as c; print(c.where())"], capture_output=True, text=True)
-        finally:
-            buildah("rm", ctr, check=False)
-        _CERTIFI[base] = r.stdout.strip() if r.returncode == 0 and r.stdout.strip().startswith("/") else None
-    where = _CERTIFI[base]
-    return ["--volume", f"{ca}:{where}:ro"] if where else []
 
 
 def _save_log(ref: str, text: str) -> Path:
@@ -476,7 +481,7 @@ def build(dockerfile: Path, tag: str, *, context: Path = ROOT, build_args: Mappi
     """buildah bud of DOCKERFILE FROM its stand-in base (or BASE), tagged TAG; never raises on a failed build."""
     base = base or ensure_standin(standin_for(dockerfile))
     cmd = [*buildah_cmd(), "bud", "--isolation", "chroot", "--network", "host", "--layers", _pull(base), "--force-rm",
-           *build_mounts(base), "-f", str(dockerfile), "--build-arg", f"BASE_IMAGE={base}"]
+           "-f", str(dockerfile), "--build-arg", f"BASE_IMAGE={base}"]
     for k, v in (build_args or {}).items():
         cmd += ["--build-arg", f"{k}={v}"]
     if no_cache:

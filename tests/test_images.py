@@ -250,13 +250,6 @@ def test_the_benchmark_images_build_from_their_standin_with_torch_held(builds, n
     r = _in_image(res.image, ["sh", "-c", "command -v python3; cat /opt/vlmpath/constraints.txt"])
     assert r.stdout.splitlines()[0] == f"{prefix}/bin/python3"  # the base's python, as the real base's
     assert "torch==2.13.0+cpu" in r.stdout.splitlines()
-    # Nothing of this machine leaks into the image: the host's CA (where builds need it) was
-    # mounted over the base pip's bundle for the RUN steps only.
-    certifi = _in_image(res.image, ["python3", "-c", "import pip._vendor.certifi as c, hashlib; "
-                                    "print(hashlib.sha256(open(c.where(), 'rb').read()).hexdigest())"])
-    ca = li.host_ca()
-    assert certifi.returncode == 0 and (ca is None or certifi.stdout.strip() != li._sha256(ca))
-    assert _in_image(res.image, ["test", "-e", "/etc/pip.conf"]).returncode != 0
     # "torch_guard: torch unchanged": the guard ran after each pip step.
     assert res.log.count("torch_guard: torch unchanged") == 2
 
@@ -283,8 +276,8 @@ def test_the_standin_base_is_reused_by_its_key(builds):
     t0 = time.monotonic()
     again = li.ensure_standin(li.standin_for(li.DOCKER / "cuda.Dockerfile"))
     assert again == builds["cuda"].base and time.monotonic() - t0 < 60
-    flavors = [n for n in li._tags(li.STANDIN_REPO) if re.fullmatch(r".*:conda-[0-9a-f]{16}", n)]
-    assert flavors == [again]  # one per flavor: an older key's image was removed
+    keyed = [n for n in li._tags(li.STANDIN_REPO) if re.fullmatch(r".*:conda-[0-9a-f]{16}", n)]
+    assert len(keyed) == 1 and again.startswith(keyed[0])  # one per flavor: an older key's was removed
 
 
 # --- the CUDA image, run as compose runs it --------------------------------------------------
