@@ -480,7 +480,10 @@ def build(dockerfile: Path, tag: str, *, context: Path = ROOT, build_args: Mappi
           no_cache: bool = False, base: str | None = None) -> BuildResult:
     """buildah bud of DOCKERFILE FROM its stand-in base (or BASE), tagged TAG; never raises on a failed build."""
     base = base or ensure_standin(standin_for(dockerfile))
-    cmd = [*buildah_cmd(), "bud", "--isolation", "chroot", "--network", "host", "--layers", _pull(base), "--force-rm",
+    # --format docker: as docker builds them. buildah's default (OCI) drops SHELL, and every
+    # RUN would run under /bin/sh without the Dockerfiles' `-o pipefail`.
+    cmd = [*buildah_cmd(), "bud", "--isolation", "chroot", "--network", "host", "--layers", "--format", "docker",
+           _pull(base), "--force-rm",
            "-f", str(dockerfile), "--build-arg", f"BASE_IMAGE={base}"]
     for k, v in (build_args or {}).items():
         cmd += ["--build-arg", f"{k}={v}"]

@@ -252,6 +252,10 @@ def test_the_benchmark_images_build_from_their_standin_with_torch_held(builds, n
     assert "torch==2.13.0+cpu" in r.stdout.splitlines()
     # "torch_guard: torch unchanged": the guard ran after each pip step.
     assert res.log.count("torch_guard: torch unchanged") == 2
+    # The Dockerfile's SHELL (bash -o pipefail) is in force, as under docker build.
+    assert "SHELL is not supported" not in res.log
+    assert li.buildah("inspect", "--type", "image", "--format", "{{.Docker.Config.Shell}}", res.image).stdout.strip() \
+        == "[/bin/bash -o pipefail -c]"
 
 
 def test_the_dind_image_builds_as_far_as_the_vendor_repositories_allow(builds):
