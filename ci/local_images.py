@@ -914,6 +914,12 @@ def listing() -> list[dict]:
     return out
 
 
+def prune() -> None:
+    """Remove the images nothing needs any more: untagged and no image's parent (a previous
+    build's steps, a failed build's). The layer cache of the tagged images stays."""
+    buildah("rmi", "--prune", check=False)
+
+
 def clean(bases: bool) -> None:
     for row in listing():
         for n in row["names"]:
@@ -967,6 +973,7 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     failed += 1
                     print(f"{name}: FAILED ({res.returncode}):\n{res.tail(15)}")
+            prune()
             print(f"listed by: buildah --storage-driver {storage_driver()} images")
             return 1 if failed else 0
         elif a.cmd == "run":
