@@ -18,13 +18,15 @@ and for the PyTorch bases docker/standin/Containerfile on top (python at the ven
 location, pip, the CPU torch 2.13.0 wheel checked by hash, torch's requirements from
 docker/standin/torch.lock). Each is tagged by a key over its inputs (the recipe, the
 package list, the wheel's sha256, the lock), so a second run finds it and reuses it; a
-changed input makes a new one. ``STANDINS`` says what each stands in for.
+changed input makes a new one. ``STANDINS`` says what each stands in for. Where the host
+reaches the index through an intercepting proxy, a thin layer more trusts the host's CA
+bundle (``with_host_ca``): a stand-in's difference from the real base, said in the docs.
 
-**Builds.** ``buildah bud --isolation chroot --network host --layers`` with the stand-in as
-``--build-arg BASE_IMAGE`` and the compose service's build args; tagged
-``localhost/vlmpath:<name>`` (``buildah images`` lists them, with the storage driver this
-script used: ``buildah info``). ``--no-cache`` rebuilds every step (what the e2e test does:
-the images are built from scratch, the base is what is cached). The dind image needs the
+**Builds.** ``buildah bud --isolation chroot --network host --layers --format docker``
+(buildah's OCI default drops SHELL) with the stand-in as ``--build-arg BASE_IMAGE`` and the
+compose service's build args; tagged ``localhost/vlmpath:<name>`` (``buildah images`` lists
+them, with the storage driver this script used: ``buildah info``). ``--no-cache`` rebuilds
+every step (the e2e test does, for the CUDA image: the base is what is cached). The dind image needs the
 Docker and NVIDIA apt repositories, which this machine cannot reach: its build is tried,
 and when it fails at one of those hosts, the Dockerfile without the vendor steps is built
 as ``vlmpath:dind-nvidia-novendor`` instead (``BuildResult.cannot`` says what is missing).
