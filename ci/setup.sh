@@ -8,6 +8,8 @@
 #   - VLMPATH_SETUP_DRY_RUN=1 prints the torch install command it would run, and stops;
 #   - the package (editable) with its test extra, and the pinned validators;
 #   - Debian's chromium for the dashboard's browser test (root + apt only; else a warning);
+#   - Debian's buildah and debootstrap for the local image builds (ci/local-images.sh; root +
+#     apt only; else a warning);
 #   - Debian's valgrind for the instruction-count gate (`vlmpath ci pr --instructions`,
 #     `vlmpath instructions`, `vlmpath trust --instructions`: callgrind; root + apt only;
 #     else a warning);
@@ -86,13 +88,20 @@ apt_install() {  # PACKAGE WHY-IT-IS-NEEDED WHAT-FAILS-WITHOUT-IT
     echo "setup: warning: no $1 and no root apt-get; install $1 ($3)" >&2
   fi
 }
-step "4/4 Debian packages (valgrind, chromium) if missing"
+step "4/4 Debian packages (valgrind, chromium, buildah, debootstrap) if missing"
 if ! command -v valgrind >/dev/null 2>&1; then
   apt_install valgrind "the instruction-count gate" "instruction counts are unavailable"
 fi
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   apt_install chromium "the dashboard browser test" "the browser test will fail"
 fi
+# images (issue 40): buildah builds docker/*.Dockerfile and runs compose's services from them,
+# debootstrap makes their stand-in base (ci/local-images.sh; tests/test_images.py, marker images).
+for pkg in buildah debootstrap; do
+  if ! command -v "$pkg" >/dev/null 2>&1; then
+    apt_install "$pkg" "the local image builds (ci/local-images.sh)" "the image tests (-m images) will fail"
+  fi
+done
 if [ -n "${VLMPATH_ENGINE_INSTALL:-}" ]; then
   for release in $VLMPATH_ENGINE_INSTALL; do
     .venv/bin/vlmpath engine install "$release"

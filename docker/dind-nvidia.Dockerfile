@@ -35,11 +35,16 @@ ARG NVIDIA_TOOLKIT_VERSION=1.17.6-1
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
-# The two vendors' apt repositories, each trusted through its own signing key only
-# (signed-by), never a key added to the global keyring.
+# What the vendors' repositories need from Ubuntu's own (and dockerd's iptables): its own
+# step, so that a machine that cannot reach the vendors (ci/local-images.sh builds this
+# image with no registry) still builds everything but the next two.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates curl gnupg iptables \
- && install -m 0755 -d /etc/apt/keyrings \
+ && rm -rf /var/lib/apt/lists/*
+
+# The two vendors' apt repositories, each trusted through its own signing key only
+# (signed-by), never a key added to the global keyring.
+RUN install -m 0755 -d /etc/apt/keyrings \
  && curl -fsSL https://download.docker.com/linux/ubuntu/gpg -o /etc/apt/keyrings/docker.asc \
  && echo "deb [arch=$(dpkg --print-architecture) signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/ubuntu noble stable" \
         > /etc/apt/sources.list.d/docker.list \
