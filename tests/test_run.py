@@ -148,7 +148,9 @@ def test_summary_of_the_real_fixture_marks_missing_selection_partial(tmp_path):
     assert "| `bench_hash.Receive.time_receive` | xxh3, 1 | - | 0 |  | **missing**: selected but no result" in mpath.read_text()
     # The per-run pair and the latest pair the dashboard reads; no temp files left.
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([jpath.name, mpath.name, "summary.json", "summary.md"])
-    assert "2 syncs" in summod.render_terminal(s)
+    assert "2 syncs" in summod.render_table(s) and "2 syncs" not in summod.render_terminal(s)  # table: files, --table
+    assert "2 syncs" in summod.render_terminal(s, table=True)
+    assert summod.load_summary(jpath).rows == s.rows  # what `vlmpath run --table` prints from
 
 
 def test_summary_marks_failed_benchmarks_and_interruption(tmp_path):
@@ -356,8 +358,12 @@ def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
     assert not [p.name for p in mdir.glob(f"{head[:8]}-*.json")]  # asv saved nothing
     assert not runmod.fingerprint_path(tmp_path / "res", "cpu-int", head).exists()
     assert not (mdir / f"vlmpath-failures-{head[:8]}.json").exists()
-    data = json.loads((tmp_path / "rep" / f"run-cpu-int-{head[:8]}.json").read_text())
-    assert data["status"] == "interrupted" and data["partial"]
+    data = json.loads((tmp_path / "rep" / f"interrupted-cpu-int-{head[:8]}.json").read_text())
+    assert data["status"] == "interrupted" and data["partial"] and data["rows"] == []  # only what it measured
+    assert not (tmp_path / "rep" / f"run-cpu-int-{head[:8]}.json").exists()  # never replaces a complete one
+    assert not (tmp_path / "rep" / "summary.md").exists()
+    from vlmpath.runner.run_files import run_info_path
+    assert not run_info_path(tmp_path / "res", "cpu-int", head).exists()  # nothing filed: nothing marked
     assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".")]  # no temp files
 
 
