@@ -98,7 +98,7 @@ def test_two_commits_the_page_says_how_many_and_shows_the_newest(tmp_path):
     (tmp_path / "html").mkdir()
     (tmp_path / "rep").mkdir()
     page = write_dashboard(tmp_path / "html", tmp_path / "rep", results_dir=tmp_path / "r").read_text()
-    assert f"@ {b[:8]}" in page and "2 commit(s) with results" in page and "3100 tok/s" in page
+    assert f"@ {b[:8]}" in page and "2 commits with results" in page and "3100 tok/s" in page
     assert "start with the second commit" not in page
 
 

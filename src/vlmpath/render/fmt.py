@@ -98,7 +98,8 @@ def fmt_with_unit(v: float | None, unit: str) -> str:
     if isinstance(v, float) and math.isnan(v):
         return "n/a"
     text = fmt_value(v, unit)
-    if unit in _SELF_DESCRIBING:
+    spec = unit_spec(unit)
+    if unit in _SELF_DESCRIBING or (spec is not None and spec.fmt == "fraction"):  # "1.00", not "1.00 fraction"
         return text
     return f"{text} {singular(unit) if text == '1' else unit}"
 

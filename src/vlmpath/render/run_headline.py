@@ -34,6 +34,10 @@ ENABLE = {
     "routine_bytecodes": "counted for an engine's routine only: --engine sglang==X or vllm==X",
     "routine_aten_elements": "counted for an engine's routine only: --engine sglang==X or vllm==X",
 }
+#: Whole benchmark classes skipped for one reason: one line for all their metrics.
+ENABLE_CLASS = {
+    "bench_serve.Serve": "opt-in: vlmpath run --serve MODEL_DIR (serve-bench --write-tiny-model DIR writes one)",
+}
 FALLBACK = "not measurable on this device or scale (asv n/a)"
 #: Failure lines shown before "+N more" (the table keeps all).
 FAILED_SHOWN = 5
@@ -82,7 +86,7 @@ def _syncs(rows: Sequence[Row], backend: str) -> str | None:
     line = (f"syncs:    whole routine's host {unit}, default {fmt_value(a, unit)} vs legacy {fmt_value(b, unit)} "
             f"over {plural(len(syncs), 'workload')}")
     if backend == "cpu":
-        line += " (a host sync costs ~nothing on a CPU: judge the count here, not tok/s)"
+        line += " (free on a CPU: judge the count, not tok/s)"
     return line
 
 
@@ -114,12 +118,20 @@ def metric_of(benchmark: str) -> str:
 
 
 def skipped_lines(rows: Iterable[Row]) -> list[str]:
-    """One short line per skipped metric: how many cases, and what would enable them."""
-    n: dict[str, int] = defaultdict(int)
+    """One short line per skipped metric (or opt-in class): how many cases, and what would
+    enable them."""
+    n: dict[tuple[str, str], int] = defaultdict(int)
     for r in rows:
         if r.state == "skipped":
-            n[metric_of(r.benchmark)] += 1
-    return [f"skipped: {m} ({plural(k, 'case')}): {ENABLE.get(m, FALLBACK)}" for m, k in sorted(n.items())]
+            cls = r.benchmark.rsplit(".", 1)[0]
+            key = (cls, ENABLE_CLASS[cls]) if cls in ENABLE_CLASS else \
+                (metric_of(r.benchmark), ENABLE.get(metric_of(r.benchmark), FALLBACK))
+            n[key] += 1
+    by_why: dict[str, list[str]] = defaultdict(list)  # one line per reason, its metrics named
+    for what, why in sorted(n):
+        by_why[why].append(what)
+    return [f"skipped: {', '.join(names)} ({plural(sum(n[(x, why)] for x in names), 'case')}): {why}"
+            for why, names in by_why.items()]
 
 
 def failed_lines(rows: Sequence[Row], one_line, limit: int) -> list[str]:
