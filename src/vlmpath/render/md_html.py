@@ -33,7 +33,9 @@ def inline(text: str) -> str:
 def _plain(text: str) -> str:
     # Bold first (on the escaped form, so an escaped \* stays a star), then undo escapes.
     marked = _BOLD.sub(lambda m: "\x00" + m.group(1) + "\x01", text)
-    return html.escape(_ESCAPED.sub(r"\1", marked)).replace("\x00", "<strong>").replace("\x01", "</strong>")
+    # Entities as GitHub shows them (md_escape writes "<" as "&lt;"), then escaped once.
+    text = html.unescape(_ESCAPED.sub(r"\1", marked))
+    return html.escape(text).replace("\x00", "<strong>").replace("\x01", "</strong>")
 
 
 def _cells(line: str) -> list[str]:
