@@ -188,3 +188,26 @@ def test_a_path_whose_every_case_was_skipped_is_an_empty_chart(tmp_path):
     run = load_asv(tmp_path, commit)
     assert EMPTY_MARK in marks(path_chart(run, "serve", thresholds=Thresholds.default()))
     assert EMPTY_MARK not in marks(path_chart(run, "encode", thresholds=Thresholds.default()))
+
+
+def test_the_comment_shows_no_runner_temp_paths():
+    from vlmpath.render.comment import without_runner_paths
+
+    note = ("yardstick moved: /tmp/vlmpath-ci-k2x9_a/head/benchmarks/thresholds.yaml and "
+            "/home/runner/work/_temp/vlmpath-ir-wt-77/base/src/vlmpath/core/metrics.py changed")
+    assert without_runner_paths(note) == ("yardstick moved: benchmarks/thresholds.yaml and "
+                                          "src/vlmpath/core/metrics.py changed")
+    assert without_runner_paths("see /work/repo/benchmarks/x.py") == "see /work/repo/benchmarks/x.py"  # not a temp dir
+
+
+def test_what_grew_shows_shared_tables_once():
+    from vlmpath.compare.ir_grew import CaseGrowth, Grown
+    from vlmpath.render.ir_grew import render_grew
+
+    py, aten = (Grown("split_rows", 10, 40),), (Grown("aten::item", 0, 4),)
+    same = [CaseGrowth(f"embed:default/video {u}", 100, 130, (), py, aten, unit=u) for u in ("bytecodes", "elements")]
+    other = CaseGrowth("encode:batched/video bytecodes", 5, 9, (), (Grown("encode", 5, 9),), (), unit="bytecodes")
+    text = render_grew([*same, other])
+    assert text.count("| `aten::item` |") == 1 and text.count("| `split_rows` |") == 1  # once, not per metric
+    assert "video bytecodes**: 100 → 130 bytecodes" in text and "video elements**: 100 → 130 elements" in text
+    assert text.count("| `encode` |") == 1  # a different change keeps its own tables
