@@ -211,3 +211,46 @@ def test_what_grew_shows_shared_tables_once():
     assert text.count("| `aten::item` |") == 1 and text.count("| `split_rows` |") == 1  # once, not per metric
     assert "video bytecodes**: 100 → 130 bytecodes" in text and "video elements**: 100 → 130 elements" in text
     assert text.count("| `encode` |") == 1  # a different change keeps its own tables
+
+
+def test_the_pr_chart_draws_indicative_moves_faint_and_base_zero_as_absolute():
+    from vlmpath.compare.comparison import Comparison, ComparisonReport, MachineComparison, Verdict
+    from vlmpath.compare.thresholds import Thresholds
+    from vlmpath.render.report_figure import figure_marks
+    from vlmpath.render.report_history import pr_chart
+
+    quick = Comparison("cpu", "bench_embed.EmbedRoutine.track_tok_per_s", (("preset", "video"),), "tok/s", 100.0,
+                       546.0, Verdict.IMPROVEMENT, direction="higher", indicative=True)
+    syncs = Comparison("cpu", "bench_embed.EmbedRoutine.track_syncs", (("preset", "video"),), "syncs", 0.0, 3.0,
+                       Verdict.REGRESSION, method="exact")
+    real = Comparison("cpu", "bench_encode.EncodeMetrics.track_tok_per_s", (("preset", "video"),), "tok/s", 100.0,
+                      80.0, Verdict.REGRESSION, direction="higher")
+    report = ComparisonReport("a" * 40, "b" * 40, (MachineComparison("cpu", "both", (quick, syncs, real)),))
+    marks = figure_marks(pr_chart(report, thresholds=Thresholds.default()))
+    bars = [m for m in marks if m.split()[0] in ("indicative", "absolute", "regression", "improvement")]
+    assert bars[0].startswith("regression") and bars[-1].startswith("indicative improvement"), bars  # news first
+    assert any(m.startswith("absolute regression cpu syncs video") for m in marks), marks
+
+
+def test_the_sweep_timeline_marks_one_sample_timings_as_noise():
+    from datetime import datetime, timedelta, timezone
+
+    from vlmpath.render.report_figure import figure_marks
+    from vlmpath.render.sweep_chart import draw_sweep
+    from vlmpath.suite import sweep
+    from vlmpath.suite.record import CaseRecord
+
+    t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    state = sweep.SweepState("sglang", requested=["0.5.12", "0.5.14"], workloads=["video"])
+    state.points = {v: sweep.Point(v, (t0 + timedelta(days=i)).isoformat(), "measured", None)
+                    for i, v in enumerate(["0.5.12", "0.5.14"])}
+
+    def recs(samples):
+        return {v: [CaseRecord(workload="video", accuracy=1.0, encoder_calls=2, syncs=0, tok_per_s=tok,
+                               samples=samples)] for v, tok in (("0.5.12", 4500.0), ("0.5.14", 900.0))}
+
+    lone = figure_marks(draw_sweep(state, recs((0.01,))))
+    assert "tok_per_s: noise n=1" in lone and any(m.startswith("tok_per_s video (n=1: noise)") for m in lone)
+    assert "encoder_calls video: 2, 2" in lone  # counts are exact: never marked
+    many = figure_marks(draw_sweep(state, recs((0.01, 0.011, 0.012))))
+    assert "tok_per_s: noise n=1" not in many and "tok_per_s video: 4500, 900" in many
