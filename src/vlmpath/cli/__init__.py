@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from vlmpath.cli.ci import add_bisect, engine_options
+from vlmpath.cli.help import not_set_up, parse
 from vlmpath.cli.instructions import add_command as add_instructions
 from vlmpath.cli.run import add_ci, add_run, add_serve
 from vlmpath.cli.serve_bench import add_serve_bench, add_serve_compare, add_serve_pair
@@ -380,17 +381,9 @@ def _say(args: argparse.Namespace, line: str) -> None:
         print(log_line(line), file=sys.stderr)
 
 
-def _not_set_up(exc: ModuleNotFoundError) -> bool:
-    """A third-party package ci/setup.sh installs is missing (not a module of vlmpath's own:
-    that would be a bug, shown as one)."""
-    return bool(exc.name) and not exc.name.startswith("vlmpath")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        from vlmpath.cli.help import parse
-
         args = parse(build_parser(), argv)
     except VlmpathError as exc:  # a typed option's own parse (cli.options): one line, exit 2
         from vlmpath.render.escape import log_line
@@ -403,11 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VlmpathError as exc:
         _say(args, f"vlmpath {args.command}: error: {exc}")
         return 2
-    except ModuleNotFoundError as exc:
-        if not _not_set_up(exc):
-            raise
-        _say(args, f"vlmpath {args.command}: error: {exc.name} is not installed in this Python ({sys.executable}): "
-             "run ci/setup.sh first (it makes ./.venv), then use .venv/bin/vlmpath")
+    except ModuleNotFoundError as exc:  # without set-up: one line (cli.help.not_set_up)
+        _say(args, f"vlmpath {args.command}: error: {not_set_up(exc)}")
         return 2
     except KeyboardInterrupt as exc:  # core.interrupt.Interrupted carries SIGTERM's 143
         print(f"vlmpath {args.command}: interrupted", file=sys.stderr)

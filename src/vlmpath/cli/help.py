@@ -62,3 +62,14 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     if extras:
         _chosen(parser, args).error(unknown_text(_chosen(parser, args), extras))
     return args
+
+
+def not_set_up(exc: ModuleNotFoundError) -> str:
+    """The one line for a third-party package ci/setup.sh installs that is missing; a
+    module of vlmpath's own missing is a bug: re-raised as it is."""
+    import sys
+
+    if not exc.name or exc.name.startswith("vlmpath"):
+        raise exc
+    return (f"{exc.name} is not installed in this Python ({sys.executable}): run ci/setup.sh first "
+            "(it makes ./.venv), then use .venv/bin/vlmpath")
