@@ -254,3 +254,21 @@ def test_the_sweep_timeline_marks_one_sample_timings_as_noise():
     assert "encoder_calls video: 2, 2" in lone  # counts are exact: never marked
     many = figure_marks(draw_sweep(state, recs((0.01, 0.011, 0.012))))
     assert "tok_per_s: noise n=1" not in many and "tok_per_s video: 4500, 900" in many
+
+
+def test_a_history_of_a_benchmark_skipped_everywhere_is_an_empty_chart(tmp_path):
+    from vlmpath.compare.thresholds import Thresholds
+    from vlmpath.render.report_data import load_history
+    from vlmpath.render.report_figure import EMPTY_MARK, figure_marks
+    from vlmpath.render.report_history import history_chart
+
+    nan = float("nan")
+    for i, name in enumerate(("one", "two")):
+        write_asv_run(tmp_path, "m1", sha(name), {
+            "bench_serve.Serve.track_serve_output_tok_per_s": ("tok/s", ["concurrency"], [["1", "4"]], [nan, nan], None),
+            "bench_encode.EncodeMetrics.track_tok_per_s": ("tok/s", ["strategy"], [["batched"]], [100.0 + i], None)},
+            date=1_700_000_000_000 + i)
+    history = load_history(tmp_path)
+    serve = history_chart(history, "bench_serve.Serve.track_serve_output_tok_per_s", thresholds=Thresholds.default())
+    encode = history_chart(history, "bench_encode.EncodeMetrics.track_tok_per_s", thresholds=Thresholds.default())
+    assert EMPTY_MARK in figure_marks(serve) and EMPTY_MARK not in figure_marks(encode)

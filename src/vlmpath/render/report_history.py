@@ -49,8 +49,9 @@ def history_chart(history: History, benchmark: str,
     ax.set_title(f"{benchmark}: history over commits", loc="left")
     ax.set_xlabel("commit (commit-date order)")
     _ylabel(ax, f"geometric mean over cases ({unit or 'no unit'})", unit, thresholds)
+    # A machine whose every case of it was skipped (the opt-in serve benchmarks) has no line.
     machines = sorted({m.machine for r in history.runs for m in r.machines
-                       if any(x.benchmark == benchmark for x in m.metrics)})
+                       if any(x.benchmark == benchmark and not x.skipped for x in m.metrics)})
     if not machines:
         draw_empty(ax, f"no results for {benchmark} yet")
         add_note(fig, f"no recorded results for {benchmark}: run the benchmarks first")
