@@ -227,9 +227,10 @@ def test_the_pr_chart_draws_indicative_moves_faint_and_base_zero_as_absolute():
                       80.0, Verdict.REGRESSION, direction="higher")
     report = ComparisonReport("a" * 40, "b" * 40, (MachineComparison("cpu", "both", (quick, syncs, real)),))
     marks = figure_marks(pr_chart(report, thresholds=Thresholds.default()))
-    bars = [m for m in marks if m.split()[0] in ("indicative", "absolute", "regression", "improvement")]
-    assert bars[0].startswith("regression") and bars[-1].startswith("indicative improvement"), bars  # news first
-    assert any(m.startswith("absolute regression cpu syncs video") for m in marks), marks
+    bars = [m for m in marks if m.split()[0] in ("regression", "improvement")]
+    assert bars[0].startswith("regression") and bars[-1].startswith("improvement") \
+        and bars[-1].endswith("(indicative)"), bars  # news first, the quick move last and faint
+    assert any(m.startswith("regression cpu syncs video") and m.endswith("(base 0: absolute)") for m in marks), marks
 
 
 def test_the_sweep_timeline_marks_one_sample_timings_as_noise():

@@ -169,8 +169,8 @@ def _draw_pr(ax, machine: str, cs: Sequence[Comparison], thresholds: Thresholds)
             h = ratio if ratio is not None else 1.0
             top = max(top, h)
             drawn = ax.barh(y - 0.2, h, 0.38, color=color, hatch=hatch, edgecolor="black", linewidth=0.5)[0]
-        how = "indicative " if c.indicative else "absolute " if absolute else ""
-        mark(drawn, f"{how}{c.verdict.value} {machine} {case} [{c.unit}, {direction}]")
+        how = " (indicative)" if c.indicative else " (base 0: absolute)" if absolute else ""
+        mark(drawn, f"{c.verdict.value} {machine} {case} [{c.unit}, {direction}]{how}")
         verdict = f"indicative {c.verdict.value} (too few samples, not gating)" if c.indicative else c.verdict.value
         text = f"{verdict}: {fmt_value(c.base, c.unit)} -> {fmt_value(c.head, c.unit)}"
         if absolute:
