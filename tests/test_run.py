@@ -396,4 +396,4 @@ def test_latest_summary_is_written_and_the_dashboard_reads_the_newer_one(tmp_pat
     html = tmp_path / "html"
     html.mkdir()
     page = write_dashboard(html, reports).read_text()
-    assert "vlmpath run: `cpu-x` @ `bbbbbbbb` (partial)" in page and "No summary yet" not in page
+    assert "vlmpath run: <code>cpu-x</code> @ <code>bbbbbbbb</code> (partial)" in page and "No summary yet" not in page

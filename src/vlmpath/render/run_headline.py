@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from vlmpath.core.asv_names import strip_kind
 from vlmpath.render.fmt import fmt_value, plural
 
-if TYPE_CHECKING:
-    from vlmpath.render.summary import Row, Summary
+# Rows and summaries are ``render.summary``'s (which calls this module: no import back).
+Row = Summary = Any
 
 #: What would make a skipped metric measurable (by the metric's name); the fallback says
 #: what asv's n/a means. Short: one terminal line each.
