@@ -9,7 +9,18 @@ treat what they get as read-only.
 from __future__ import annotations
 
 import pytest
-import torch
+
+try:  # without set-up: one line saying so, not an import traceback
+    import torch  # noqa: F401
+    import xdist  # noqa: F401  (addopts: -n 2)
+except ModuleNotFoundError as _missing:
+    import sys
+
+    # SystemExit, not pytest.exit: pytest reports an exception raised while importing a
+    # conftest as an import traceback; an exit passes through.
+    print(f"tests: {_missing.name} is not installed in this Python ({sys.executable}): run ci/setup.sh first "
+          "(it makes ./.venv), then .venv/bin/python -m pytest", file=sys.stderr)
+    raise SystemExit(4) from None
 from counted_pipelines import COUNTED_PIPELINES
 
 from vlmpath.engines.pipelines import Pipeline

@@ -148,7 +148,9 @@ def test_summary_of_the_real_fixture_marks_missing_selection_partial(tmp_path):
     assert "| `bench_hash.Receive.time_receive` | xxh3, 1 | - | 0 |  | **missing**: selected but no result" in mpath.read_text()
     # The per-run pair and the latest pair the dashboard reads; no temp files left.
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([jpath.name, mpath.name, "summary.json", "summary.md"])
-    assert "2 syncs" in summod.render_terminal(s)
+    assert "2 syncs" in summod.render_table(s) and "2 syncs" not in summod.render_terminal(s)  # table: files, --table
+    assert "2 syncs" in summod.render_terminal(s, table=True)
+    assert summod.load_summary(jpath).rows == s.rows  # what `vlmpath run --table` prints from
 
 
 def test_summary_marks_failed_benchmarks_and_interruption(tmp_path):
@@ -288,6 +290,10 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert second.returncode == 2 and f"in use by another run (pid {first.pid}" in second.stderr, second.stderr
     assert "%] ··· bench_" in proc.stdout  # asv's progress lines were streamed
+    # It ends on what it found and where to look, not on a table of every case.
+    tail = proc.stdout.rstrip().splitlines()
+    assert tail[-1].startswith("look here: ") and tail[-1].split()[2].endswith("vlmpath/index.html"), tail[-6:]
+    assert tail[-2].startswith("full table: ") and "| bench_" not in "\n".join(tail[-8:])
     assert f"benchmarks import vlmpath from {clone / 'src' / 'vlmpath'}" in proc.stdout
 
     results = clone / ".asv" / "results"
@@ -321,7 +327,8 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     page = (clone / ".asv" / "html" / "vlmpath" / "index.html").read_text()
     assert "No summary yet" not in page
-    assert f"vlmpath run: `cpu-e2e` @ `{head[:8]}` (complete)" in page
+    # The summary rendered (render.md_html), not raw Markdown
+    assert f"vlmpath run: <code>cpu-e2e</code> @ <code>{head[:8]}</code> (complete)" in page and "###" not in page
     assert (clone / ".asv" / "html" / "vlmpath" / "summary.json").is_file()
     assert _git(clone, "status", "--porcelain") == ""  # outputs stay in ignored folders
 
@@ -356,8 +363,12 @@ def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
     assert not [p.name for p in mdir.glob(f"{head[:8]}-*.json")]  # asv saved nothing
     assert not runmod.fingerprint_path(tmp_path / "res", "cpu-int", head).exists()
     assert not (mdir / f"vlmpath-failures-{head[:8]}.json").exists()
-    data = json.loads((tmp_path / "rep" / f"run-cpu-int-{head[:8]}.json").read_text())
-    assert data["status"] == "interrupted" and data["partial"]
+    data = json.loads((tmp_path / "rep" / f"interrupted-cpu-int-{head[:8]}.json").read_text())
+    assert data["status"] == "interrupted" and data["partial"] and data["rows"] == []  # only what it measured
+    assert not (tmp_path / "rep" / f"run-cpu-int-{head[:8]}.json").exists()  # never replaces a complete one
+    assert not (tmp_path / "rep" / "summary.md").exists()
+    from vlmpath.runner.run_files import run_info_path
+    assert not run_info_path(tmp_path / "res", "cpu-int", head).exists()  # nothing filed: nothing marked
     assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".")]  # no temp files
 
 
@@ -385,4 +396,4 @@ def test_latest_summary_is_written_and_the_dashboard_reads_the_newer_one(tmp_pat
     html = tmp_path / "html"
     html.mkdir()
     page = write_dashboard(html, reports).read_text()
-    assert "vlmpath run: `cpu-x` @ `bbbbbbbb` (partial)" in page and "No summary yet" not in page
+    assert "vlmpath run: <code>cpu-x</code> @ <code>bbbbbbbb</code> (partial)" in page and "No summary yet" not in page

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from vlmpath.cli.ci import add_bisect, engine_options
+from vlmpath.cli.help import not_set_up, parse
 from vlmpath.cli.instructions import add_command as add_instructions
 from vlmpath.cli.run import add_ci, add_run, add_serve
 from vlmpath.cli.serve_bench import add_serve_bench, add_serve_compare, add_serve_pair
@@ -387,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tolerate()  # an ASCII terminal prints "?" for "±", never a traceback (core.console)
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = parse(build_parser(), argv)
     except VlmpathError as exc:  # a typed option's own parse (cli.options): one line, exit 2
         from vlmpath.render.escape import log_line
 
@@ -398,6 +399,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except VlmpathError as exc:
         _say(args, f"vlmpath {args.command}: error: {exc}")
+        return 2
+    except ModuleNotFoundError as exc:  # without set-up: one line (cli.help.not_set_up)
+        _say(args, f"vlmpath {args.command}: error: {not_set_up(exc)}")
         return 2
     except KeyboardInterrupt as exc:  # core.interrupt.Interrupted carries SIGTERM's 143
         print(f"vlmpath {args.command}: interrupted", file=sys.stderr)

@@ -95,6 +95,30 @@ def run_measure(a: argparse.Namespace) -> int:
     return 0
 
 
+def install_spec(text: str):
+    """``engine install``'s SPEC as an ``EngineSpec``; an error names what was typed
+    (``engine install sglang``), never the ``--engine`` option it was not given as."""
+    from vlmpath.core.errors import VlmpathError
+    from vlmpath.engines import registry
+    from vlmpath.engines.base import EngineSpec
+
+    if text.strip() in registry.names():  # a name alone: which release?
+        entry = registry.get(text.strip())
+        raise VlmpathError(f"engine install {text!r}: which release? write {text.strip()}==X.Y.Z, e.g. "
+                           f"`vlmpath engine install {entry.example}`")
+    try:
+        spec = EngineSpec.parse(text)
+    except VlmpathError as exc:
+        import re  # this command is the install: no "(after `vlmpath engine install ...`)" hint here
+
+        said = re.sub(r" \(after `vlmpath engine install [^`]*`\)", "", str(exc))
+        raise VlmpathError(said.replace(f"--engine {text.strip()!r}", f"engine install {text!r}")) from None
+    if spec.kind != "release":
+        raise VlmpathError(f"engine install {text!r}: give a release, e.g. "
+                           f"`vlmpath engine install {registry.get(registry.names()[0]).example}`")
+    return spec
+
+
 def run_engine(a: argparse.Namespace) -> int:
     from vlmpath.engines import envs
     from vlmpath.engines.base import EngineSpec
@@ -102,7 +126,12 @@ def run_engine(a: argparse.Namespace) -> int:
     if a.engine_command == "sweep":
         return run_sweep_cmd(a)
     if a.engine_command == "install":
-        env = envs.install(EngineSpec.parse(a.spec), a.home)
+        spec = install_spec(a.spec)
+        if not envs.env_for(spec, a.home).complete:  # before anything is created (engines.index_check)
+            from vlmpath.engines.index_check import check_release
+
+            check_release(spec)
+        env = envs.install(spec, a.home)
         print(env.python)
         return 0
     rows = envs.list_envs(a.home)

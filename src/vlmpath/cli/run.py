@@ -201,6 +201,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
                    help="auto: forkserver on CPU, spawn on GPU")
     p.add_argument("--no-publish", action="store_true", help="skip `asv publish`")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every selected benchmark succeeded")
+    p.add_argument("--table", action="store_true",
+                   help="also print every case's row (the summary files always have them)")
     p.add_argument("--trusted", action="store_true", help="mark the results a trusted baseline (main workflow only)")
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="run only shard K of N of the selection (balanced by the last trusted run's costs)")
@@ -235,16 +237,39 @@ def add_run(sub: argparse._SubParsersAction) -> None:
             with interruptible():  # SIGTERM/SIGINT end asv and its benchmark processes too
                 outcome = run_suite(opts)
         except RunInterrupted as exc:
-            print(f"vlmpath run: interrupted; summary (marked interrupted): {exc.outcome.summary_paths[0]}",
+            print(f"vlmpath run: interrupted; nothing it measured was kept (asv keeps a commit's results when its "
+                  f"run ends); earlier results stay as they were; note: {exc.outcome.summary_paths[0]}",
                   file=sys.stderr)
             return exc.outcome.asv_returncode if exc.outcome.asv_returncode > 128 else 130
-        print(f"summary: {', '.join(str(x) for x in outcome.summary_paths)}")
-        if outcome.html_dir is not None:
-            print(f"dashboard: {outcome.html_dir}/index.html (vlmpath serve --html-dir {outcome.html_dir})")
+        _where_to_look(outcome, a.table)
         failed = outcome.status in ("failed", "interrupted")
         return 1 if failed or (a.strict and outcome.status != "complete") else 0
 
     p.set_defaults(func=run)
+
+
+def _where_to_look(outcome, table: bool) -> None:
+    """The last lines of ``vlmpath run``: the full table (with ``--table``, else where it
+    is), then the landing page and how to open it."""
+    from pathlib import Path
+
+    from vlmpath.render.summary import load_summary, render_table
+
+    md = next((p for p in outcome.summary_paths if Path(p).suffix == ".md"), outcome.summary_paths[-1])
+    if table:
+        print(render_table(load_summary(outcome.summary_paths[0])).rstrip())
+        print(f"full table: above, and in {md}")
+    else:
+        print(f"full table: {md} (or vlmpath run --table)")
+    if outcome.html_dir is None:
+        return
+    page = Path(outcome.html_dir) / "vlmpath" / "index.html"
+    serve = "vlmpath serve" + ("" if Path(outcome.html_dir).resolve() == Path(".asv/html").resolve()
+                               else f" --html-dir {outcome.html_dir}")
+    if page.is_file():
+        print(f"look here: {page}  ({serve}, then open http://127.0.0.1:8080/)")
+    else:
+        print(f"look here: {outcome.html_dir}/index.html  ({serve}, then open http://127.0.0.1:8080/)")
 
 
 # --- serve -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ in the headline, in the verdict cell of the changes table and in the note column
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -144,11 +145,23 @@ def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
     return cells
 
 
+#: A path inside one of the PR job's temporary directories (``pr.flow``, ``pr.engine``,
+#: ``pr.instructions``, ``pr.bisect``), up to its side's worktree: the runner's, not the reader's.
+_RUNNER_PATH = re.compile(r"(?:/[^\s/'\"`]+)*/vlmpath-(?:ci|engine-pr|ir-wt|bisect|asv)-[A-Za-z0-9_]+"
+                          r"(?:/(?:base|head|wt)[A-Za-z0-9_-]*)?(/|\b)")
+
+
+def without_runner_paths(text: str) -> str:
+    """``/tmp/vlmpath-ci-x1/head/benchmarks/t.yaml`` -> ``benchmarks/t.yaml``: what a reader can open."""
+    return _RUNNER_PATH.sub(lambda m: "" if m.group(1) == "/" else "(a temporary worktree)", text)
+
+
 def _machine_summary(m: MachineComparison) -> str:
     # Indicative moves are counted apart, as the headline counts them (never as regressions).
     counts = Counter(c.verdict for c in m.comparisons
                      if not (c.indicative and c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)))
-    bits = [f"{n} {v.value}" for v, n in sorted(counts.items(), key=lambda kv: VERDICT_ORDER[kv[0]])]
+    bits = [_plural(n, v.value) if v in (Verdict.REGRESSION, Verdict.IMPROVEMENT) else f"{n} {v.value}"
+            for v, n in sorted(counts.items(), key=lambda kv: VERDICT_ORDER[kv[0]])]
     moves = sum(1 for c in m.comparisons if c.indicative and c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT))
     bits += [f"{moves} indicative"] if moves else []
     status = "" if m.status == "both" else f" ({m.status})"
@@ -162,6 +175,9 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
     # The yardstick moved (benchmarks, thresholds or instruments changed by the PR,
     # core.yardstick): said right under the verdict, kept whatever the fit drops, once
     # (each machine's artifact of ``ci merge`` brings the same note), not again as a warning.
+    report = replace(report, notes=tuple(without_runner_paths(n) for n in report.notes),
+                     machines=tuple(replace(m, notes=tuple(without_runner_paths(n) for n in m.notes))
+                                    for m in report.machines))
     moved = [n for n in report.notes if is_top_notice(n)]
     report = replace(report, notes=tuple(n for n in report.notes if n not in moved))
     once = dict.fromkeys(n[min(n.find(m) for m in (YARDSTICK_MARK, ENGINE_NOTICE) if m in n):] for n in moved)

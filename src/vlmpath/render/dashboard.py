@@ -31,6 +31,7 @@ from pathlib import Path
 from vlmpath.core import atomic
 from vlmpath.core.atomic import write_text as write_text_atomic
 from vlmpath.core.errors import VlmpathError
+from vlmpath.render import md_html
 from vlmpath.render.landing import STYLE as LANDING_STYLE
 from vlmpath.render.report import CHART_DIR, MANIFEST
 from vlmpath.render.report_figure import EMPTY_MARK
@@ -94,21 +95,23 @@ def _charts(reports: Path) -> list[dict]:
 
 
 def _figure_html(chart: dict) -> str:
+    """A chart as a figure. Its title and notes are drawn inside the picture
+    (``report_figure``), so they are its alt text, not a caption repeating them."""
     files = list(chart.get("files", ()))
     png = next((f for f in files if f.endswith(".png")), files[0])
     big = next((f for f in files if f.endswith(".svg")), png)
-    title = html.escape(str(chart.get("title") or chart.get("name")))
-    notes = "".join(f"<li>{html.escape(str(n))}</li>" for n in chart.get("notes", ()))
+    alt = " ".join([str(chart.get("title") or chart.get("name")), *(str(n) for n in chart.get("notes", ()))])
     return (f'<figure id="{html.escape(str(chart.get("name")))}">'
-            f'<a href="{html.escape(big)}"><img src="{html.escape(png)}" alt="{title}"></a>'
-            f"<figcaption>{title}{f'<ul class=notes>{notes}</ul>' if notes else ''}</figcaption>"
+            f'<a href="{html.escape(big)}"><img src="{html.escape(png)}" alt="{html.escape(alt)}"></a>'
             "</figure>")
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222}
 figure{margin:1.5em 0;border-top:1px solid #ddd;padding-top:.5em}
 img{max-width:100%;height:auto}figcaption{font-weight:600}.notes{font-weight:400;color:#555}
-pre{background:#f6f6f6;padding:1em;overflow-x:auto;white-space:pre-wrap}"""
+pre{background:#f6f6f6;padding:1em;overflow-x:auto;white-space:pre-wrap}
+table.md{border-collapse:collapse;font-size:13px;width:100%;table-layout:fixed;overflow-wrap:anywhere}
+table.md th,table.md td{border:1px solid #ddd;padding:2px 6px;text-align:left}"""
 
 
 def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.PathLike[str], *,
@@ -151,11 +154,13 @@ def write_dashboard(html_dir: str | os.PathLike[str], reports_dir: str | os.Path
         parts.append("<p>" + " · ".join(f'<a href="{n}">{n}</a>' for n in found) + "</p>")
         if LATEST_MD in found:
             text = (where / LATEST_MD).read_text(encoding="utf-8", errors="replace")
-            # The verdict line up front; the whole markdown (tables) folded below it.
+            # The verdict line up front (a heading's words, not its #), the whole summary
+            # rendered (render.md_html: tables as tables) and folded below it.
             first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("<!--")), "")
-            parts.append(f'<p id="headline">{_inline_markdown(first)}</p>')
-            parts.append(f'<details><summary>full summary.md</summary><pre id="summary">'
-                         f"{html.escape(text)}</pre></details>")
+            headline = _inline_markdown(re.sub(r"^#+\s*", "", first))
+            parts.append(f'<p id="headline">{headline}</p>')
+            parts.append(f'<details><summary>the whole summary</summary><div id="summary" class=md>'
+                         f"{md_html.to_html(text)}</div></details>")
     else:
         parts.append(f"<p>No summary yet ({' / '.join(SUMMARY_FILES)} not found in the reports dir).</p>")
     rest = [c for c in charts if c.get("name") not in used and not (results_dir is not None and _empty(c))]
@@ -183,20 +188,21 @@ def _empty(chart: dict) -> bool:
 
 def _front(results_dir, commit, machine, charts) -> tuple[str, set[str]]:
     from vlmpath.render.landing import landing_html
-    from vlmpath.render.report_data import load_history
+    from vlmpath.render.report_data import load_history, measured_at
 
     history = load_history(results_dir, None)
     run = history.find(commit) if commit else history.latest
     date = next((d for r, d in zip(history.runs, history.dates) if run is not None and r.commit == run.commit), None)
     figures = {str(c.get("name")): _figure_html(c) for c in charts if not _empty(c)}
-    return landing_html(run, machine, [r.commit for r in history.runs], figures, date_ms=date)
+    measured = {m.machine: measured_at(results_dir, run.commit, m.machine) for m in run.machines} if run else {}
+    return landing_html(run, machine, [r.commit for r in history.runs], figures, date_ms=date,
+                        measured_ms=measured)
 
 
 def _inline_markdown(line: str) -> str:
-    """One markdown line as safe HTML: the summary's backslash escapes undone (``cpu\\-ci``),
-    everything escaped, then ``**bold**`` made bold (the verdict words), nothing else."""
-    plain = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~])", r"\1", line)
-    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(plain))
+    """One markdown line as safe HTML (``render.md_html.inline``): escapes undone, code
+    spans and ``**bold**`` (the verdict words) kept, everything else text."""
+    return md_html.inline(line)
 
 
 def latest_summary_dir(reports: Path) -> Path:

@@ -98,7 +98,21 @@ def fmt_with_unit(v: float | None, unit: str) -> str:
     if isinstance(v, float) and math.isnan(v):
         return "n/a"
     text = fmt_value(v, unit)
-    return text if unit in _SELF_DESCRIBING else f"{text} {unit}"
+    spec = unit_spec(unit)
+    if unit in _SELF_DESCRIBING or (spec is not None and spec.fmt == "fraction"):  # "1.00", not "1.00 fraction"
+        return text
+    return f"{text} {singular(unit) if text == '1' else unit}"
+
+
+def singular(unit: str) -> str:
+    """``calls`` -> ``call`` for a count of one ("1 call", not "1 calls"); other units as they are."""
+    spec = unit_spec(unit)
+    return unit[:-1] if spec is not None and spec.fmt == "count" and unit.endswith("s") else unit
+
+
+def plural(n: int, word: str) -> str:
+    """``1 regression``, ``10 regressions``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def fmt_cell(value: object, digits: int = 3) -> str:

@@ -58,9 +58,20 @@ def render_grew(growths: Sequence[CaseGrowth]) -> str:
     if not growths:
         return ""
     out = [HEADING, ""]
+    # Moved metrics of one change share their tables (the same functions and operators
+    # grew): each says its own totals, the tables come once, not once per metric.
+    groups: dict[str, list[CaseGrowth]] = {}
     for g in growths:
-        out.append(f"**{md_escape(g.case)}**{_change(g)}")
-        out += [f"> {md_escape(n)}" for n in g.notes]
+        key = repr((g.functions, g.python, g.aten, g.unit == "instructions")) if (g.functions or g.python or g.aten) \
+            else f"alone {id(g)}"
+        groups.setdefault(key, []).append(g)
+    for same in groups.values():
+        g = same[0]
+        for x in same:
+            out.append(f"**{md_escape(x.case)}**{_change(x)}  ")
+            out += [f"> {md_escape(n)}" for n in x.notes]
+        if out[-1].endswith("  "):
+            out[-1] = out[-1].rstrip()
         native = g.unit != "instructions"
         for rows, lines in ((g.functions, _functions),
                             (g.python, lambda r: _calls("Python function", r, "bytecodes" if native else "calls")),

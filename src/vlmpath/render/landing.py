@@ -26,14 +26,16 @@ from pathlib import Path
 
 from vlmpath.compare.records import MachineRun, RunResults
 from vlmpath.core.atomic import write_text as write_text_atomic
-from vlmpath.render.landing_data import Cell, Tile, better_text, measure_unit, tiles
+from vlmpath.render.fmt import plural
+from vlmpath.render.landing_data import Cell, Tile, better_text, measure_unit, reading, tiles
 
 #: The chart of each tile's path (``render.report`` names them ``path-<path>``).
 TILE_CHART = {"encode": "path-encode", "inject": "path-inject", "count": "path-inject",
               "hash": "path-hash", "embed": "path-embed"}
 BANNER_MARK = "<!-- vlmpath-landing -->"
-# Fixed at the top right, above asv's fixed navigation bar (which would cover a plain line).
-_BANNER = (f'{BANNER_MARK}<div id="vlmpath-landing" style="position:fixed;top:6px;right:10px;z-index:2000;'
+# Fixed at the bottom right: asv's navigation bar (benchmark name, search) is fixed at the
+# top, and a plain line at the top would lie under it; over it, it hid asv's controls.
+_BANNER = (f'{BANNER_MARK}<div id="vlmpath-landing" style="position:fixed;bottom:8px;right:10px;z-index:2000;'
            'font:15px system-ui,sans-serif;padding:6px 12px;background:#eef5fb;border:1px solid #7fb0d8;'
            'border-radius:6px"><a href="vlmpath/index.html"><strong>vlmpath: what this box found</strong></a> '
            '(strategy against strategy, latest commit)</div>')
@@ -41,7 +43,10 @@ _BODY = re.compile(r"<body\b[^>]*>", re.IGNORECASE)
 
 STYLE = """.tile{border:1px solid #ccd;border-radius:6px;padding:.6em 1em;margin:1.2em 0}
 .tile h2{margin:.2em 0}.q{color:#444;margin:.2em 0 .6em}
-table.vs{border-collapse:collapse;font-size:14px}table.vs th,table.vs td{border:1px solid #ddd;padding:3px 8px}
+.measures{display:flex;flex-wrap:wrap;gap:.4em 1.2em;align-items:flex-start}
+.reading{color:#333;font-size:13px;margin:.2em 0 .6em;max-width:80em}
+table.vs caption{font-weight:600;text-align:left;padding:2px 0}
+table.vs{border-collapse:collapse;font-size:14px;max-width:100%}table.vs th,table.vs td{border:1px solid #ddd;padding:3px 8px}
 table.vs td{text-align:right;white-space:nowrap}table.vs td.g{text-align:left;font-weight:600}
 td.best{background:#e3f4ea;font-weight:700}td.failed{color:#b03000;font-weight:700}
 td.skipped,td.notrun{color:#777}.n{color:#666;font-size:11px;font-weight:400;display:block}
@@ -61,24 +66,31 @@ def _cell_html(c: Cell) -> str:
 
 def tile_html(t: Tile, machine: MachineRun, chart: str | None = None, suffix: str = "") -> str:
     spec = t.spec
+    what, here = reading(spec.key, machine.backend)
     out = [f'<section class=tile id="tile-{spec.key}{html.escape(suffix)}"><h2>{html.escape(spec.title)}</h2>',
            f"<p class=q>{html.escape(spec.question)}</p>"]
+    if what:
+        out.append(f"<p class=reading><b>What the numbers measure:</b> {html.escape(what)}"
+                   + (f" <b>Here ({html.escape(machine.backend)}):</b> {html.escape(here)}" if here else "") + "</p>")
     if not t.rows:
         out.append(f"<p class=empty-reason>{html.escape(t.note)}</p></section>")
         return "".join(out)
-    head1 = [f'<th rowspan=2>{html.escape(spec.group_label)}</th>']
-    for ms in spec.measures:
-        unit = measure_unit(machine, ms.benchmark)
-        better = better_text(unit)
-        head1.append(f'<th colspan={len(t.sides)}>{html.escape(ms.label)}'
-                     f'{f" <span class=dir>({html.escape(better)})</span>" if better else ""}</th>')
+    # One small table per measure, wrapped side by side: a wide tile (three strategies,
+    # three measures) fits its card at any width instead of being cut off.
     default = spec.sides[0]
     side_heads = "".join(f"<th>{html.escape(s)}{' (default)' if s == default else ''}</th>" for s in t.sides)
-    out.append("<table class=vs><thead><tr>" + "".join(head1) + "</tr><tr>"
-               + side_heads * len(spec.measures) + "</tr></thead><tbody>")
-    for r in t.rows:
-        out.append(f"<tr><td class=g>{html.escape(r.group)}</td>" + "".join(_cell_html(c) for c in r.cells) + "</tr>")
-    out.append("</tbody></table><p class=meta>★ the better side of a row (by the unit's direction); "
+    out.append("<div class=measures>")
+    for k, ms in enumerate(spec.measures):
+        better = better_text(measure_unit(machine, ms.benchmark))
+        out.append(f'<table class=vs><caption>{html.escape(ms.label)}'
+                   f'{f" <span class=dir>({html.escape(better)})</span>" if better else ""}</caption>'
+                   f"<thead><tr><th>{html.escape(spec.group_label)}</th>{side_heads}</tr></thead><tbody>")
+        n = len(t.sides)
+        for r in t.rows:
+            out.append(f"<tr><td class=g>{html.escape(r.group)}</td>"
+                       + "".join(_cell_html(c) for c in r.cells[k * n:(k + 1) * n]) + "</tr>")
+        out.append("</tbody></table>")
+    out.append("</div><p class=meta>★ the better side of a row (by the unit's direction); "
                "n: values behind the number (a quick run has one).</p>")
     if chart:
         out.append(chart)
@@ -93,10 +105,13 @@ def _when(date_ms: int | None) -> str:
 
 
 def landing_html(run: RunResults | None, machine: str | None, commits: Sequence[str],
-                 figure: dict[str, str], *, date_ms: int | None = None) -> tuple[str, set[str]]:
+                 figure: dict[str, str], *, date_ms: int | None = None,
+                 measured_ms: dict[str, int | None] | None = None) -> tuple[str, set[str]]:
     """The page's front part for ``run`` on ``machine`` (default its first machine), and
     the chart names it placed. ``figure``: chart name -> its ``<figure>`` HTML (charts
-    that have data); ``commits``: every commit with results, oldest first."""
+    that have data); ``commits``: every commit with results, oldest first; ``measured_ms``:
+    machine -> when asv measured it (``report_data.measured_at``), the date shown;
+    ``date_ms`` (the commit's date) is shown only when no measuring time is known."""
     used: set[str] = set()
     if run is None or not run.machines:
         return ("<p class=empty-reason>No results yet: run <code>vlmpath run --quick</code> on this machine; "
@@ -108,11 +123,14 @@ def landing_html(run: RunResults | None, machine: str | None, commits: Sequence[
     for i, mrun in enumerate(machines):
         fp = mrun.fingerprint
         device = f"{fp.device_name} ({mrun.backend})" if fp is not None and fp.device_name else mrun.backend
+        measured = (measured_ms or {}).get(mrun.machine)
+        when = (f"; measured {_when(measured)}" if measured else
+                f"; commit dated {_when(date_ms)} (no measuring time recorded)" if date_ms else "")
         parts += [f"<h2 id=found{i or ''}>What this box found: {html.escape(mrun.machine)} @ "
                   f"{html.escape(run.commit[:8])}</h2>",
-                  f"<p class=meta>{html.escape(device)}{'; ' + html.escape(_when(date_ms)) if date_ms else ''}; "
-                  f"{len(commits)} commit(s) with results. Every number is read from asv's results of this "
-                  "commit (never re-measured).</p>"]
+                  f"<p class=meta>{html.escape(device)}{html.escape(when)}; "
+                  f"{plural(len(commits), 'commit')} with results. Every number is read from asv's results of "
+                  "this commit (never re-measured).</p>"]
         for t in tiles(mrun):
             name = TILE_CHART.get(t.spec.key)
             chart = figure.get(name) if name and name not in used else None  # every machine's panels

@@ -77,6 +77,42 @@ TILES: tuple[TileSpec, ...] = (
 )
 
 
+#: Per tile: what its numbers measure, and what they mean on a CPU and on a GPU (the
+#: landing page prints the first and the one for the machine's backend under the title).
+READING: dict[str, tuple[str, str, str]] = {
+    "encode": ("throughput: multimodal tokens per second over the device-timed encode steps (median of the "
+               "timed passes; one in a quick run); vision-tower calls and accuracy (share of items whose rows "
+               "landed right) are exact counts. asv's time_routine (its grid) is the wall time of the whole "
+               "schedule, host work included, so the two can disagree.",
+               "On a CPU one batched call does the same arithmetic as many small ones: the calls and accuracy "
+               "are the finding, tok/s moves with the load of the box.",
+               "On a GPU fewer, larger tower calls usually pay in tok/s; accuracy below 1.00 means rows landed "
+               "on the wrong items (the #25910 failure)."),
+    "inject": ("host syncs per step: device-to-host waits one injection step makes (exact); bandwidth: its "
+               "speed as a share of a plain copy of the same rows; time per step: asv's timing.",
+               "On a CPU a host sync costs next to nothing (there is no device to wait for): judge the sync "
+               "count here, not the times.",
+               "On a GPU every host sync stalls the stream: fewer syncs is the point of masked_scatter."),
+    "count": ("readbacks: device-to-host copies counting the placeholder tokens takes (exact); time: asv's timing.",
+              "On a CPU a readback is a memory read: judge the count, not the time.",
+              "On a GPU each readback is a sync of the stream."),
+    "hash": ("receive time: what the receiving side spends identifying one item of this size (asv's timing): "
+             "a forwarded hash is a lookup, a re-hash reads every byte.",
+             "On a CPU the re-hash competes with the model for the same cores.",
+             "On a GPU box the re-hash runs on the host while the device waits."),
+    "embed": ("throughput: multimodal tokens per second of the whole embedding routine; host syncs, "
+              "vision-tower calls and accuracy are exact counts of one pass.",
+              "On a CPU host syncs cost nothing, so legacy can win on tok/s: judge the sync count here, not tok/s.",
+              "On a GPU the syncs #26082 removed are stalls: default should win on tok/s too."),
+}
+
+
+def reading(key: str, backend: str) -> tuple[str, str]:
+    """(what the tile's numbers measure, what they mean on this backend); empty when unknown."""
+    what, cpu, gpu = READING.get(key, ("", "", ""))
+    return what, (cpu if backend == "cpu" else gpu if backend in ("cuda", "rocm") else "")
+
+
 @dataclass(frozen=True)
 class Cell:
     text: str                 # the number with its unit, or why there is none

@@ -83,7 +83,10 @@ def path_chart(run: RunResults | None, path: str, *, thresholds: Thresholds) -> 
     panels = []
     for machine in (run.machines if run else ()):
         for bench in primary_benchmarks(m for m in machine.metrics if path_of(m.benchmark) == path):
-            panels.append((machine, bench))
+            # A panel whose every bar would read "not run" (skipped here, e.g. the serve
+            # benchmarks without a model) is no chart: with no panel left the chart is empty.
+            if any(not m.skipped for m in machine.metrics if m.benchmark == bench):
+                panels.append((machine, bench))
     fig = new_figure(9.0, 0.8 + 3.0 * max(1, len(panels)))
     commit = f" @ {run.commit[:8]}" if run else ""
     fig.suptitle(f"{path} path: strategies side by side{commit}", fontweight="bold")

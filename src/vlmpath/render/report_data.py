@@ -136,6 +136,30 @@ def _commit_date(root: Path, sha8: str) -> int:
     return 0
 
 
+def _started_ms(data) -> list[int]:
+    """The ``started_at`` stamps (ms) of an asv 0.6 results file's benchmarks."""
+    try:
+        col = list(data["result_columns"]).index("started_at")
+        return [int(row[col]) for row in data["results"].values()
+                if isinstance(row, list) and len(row) > col and isinstance(row[col], (int, float))]
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return []
+
+
+def measured_at(results_dir: str | os.PathLike[str], commit: str, machine: str | None = None) -> int | None:
+    """When ``commit`` was measured (ms since epoch): the latest benchmark start asv wrote
+    into its results files (of ``machine``, else any); None if none says."""
+    root = Path(results_dir)
+    latest: int | None = None
+    for f in sorted(root.glob(f"{machine or '*'}/{commit[:8]}-*.json")):
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue  # load_asv names a corrupted file; the date is only shown
+        latest = max([latest or 0, *_started_ms(data)]) or latest
+    return latest
+
+
 def load_history(results_dir: str | os.PathLike[str], limit: int | None = 50) -> History:
     """The last ``limit`` commits with results, in commit-date order (empty if none yet)."""
     root = check_results_dir(results_dir)

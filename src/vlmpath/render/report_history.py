@@ -49,8 +49,9 @@ def history_chart(history: History, benchmark: str,
     ax.set_title(f"{benchmark}: history over commits", loc="left")
     ax.set_xlabel("commit (commit-date order)")
     _ylabel(ax, f"geometric mean over cases ({unit or 'no unit'})", unit, thresholds)
+    # A machine whose every case of it was skipped (the opt-in serve benchmarks) has no line.
     machines = sorted({m.machine for r in history.runs for m in r.machines
-                       if any(x.benchmark == benchmark for x in m.metrics)})
+                       if any(x.benchmark == benchmark and not x.skipped for x in m.metrics)})
     if not machines:
         draw_empty(ax, f"no results for {benchmark} yet")
         add_note(fig, f"no recorded results for {benchmark}: run the benchmarks first")
@@ -126,7 +127,8 @@ def pr_chart(report: ComparisonReport, max_cases: int = 30, *, thresholds: Thres
     heights = [min(len(cs), max_cases) + 1 for _, cs in shown]
     axes = fig.subplots(len(shown), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
     for ax, (m, cs) in zip(axes, shown):
-        cs = sorted(cs, key=lambda c: (list(_CHANGED).index(c.verdict), -abs(c.change or 0)))
+        # Gating moves first; indicative ones (too few samples) after them, however large.
+        cs = sorted(cs, key=lambda c: (c.indicative, list(_CHANGED).index(c.verdict), -abs(c.change or 0)))
         if len(cs) > max_cases:
             add_note(fig, f"{m.machine}: {len(cs) - max_cases} more changed cases not drawn "
                           "(see the comment's table)")
@@ -146,28 +148,40 @@ def _draw_pr(ax, machine: str, cs: Sequence[Comparison], thresholds: Thresholds)
         case = f"{leaf_of(c.benchmark)} {' '.join(v for _, v in c.params)}"
         labels.append(f"{case}\n[{c.unit}, {direction}]")
         color, hatch = _VERDICT_STYLE[c.verdict]
+        if c.indicative:  # too few samples: drawn faint, never as news
+            color, hatch = "#f2f2f2", "..."
         ratio = c.ratio
-        if c.base is not None:
+        absolute = c.base == 0 and c.head is not None  # no ratio to base 0: said in numbers, no bar
+        if absolute:
+            drawn, = ax.plot([0], [y], marker="D", color=color, markeredgecolor="black", markersize=7,
+                             linestyle="none", clip_on=False)
+        elif c.base is not None:
             ax.barh(y + 0.2, 1.0, 0.38, color=BASE_GREY, edgecolor="black", linewidth=0.5)
         elif c.verdict is Verdict.FIXED:
             ax.plot([0], [y + 0.2], marker="X", color=FAIL, markeredgecolor="black",
                     markersize=9, linestyle="none", clip_on=False)
-        if c.head is None:
+        if absolute:
+            pass
+        elif c.head is None:
             drawn, = ax.plot([0], [y - 0.2], marker="X", color=FAIL, markeredgecolor="black",
                              markersize=9, linestyle="none", clip_on=False)
         else:
             h = ratio if ratio is not None else 1.0
             top = max(top, h)
             drawn = ax.barh(y - 0.2, h, 0.38, color=color, hatch=hatch, edgecolor="black", linewidth=0.5)[0]
-        mark(drawn, f"{c.verdict.value} {machine} {case} [{c.unit}, {direction}]")
-        text = f"{c.verdict.value}: {fmt_value(c.base, c.unit)} -> {fmt_value(c.head, c.unit)}"
-        if c.change is not None:
+        how = " (indicative)" if c.indicative else " (base 0: absolute)" if absolute else ""
+        mark(drawn, f"{c.verdict.value} {machine} {case} [{c.unit}, {direction}]{how}")
+        verdict = f"indicative {c.verdict.value} (too few samples, not gating)" if c.indicative else c.verdict.value
+        text = f"{verdict}: {fmt_value(c.base, c.unit)} -> {fmt_value(c.head, c.unit)}"
+        if absolute:
+            text += " (base 0: absolute values)"
+        elif c.change is not None:
             text += f" ({c.change * 100:+.1f}%)"
         elif c.verdict is Verdict.NEW:
             text += " (not in base)"
         ax.annotate(text, (0, y), xytext=(4, 0), textcoords="offset points", va="center",
                     fontsize=7, color=FAIL if c.verdict in (Verdict.REGRESSION, Verdict.NEWLY_FAILING)
-                    else "black", xycoords=("axes fraction", "data"),
+                    and not c.indicative else "black", xycoords=("axes fraction", "data"),
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
     ax.axvline(1.0, color="black", linewidth=0.8, linestyle=":")
     ax.set_xlim(0, top * 1.15)
@@ -180,6 +194,12 @@ def _draw_pr(ax, machine: str, cs: Sequence[Comparison], thresholds: Thresholds)
         if any(c.verdict is v for c in cs):
             color, hatch = _VERDICT_STYLE[v]
             handles.append(Patch(facecolor=color, hatch=hatch, edgecolor="black", label=f"head: {v.value}"))
+    if any(c.indicative for c in cs):
+        handles.append(Patch(facecolor="#f2f2f2", hatch="...", edgecolor="black",
+                             label="head: indicative (too few samples)"))
+    if any(c.base == 0 and c.head is not None for c in cs):
+        handles.append(Line2D([], [], marker="D", color="white", markeredgecolor="black", linestyle="none",
+                              label="base 0: absolute, no bar"))
     handles.append(fail_handle("failed (no value)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 

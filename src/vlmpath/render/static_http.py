@@ -6,7 +6,8 @@ directory, follows symlinks out of the served root, and lets an exception from a
 path (``/%00``: "embedded null byte") escape to ``socketserver``, which prints a traceback
 per request. This handler serves regular files that really lie under the root (after
 resolving symlinks) and ``index.html`` of a directory; everything else is a one-line
-404 or 400, with no listing and no traceback.
+404 or 400, with no listing and no traceback. ``/`` redirects to vlmpath's landing page
+when the site has one (asv's own grid stays at ``/index.html``).
 
 Bounded, because the port may be open to a network: at most ``MAX_CONNECTIONS`` requests
 are handled at once (one thread each; a connection past the cap is closed at once, never
@@ -40,6 +41,10 @@ def _regular(path: str) -> bool:
         return False
 
 
+#: The landing page ``render.dashboard`` writes: ``/`` opens on it when it is there.
+LANDING = "vlmpath/index.html"
+
+
 class PublishedFilesHandler(SimpleHTTPRequestHandler):
     """GET/HEAD of files under ``directory`` only: no listings, no escapes, no tracebacks."""
 
@@ -49,6 +54,14 @@ class PublishedFilesHandler(SimpleHTTPRequestHandler):
         return None
 
     def send_head(self):
+        if self.path.split("?", 1)[0].split("#", 1)[0] == "/" and \
+                (Path(self.directory) / LANDING).is_file():
+            # The site opens on vlmpath's landing page; asv's grid stays at /index.html.
+            self.send_response(HTTPStatus.FOUND)
+            self.send_header("Location", "/" + LANDING)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         try:
             path = self.translate_path(self.path)
         except ValueError:  # a NUL or other undecodable byte in the URL

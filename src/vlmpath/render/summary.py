@@ -7,7 +7,8 @@ measures or compares.
 
 Status of a run: ``complete`` (every selected case has a value or was skipped on purpose),
 ``partial`` (a selected case failed or is missing, or asv exited non-zero),
-``interrupted`` (Ctrl-C: asv saved nothing new, rows are whatever was there before) or
+``interrupted`` (Ctrl-C: asv saved nothing new, so no rows: the earlier results are not
+this run's; its files are ``interrupted-*`` and the latest summary stays as it was) or
 ``failed`` (no results at all for the commit).
 
 A failed row carries why it failed (``Row.error``: the benchmark's own message when the
@@ -80,7 +81,9 @@ class Summary:
         d = asdict(self)
         d["partial"] = self.partial
         d["counts"] = self.counts()
-        d["rows"] = [{**asdict(r), "params": dict(r.params)} for r in self.rows]
+        # params as a mapping (readers index it) and their order (JSON keys are sorted)
+        d["rows"] = [{**asdict(r), "params": dict(r.params), "param_order": [k for k, _ in r.params]}
+                     for r in self.rows]
         return d
 
 
@@ -97,6 +100,9 @@ def summarize(results_dir: str | Path, commit: str, machine: str, *,
     ``missing``."""
     from vlmpath.compare.asv_results import load_asv
 
+    if interrupted:  # asv files a commit's results only when its run ends: none are this run's
+        return Summary(commit=commit, machine=machine, status="interrupted", rows=(), asv_returncode=asv_returncode,
+                       duration_s=duration_s, options=dict(options or {}), notes=(INTERRUPTED_NOTE,))
     notes: list[str] = []
     metrics = []
     fingerprint = None
@@ -146,6 +152,8 @@ def summarize(results_dir: str | Path, commit: str, machine: str, *,
                    options=dict(options or {}), notes=tuple(notes))
 
 
+INTERRUPTED_NOTE = ("interrupted: asv keeps a commit's results only when its run ends, so nothing this run "
+                    "measured was kept; earlier results of this commit, if any, stay as they were")
 MISSING_REASON = "selected but no result: asv stopped before it, or the benchmark file lacks it"
 
 
@@ -159,31 +167,55 @@ def skip_reason(benchmark: str) -> str:
     return "skipped by the benchmark (asv n/a): not supported on this machine or scale"
 
 
-def _state_text(r: Row) -> str:
-    return f"{r.state} ({r.reason})" if r.reason and r.state == "skipped" else r.state
-
-
-def render_terminal(s: Summary) -> str:
-    from vlmpath.render.tables import text_table
+def render_terminal(s: Summary, *, table: bool = False) -> str:
+    """What the run ends on: its status line, the few numbers that answer the landing
+    page's questions (``render.run_headline``), why cases failed, one short line per
+    skipped metric, and notes. ``table``: every case too (``vlmpath run --table``)."""
+    from vlmpath.render import run_headline
 
     c = s.counts()
     head = (f"vlmpath run {s.status}: {s.machine} @ {s.commit[:8]}: {c['ok']} ok, {c['failed']} failed, "
             f"{c['skipped']} skipped, {c['missing']} missing")
     if s.duration_s is not None:
         head += f" in {s.duration_s:.0f} s"
-    body = text_table(["benchmark", "params", "value", "n", "better", "state"],
+    lines = [head]
+    if table:
+        lines.append(render_table(s).rstrip())
+    found = run_headline.findings(s)
+    if found:
+        quick = " (quick: one sample per number, indicative)" if s.options.get("quick") else ""
+        lines.append(f"what this box found{quick}:")
+        lines += [f"  {x}" for x in found]
+    lines += run_headline.failed_lines(s.rows, _one_line, ERROR_CHARS)
+    lines += run_headline.skipped_lines(s.rows)
+    notes = list(s.notes)
+    if s.options.get("quick") and not found:  # issue 12: a quick number is a hint, not a measurement
+        notes.append("quick run: every number is ONE sample (n = 1); indicative only, never a regression by itself")
+    lines += [f"note: {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_table(s: Summary) -> str:
+    """Every case of the run, one row each (the terminal shows it with ``--table``)."""
+    from vlmpath.render.tables import text_table
+
+    return text_table(["benchmark", "params", "value", "n", "better", "state"],
                       [[r.benchmark, r.params_text, fmt_with_unit(r.value, r.unit), r.samples, r.better, r.state]
                        for r in s.rows])
-    why = "".join(f"failed: {r.benchmark}({r.params_text}): {_one_line(r.error, ERROR_CHARS)}\n"
-                  for r in s.rows if r.state == "failed" and r.error)
-    reasons = dict.fromkeys(f"skipped: {strip_kind(r.benchmark.rsplit('.', 1)[-1])}: {r.reason}"
-                            for r in s.rows if r.state == "skipped" and r.reason)
-    why += "".join(f"{line}\n" for line in reasons)  # once per benchmark, not per row
-    notes = list(s.notes)
-    if s.options.get("quick"):  # issue 12: a quick number is a hint, not a measurement
-        notes.append("quick run: every number is ONE sample (n = 1); indicative only, never a regression by itself")
-    tail = "".join(f"note: {n}\n" for n in notes)
-    return f"{head}\n{body.rstrip()}\n{why}{tail}"
+
+
+def load_summary(path: str | Path) -> Summary:
+    """A summary JSON ``write_summary`` wrote, back as a ``Summary``."""
+    d = json.loads(Path(path).read_text(encoding="utf-8"))
+    def params(r: dict) -> tuple[tuple[str, str], ...]:
+        order = r.get("param_order") or list(r["params"])
+        return tuple((str(k), str(r["params"][k])) for k in order)
+
+    rows = tuple(Row(r["benchmark"], params(r), r["unit"],
+                     r["value"], r["samples"], r["state"], r.get("error"), r.get("reason")) for r in d["rows"])
+    return Summary(commit=d["commit"], machine=d["machine"], status=d["status"], rows=rows,
+                   asv_returncode=d.get("asv_returncode", 0), duration_s=d.get("duration_s"),
+                   fingerprint=d.get("fingerprint"), options=d.get("options") or {}, notes=tuple(d.get("notes", ())))
 
 
 #: Longest failure message shown in a summary (the JSON keeps it whole).
@@ -225,7 +257,10 @@ def write_atomic(path: str | Path, text: str) -> None:
 
 
 def summary_paths(reports_dir: str | Path, s: Summary) -> tuple[Path, Path]:
-    stem = Path(reports_dir) / f"run-{s.machine}-{s.commit[:8]}"
+    """An interrupted run's files have their own name: they never replace a complete
+    run's summary of the same commit."""
+    kind = "interrupted" if s.status == "interrupted" else "run"
+    stem = Path(reports_dir) / f"{kind}-{s.machine}-{s.commit[:8]}"
     return stem.with_suffix(".json"), stem.with_suffix(".md")
 
 
@@ -242,6 +277,8 @@ def write_summary(s: Summary, reports_dir: str | Path) -> tuple[Path, Path]:
     md = render_markdown(s)
     write_atomic(jpath, data)
     write_atomic(mpath, md)
+    if s.status == "interrupted":  # the latest summary stays the last run that measured
+        return jpath, mpath
     write_atomic(Path(reports_dir) / LATEST_JSON, data)
     write_atomic(Path(reports_dir) / LATEST_MD, md)
     return jpath, mpath

@@ -62,23 +62,32 @@ def draw_sweep(state: SweepState, records: Mapping[str, Sequence[CaseRecord]]) -
     xs = [p.when for p in points]
     for ax, (name, title) in zip(axes, PANELS):
         ax.set_ylabel(title, fontsize=8)
+        noise = False
         for i, w in enumerate(workloads):
-            ys = []
+            ys, lone = [], False
             for p in points:
                 rec = next((r for r in records.get(p.version, ()) if r.workload == w), None)
                 ys.append(_value(rec, name) if rec is not None and not rec.error else None)
+                # A timing of one pass per release: each measured at its own load, noise.
+                lone |= name == "tok_per_s" and ys[-1] is not None and len(rec.samples) < 2
             line_x = [x for x, y in zip(xs, ys) if y is not None]
             line_y = [y for y in ys if y is not None]
             if line_x:
                 (ln,) = ax.plot(line_x, line_y, marker=MARKERS[i % len(MARKERS)], color=PALETTE[i % len(PALETTE)],
-                                label=w, linewidth=1.2, markersize=5)
-                mark(ln, f"{name} {w}: " + ", ".join(f"{y:g}" for y in line_y))
+                                label=w, linewidth=1.2, markersize=5, linestyle=":" if lone else "-",
+                                markerfacecolor="none" if lone else PALETTE[i % len(PALETTE)])
+                mark(ln, f"{name} {w}{' (n=1: noise)' if lone else ''}: " + ", ".join(f"{y:g}" for y in line_y))
+                noise |= lone
         if name == "accuracy":
             ax.set_ylim(-0.05, 1.08)
         elif ax.has_data():
             top = max(1.0, ax.get_ylim()[1]) * 1.1
             ax.set_ylim(bottom=-0.06 * top, top=top)  # a line at 0 (no syncs) stays visible above the floor
             ax.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=name != "tok_per_s"))
+        if noise:  # dotted, hollow: said on the panel, not left to be read as a trend
+            mark(ax.text(0.01, 0.97, "one timed pass per release (n=1): noise between releases measured at "
+                         "different loads, not a trend; judge the counts above", transform=ax.transAxes,
+                         fontsize=7, va="top", color="#444444"), f"{name}: noise n=1")
         failed = [p for p in points if p.state == "failed"]
         if failed:  # on the panel's floor whatever its scale: x in data, y in axes units
             (fx,) = ax.plot([p.when for p in failed], [0.04] * len(failed), linestyle="none", marker="x",

@@ -53,8 +53,10 @@ cores and short kernels, waiting for a second OpenMP thread dominated (10 ms sta
 Interruption: asv saves a commit's results only after all its benchmarks ran, so an
 interrupted run leaves no new results file (previous results stay as they were); the
 fingerprint and summary are written atomically, the summary of an interrupted run is
-marked ``interrupted`` and its run-info file ``partial`` (so no PR reuses that commit's
-results as a base). SIGTERM is an interruption too (``core.interrupt``, in the CLI),
+marked ``interrupted`` with no rows (its files are ``interrupted-*``; the latest summary
+stays the last complete one), and the run-info file is marked ``partial`` only when asv
+filed results during the interrupted run (so no PR reuses them as a base; earlier complete
+results stay as they were). SIGTERM is an interruption too (``core.interrupt``, in the CLI),
 which also ends asv's benchmark processes. One run per results directory at a time
 (``core.run_lock``): a second refuses, naming the first.
 """
@@ -119,6 +121,11 @@ def store_files(machine: str, commit: str):
         return rel == Path("benchmarks.json") or (len(rel.parts) == 2 and rel.parts[0] == machine
                                                   and (rel.name == "machine.json" or commit[:8] in rel.name))
     return touched
+
+
+def _filed_since(results_dir: Path, machine: str, commit: str, since: float) -> bool:
+    """Whether asv wrote a results file of ``commit`` on ``machine`` at or after ``since``."""
+    return any(p.stat().st_mtime >= since for p in (results_dir / machine).glob(f"{commit[:8]}-*.json"))
 
 
 def busy_warning() -> str | None:
@@ -233,6 +240,7 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, where: _Where) -> RunO
             cfg = write_config(conf, repo, results_dir, html_dir, Path(tmp) / "asv.conf.json")
             asv(["machine", "--yes", "--machine", machine, "--config", str(cfg)], env, repo, "machine")
             failure_lines = Path(tmp) / "failures.jsonl"
+            started = time.time()
             try:
                 listed = Path(tmp) / "discovered.json"
                 discovery_cache.store(listed, listing)  # the same file the cache keeps
@@ -240,10 +248,12 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, where: _Where) -> RunO
                             asv_env({**env, FAILURES_ENV: str(failure_lines)}, listed), repo, out)
             except KeyboardInterrupt as exc:
                 status, rc = "interrupted", getattr(exc, "exit_code", 130)
-                # Recorded: results of this commit are nobody's baseline until a complete run.
-                write_run_info(results_dir, machine, commit, RunInfo(quick=opts.quick, scale=opts.scale,
-                               bench=opts.bench, trusted=False, shard=shard_entry,
-                               partial=f"interrupted ({exc or 'SIGINT'})", helpers=helper_digests(benchmark_dir)))
+                # Recorded only if asv filed something this run (earlier complete results stay
+                # as they were): results of this commit are nobody's baseline until a complete run.
+                if _filed_since(results_dir, machine, commit, started):
+                    write_run_info(results_dir, machine, commit, RunInfo(quick=opts.quick, scale=opts.scale,
+                                   bench=opts.bench, trusted=False, shard=shard_entry,
+                                   partial=f"interrupted ({exc or 'SIGINT'})", helpers=helper_digests(benchmark_dir)))
             if status != "interrupted":
                 write_json_atomic(fingerprint_path(results_dir, machine, commit), fingerprint(opts.python, env, machine))
                 write_failures(results_dir, machine, commit, failure_lines, chosen, out)
@@ -265,7 +275,7 @@ def _run_locked(opts: RunOptions, out: TextIO, t0: float, where: _Where) -> RunO
         )
         paths = summary_mod.write_summary(summ, reports_dir)
         if opts.publish and status != "interrupted":
-            out.write(f"vlmpath run: landing page {publish_pages(results_dir, html_dir, reports_dir, commit, machine)}\n")
+            publish_pages(results_dir, html_dir, reports_dir, commit, machine)  # the CLI ends on its path
     out.write(summary_mod.render_terminal(summ))
     out.flush()
     outcome = RunOutcome(commit=commit, machine=machine, results_dir=results_dir,
