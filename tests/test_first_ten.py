@@ -151,6 +151,13 @@ def test_the_summary_markdown_becomes_html_and_hostile_text_stays_inert():
     assert "###" not in out and "|---" not in out and "<strong>boom</strong>" not in out  # its stars: text
 
 
+def test_a_pipe_line_with_no_rule_under_it_is_a_paragraph_and_ends():
+    # Once an endless loop: a "|" line that is no table took no line as a paragraph either.
+    out = md_html.to_html("| a | b |\nmore text\n| lone |")
+    assert out.count("<p>") == 2 and "| a | b | more text" in out and "| lone |" in out
+    assert "<table" not in out
+
+
 def test_serve_opens_on_the_landing_page_and_keeps_asvs_grid(tmp_path):
     import threading
 

@@ -84,7 +84,10 @@ def to_html(markdown: str) -> str:
                 i += 1
             out.append("<ul>" + "".join(items) + "</ul>")
         else:
-            para = []
+            # The first line always joins the paragraph: a "|" line with no rule under it is
+            # text, and a paragraph that took no line would never move past it.
+            para = [inline(line.strip())]
+            i += 1
             while i < len(lines) and lines[i].strip() and not _HEADING.match(lines[i]) \
                     and not lines[i].lstrip().startswith(("|", ">")):
                 para.append(inline(lines[i].strip()))
