@@ -31,13 +31,23 @@ def _assert_same_rows(a: dict, b: dict, exact: bool = True) -> None:
             assert relative_error(a[rid], b[rid]) <= TOLERANCES[torch.float32], f"request {rid} differs"
 
 
-@pytest.mark.parametrize("name", PRESETS)
+#: Presets whose batched calls mix items of different sizes (matmuls tile differently from
+#: an item alone: equal within the fp32 tolerance, not bit for bit).
+MIXED_SIZE_BATCHES = ("split_order",)
+#: Presets on which per-request and batched differ by design: ``key_collision``'s
+#: per-request path keys its cache by the hash alone, as the engines do, and serves the
+#: transposed grid the other's rows (tests/test_path_ledger.py pins both sides).
+DIFFER_BY_DESIGN = ("key_collision",)
+
+
+@pytest.mark.parametrize("name", [p for p in PRESETS if p not in DIFFER_BY_DESIGN])
 def test_batched_equals_per_request_bit_for_bit(runner, name):
     wl = runner.workload(name)
     _, per_request = runner.run(wl, Pipeline(encode="per_request"))
     _, batched = runner.run(wl, Pipeline(encode="batched"))
-    _assert_same_rows(batched, per_request)
-    assert runner.score(wl, batched, exact=True).accuracy == 1.0  # bit for bit on the presets
+    exact = name not in MIXED_SIZE_BATCHES
+    _assert_same_rows(batched, per_request, exact=exact)
+    assert runner.score(wl, batched, exact=exact).accuracy == 1.0  # bit for bit on the uniform presets
 
 
 @pytest.mark.parametrize("encode", ENCODE_STRATEGIES.default_names())

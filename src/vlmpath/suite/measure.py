@@ -37,7 +37,7 @@ from vlmpath.core.errors import EngineError
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.engines.base import EngineAdapter, Routine
 from vlmpath.engines.pipelines import Pipeline
-from vlmpath.engines.reference import DEFAULT_CACHE_BYTES, EmbedRoutine, text_table
+from vlmpath.engines.reference import DEFAULT_CACHE_BYTES, EmbedRoutine, cache_budget_bytes, text_table
 from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.content_hash import HashStats
 from vlmpath.measure.encoders import family_of
@@ -194,8 +194,7 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
                               "its own that vlmpath drives (vLLM's and sglang's Qwen2.5-VL have); use --tower ours")
         encoder = swap(encoder)
     golden = session.golden(wl, encoder)
-    if wl.cache_rows is not None:  # the preset's own budget, in rows of its encoder
-        cache_bytes = wl.cache_rows * encoder.out_dim * torch.empty((), dtype=encoder.dtype).element_size()
+    cache_bytes = cache_budget_bytes(wl, table, cache_bytes)  # the preset's own budget where it has one
     make: Callable[..., Routine] = EmbedRoutine if engine is None else engine.routine
 
     syncs = encoder_syncs = None
