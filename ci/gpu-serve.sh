@@ -27,7 +27,7 @@ if [ -z "$SERVER_PY" ] && [ "$KIND" = vllm ]; then
   ENV="$(dirname "$OUT")/vllm-gpu-env"
   if [ ! -x "$ENV/bin/python" ] || ! "$ENV/bin/python" -c 'import vllm' 2>/dev/null; then
     "$PY" -m venv "$ENV"
-    timeout 900 "$ENV/bin/python" -m pip install -q "${VLMPATH_GPU_VLLM:-vllm==0.33.0}"
+    timeout 900 "$ENV/bin/python" -m pip install -q -c "$REPO/ci/constraints.txt" "${VLMPATH_GPU_VLLM:-vllm==0.33.0}"
   fi
   SERVER_PY="$ENV/bin/python"
 fi

@@ -52,12 +52,12 @@ def server_python(a: argparse.Namespace) -> str | None:
     """``--python``, or the interpreter of ``--engine``'s complete env (refused in one line otherwise)."""
     if a.engine is None:
         return a.python
-    from vlmpath.engines.base import EngineSpec
+    from vlmpath.cli.options import engine_spec
     from vlmpath.engines.envs import require_env
 
     if a.python:
         raise VlmpathError("--engine and --python both name the server's interpreter: pass one")
-    spec = EngineSpec.parse(a.engine)
+    spec = engine_spec(argparse.Namespace(engine=a.engine, engine_src=None))  # the one parse (cli.options)
     if spec.kind != "release":
         raise VlmpathError(f"--engine {a.engine!r}: give an installed release, e.g. vllm==0.32.0+cpu")
     return str(require_env(spec, getattr(a, "engine_home", None)).python)
