@@ -149,3 +149,20 @@ def test_the_privileged_job_reads_the_files_itself_and_the_check_is_never_green(
     github_fake.files[7] = [{"status": "modified"}]
     files, truncated = changed_files(client, f"{github_fake.owner}/{github_fake.repo}", 7)
     assert files == [] and truncated and yardstick_withheld([], truncated)
+
+
+# --- the yardstick read fails closed (pr.judge.Acceptance, VLMPATH_YARDSTICK_REQUIRED) -----------
+def test_a_required_yardstick_read_that_never_happened_is_never_green():
+    from vlmpath.compare.withheld import YARDSTICK_UNREAD, yardstick_required
+    from vlmpath.github.label_grant import LabelGrant
+    from vlmpath.pr.judge import Acceptance
+
+    green = _judge(_OK)
+    head = sha("rh")
+    unread, _ = Acceptance(pr=7, yardstick_required=True).apply(green, head)
+    assert unread.exit_code() == 3 and unread.withheld == (YARDSTICK_UNREAD,)  # planted: the step failed
+    read = LabelGrant("o/r", 7, head, "vlmpath-accept", None, None, "no label")  # read, nothing moved
+    judged, _ = Acceptance(pr=7, grant=read, yardstick_required=True).apply(green, head)
+    assert judged.exit_code() == 0 and not judged.withheld
+    assert Acceptance(pr=7).apply(green, head)[0].exit_code() == 0  # a flow that reads no label
+    assert yardstick_required({"VLMPATH_YARDSTICK_REQUIRED": "1"}) and not yardstick_required({})

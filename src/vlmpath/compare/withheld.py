@@ -75,3 +75,18 @@ TRUSTED_BENCH_ENV = "VLMPATH_TRUSTED_BENCH"
 def trusted_selection(environ: Mapping[str, str]) -> str | None:
     """The trusted workflow's selection (``TRUSTED_BENCH_ENV``), None for every case."""
     return environ.get(TRUSTED_BENCH_ENV) or None
+
+
+#: Set to ``1`` by the privileged job that also runs ``ci label-grant``: without its
+#: ``grant.json`` (the step failed: API down, rate limit) nobody read which files the PR
+#: changed, so whether the yardstick moved is unknown and the verdict is never green (the
+#: check fails closed, never open).
+YARDSTICK_REQUIRED_ENV = "VLMPATH_YARDSTICK_REQUIRED"
+#: The reason shown when the required read is missing.
+YARDSTICK_UNREAD = ("the PR's changed files were not read (vlmpath ci label-grant wrote no grant.json): "
+                    "whether the yardstick moved is unknown; re-run the comment job: never green")
+
+
+def yardstick_required(environ: Mapping[str, str]) -> bool:
+    """Whether the trusted job asks for the yardstick read (``YARDSTICK_REQUIRED_ENV``)."""
+    return environ.get(YARDSTICK_REQUIRED_ENV) == "1"

@@ -22,7 +22,8 @@ The steps, in this order (a new rule goes into the step it names):
    keeps withhold green (``compare.withheld``: the PR wrote that selection);
 6. **accept**: one rule for every flow (``Acceptance``: base's entries accept, the PR's own
    await review unless a maintainer's label covers this head); a label read while the
-   yardstick moved (``core.yardstick``) withholds green;
+   yardstick moved (``core.yardstick``) withholds green, and so does no label read at all
+   where the trusted job requires one;
 7. **shown**: rows shown beside the judged ones (head's definitions) and rows of shards
    that never arrived (named, never green);
 8. **notes**: the judge's notes, then each artifact's own, with its machine in front;
@@ -45,7 +46,7 @@ from vlmpath.compare.comparison import ComparisonReport
 from vlmpath.compare.records import RunResults
 from vlmpath.compare.selection import keep_selected
 from vlmpath.compare.thresholds import Thresholds
-from vlmpath.compare.withheld import selection_withheld, withhold
+from vlmpath.compare.withheld import YARDSTICK_UNREAD, selection_withheld, withhold
 from vlmpath.core.budget import RunBudget
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.yardstick import yardstick_withheld
@@ -75,6 +76,9 @@ class Acceptance:
     #: The trusted workflow's own case selection (``compare.withheld.TRUSTED_BENCH_ENV``,
     #: read by ``ci merge``); None: every case base judged counts.
     trusted_bench: str | None = None
+    #: The trusted job read the PR's changed files (``ci label-grant``) and so hands a grant
+    #: every time (``compare.withheld.YARDSTICK_REQUIRED_ENV``): with none, never green.
+    yardstick_required: bool = False
 
     def apply(self, report: ComparisonReport, head: str) -> tuple[ComparisonReport, list[str]]:
         g = self.grant
@@ -83,6 +87,8 @@ class Acceptance:
                                f"PR {self.pr} at {head[:12]}: read the label for this run")
         if g is not None:  # the files that define the measure changed: never green (issue 39)
             report = withhold(report, yardstick_withheld(g.yardstick, g.files_truncated))  # type: ignore[attr-defined]
+        elif self.yardstick_required:  # the read failed: unknown is not unchanged (fails closed)
+            report = withhold(report, (YARDSTICK_UNREAD,))
         report = accepted_mod.apply(report, self.proposed, pr=self.pr, base=self.base,
                                     grant=g.accepted_text() if g is not None else None)  # type: ignore[attr-defined]
         # Why the label did not count, where it would have mattered.

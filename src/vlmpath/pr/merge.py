@@ -31,7 +31,7 @@ from vlmpath.pr.artifact import (
     read_pr_number,
     read_small,
 )
-from vlmpath.compare.withheld import trusted_selection
+from vlmpath.compare.withheld import trusted_selection, yardstick_required
 from vlmpath.pr.judge import Acceptance, judge, write_verdict
 from vlmpath.pr.outputs import COMMENT_FILE, SUMMARY_FILE, FlowResult
 from vlmpath.core.budget import RunBudget
@@ -119,7 +119,8 @@ def merge_artifacts(artifacts: str | os.PathLike[str], out_dir: str | os.PathLik
     # The trusted workflow's selection comes from its environment, never from an artifact.
     acceptance = Acceptance(accepted_mod.load(accepted), accepted_mod.load(base_accepted),
                             load_grant(grant) if grant is not None else None,
-                            trusted_bench=trusted_selection(os.environ))
+                            trusted_bench=trusted_selection(os.environ),
+                            yardstick_required=yardstick_required(os.environ))
     # Everything is merged and compared in a staging directory first: a corrupt artifact
     # fails the merge with --out left as it was (no half-merged results/, no pr-number).
     out.parent.mkdir(parents=True, exist_ok=True)
