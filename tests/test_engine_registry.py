@@ -198,3 +198,25 @@ def test_toy_engine_through_install_list_measure_and_the_pr_flow(toy, tmp_path, 
     assert run["engine_subdir"] == "src" and run["engines"]["head"][0].startswith("toy@src:")
     code, comment = pr(same, "green")
     assert code == 0 and "**No regressions**" in comment, comment
+
+
+def test_a_third_engine_serves_through_its_registry_entry_alone(toy, tmp_path, capsys):
+    """toy's one plug-in module also names its server (``EngineEntry.server``): ``--launch``
+    offers it and ``serve-bench`` starts it, asks it and stops it; no vlmpath file names toy."""
+    import json
+
+    assert main(["serve-bench", "--write-tiny-model", str(tmp_path / "model")]) == 0
+    code = main(["serve-bench", "--launch", "toy", "--model", str(tmp_path / "model"), "--workload",
+                 "many_small_images", "--concurrency", "1", "--max-tokens", "3", "--engine-client", "none",
+                 "--log-dir", str(tmp_path / "logs"), "--out", str(tmp_path / "toy.json")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    run = json.loads((tmp_path / "toy.json").read_text())
+    assert run["server"]["kind"] == "toy" and run["server"]["command"][1].endswith("toy_server.py")  # its recipe
+    (case,) = run["cases"]
+    assert case["workload"] == "many_small_images" and case["completed"] == 8 and case["errors"] == 0
+    assert set(case["outputs"]) == {"t0 t1 t2 "}  # its own server answered every request, 3 tokens each
+    assert list((tmp_path / "logs").glob("server-toy-*.log"))
+    with pytest.raises(SystemExit):
+        main(["serve-bench", "--help"])
+    assert "toy" in capsys.readouterr().out.split("--launch", 1)[1].split("}", 1)[0]  # a choice, from the registry

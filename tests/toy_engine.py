@@ -85,10 +85,16 @@ PLUGIN = textwrap.dedent('''
         return {{"torch": "the host's (toy)"}}
 
 
+    def server(python, model, port, device, scratch):
+        """toyeng's own OpenAI server: a loopback one (``toy_server.py``) that streams a fixed answer."""
+        return [python, str(HERE / "toy_server.py"), str(port)], {{"TOY_SERVER_MODEL": model}}
+
+
     ENGINE = EngineEntry(
         name="toy", package="toyeng", import_name="toyeng", adapter="toy_vlmpath:ToyEngine",
         import_chain=HERE / "toy_import_chain.txt", source_dirs=("src",), seams=("merge",),
-        example_version="1.0", installer=install, checkout_hint="a toyeng checkout's src/ directory")
+        example_version="1.0", installer=install, checkout_hint="a toyeng checkout's src/ directory",
+        server=server)
 
 
     class ToyEngine:
@@ -120,6 +126,37 @@ PLUGIN = textwrap.dedent('''
 
 DIST_INFO = "toy_vlmpath-0.1.dist-info"
 
+#: The toy engine's own server: /health, and /v1/chat/completions streaming one fixed answer
+#: of as many tokens as asked (``max_tokens``) with its usage, as an OpenAI server does.
+SERVER = textwrap.dedent('''\
+    import json, sys
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            n = int(body.get("max_tokens") or 4)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for i in range(n):
+                ev = {"choices": [{"delta": {"content": "t%d " % i}}]}
+                self.wfile.write(("data: " + json.dumps(ev) + "\\n\\n").encode())
+            done = {"choices": [{"delta": {}, "finish_reason": "length"}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": n}}
+            self.wfile.write(("data: " + json.dumps(done) + "\\n\\ndata: [DONE]\\n\\n").encode())
+
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+''')
+
 
 def write_toyeng(directory: Path, version: str = "1.0") -> Path:
     """``directory/toyeng/__init__.py`` of ``version``."""
@@ -135,6 +172,7 @@ def write_toy(root: Path, python: str = sys.executable) -> Path:
     plug.mkdir(parents=True)
     (plug / "toy_vlmpath.py").write_text(PLUGIN.format(release=str(release), python=python))
     (plug / "toy_import_chain.txt").write_text("numpy  # toyeng imports nothing else\n")
+    (plug / "toy_server.py").write_text(SERVER)
     info = plug / DIST_INFO
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-vlmpath\nVersion: 0.1\n")

@@ -37,3 +37,11 @@ def engine_spec(a: argparse.Namespace):
     if not a.engine and not a.engine_src:
         return None
     return EngineSpec.parse(a.engine, src=a.engine_src)
+
+
+def launch_kinds() -> list[str]:
+    """``--launch`` / ``--serve-launch`` choices: transformers and every registered engine
+    (``serving.launch.kinds``: read from the engine registry, never listed in the CLI)."""
+    from vlmpath.serving.launch import kinds
+
+    return list(kinds())

@@ -15,7 +15,7 @@ import sys
 from vlmpath.cli.ci import add_ci_commands, engine_options
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.machine_names import MachineName
-from vlmpath.cli.options import engine_spec, scale_option
+from vlmpath.cli.options import engine_spec, launch_kinds, scale_option
 from vlmpath.core.scales import DEFAULT_SCALE
 from vlmpath.core.option_enums import Counter, Tower, VllmRunner
 from vlmpath.selfcheck.ir_cases import DEFAULT_COUNTER
@@ -65,7 +65,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--serve", default=None, metavar="MODEL_DIR",
                     help="also serve each side's tree with a real server of this model (interleaved rounds) "
                     "and judge its throughput and output agreement in the same comment (vlmpath.pr.serve)")
-    pr.add_argument("--serve-launch", default="transformers", choices=["transformers", "sglang", "vllm"],
+    pr.add_argument("--serve-launch", default="transformers", choices=launch_kinds(),
                     help="with --serve: the server (default transformers serve; sglang/vLLM on a GPU box)")
     pr.add_argument("--serve-rounds", type=int, default=6, metavar="N",
                     help="with --serve: interleaved rounds per side (default 6: a full paired verdict)")

@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from vlmpath.cli.options import launch_kinds
 from vlmpath.core.errors import VlmpathError
 
 DEFAULT_WORKLOADS = ("many_small_images", "video", "multi_region")
@@ -92,12 +93,12 @@ def add_serve_bench(sub: argparse._SubParsersAction) -> None:
                        "throughput, TTFT/ITL, output agreement")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--server", metavar="URL", help="a running server, http://HOST:PORT")
-    where.add_argument("--launch", choices=["transformers", "sglang", "vllm"],
+    where.add_argument("--launch", choices=launch_kinds(),
                        help="launch this server for --model, and stop it at the end")
     where.add_argument("--write-tiny-model", metavar="DIR",
                        help="write the tiny seeded Qwen2.5-VL checkpoint (offline) into DIR and exit")
     p.add_argument("--model", metavar="DIR", help="model directory (with --launch; the model name with --server)")
-    p.add_argument("--server-kind", default="transformers", choices=["transformers", "sglang", "vllm"],
+    p.add_argument("--server-kind", default="transformers", choices=launch_kinds(),
                    help="with --server: how to ask it for exactly --max-tokens (default transformers)")
     p.add_argument("--port", type=int, default=None, help="with --launch: the port (default: a free one)")
     p.add_argument("--server-pythonpath", action="append", default=[], metavar="DIR",
@@ -224,7 +225,7 @@ def _ask(a: argparse.Namespace, items, srv, doc: dict, say) -> None:
 def add_serve_pair(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve-pair", help="launch base's and head's servers, measure them in interleaved rounds, "
                        "compare (exit 1 on a regression)")
-    p.add_argument("--launch", default="transformers", choices=["transformers", "sglang", "vllm"])
+    p.add_argument("--launch", default="transformers", choices=launch_kinds())
     p.add_argument("--model", required=True, metavar="DIR", help="the model directory both sides serve")
     p.add_argument("--rounds", type=int, default=6, help="interleaved rounds per side (default 6: a full paired verdict)")
     for side in ("base", "head"):

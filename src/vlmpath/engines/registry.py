@@ -87,6 +87,11 @@ class EngineEntry:
     # ``NAME==version`` (``engines.index_check`` asks about exactly that). None: ``package``
     # at ``version``.
     index_release: Callable[[str], tuple[str, str]] | None = None
+    # The module that plants faults in its own server's code for a base/head pair
+    # (``--plant`` / ``--head-plant`` with ``--launch NAME``): it defines ``edits(spec)`` (refuses
+    # a bad spec in one line) and ``plant_overlay(python, spec, out) -> Path`` (a folder put
+    # first on the server's PYTHONPATH). "": plants go through transformers' model code.
+    server_plants: str = ""
 
     def __post_init__(self) -> None:
         where = f"engine entry {self.name!r}"

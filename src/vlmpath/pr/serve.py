@@ -27,7 +27,7 @@ from vlmpath.compare.records import RunResults
 from vlmpath.compare.thresholds import Thresholds
 from vlmpath.core.errors import VlmpathError
 from vlmpath.serving.bench import BenchSettings
-from vlmpath.serving.launch import KINDS, check_model_dir
+from vlmpath.serving.launch import check_model_dir, kinds
 from vlmpath.serving.pairs import LaunchSpec, interleaved
 from vlmpath.serving.run_file import load_run
 from vlmpath.suite.cases import SERVE_CONCURRENCY, SERVE_PRESETS
@@ -51,8 +51,8 @@ class ServeOptions:
     def check(self) -> ServeOptions:
         """Refuse a bad option in one line, before anything is measured."""
         check_model_dir(self.model)
-        if self.launch not in KINDS:
-            raise VlmpathError(f"--serve-launch {self.launch!r}: use one of {', '.join(KINDS)}")
+        if self.launch not in kinds():
+            raise VlmpathError(f"--serve-launch {self.launch!r}: use one of {', '.join(kinds())}")
         if not 1 <= self.rounds <= 50:
             raise VlmpathError(f"--serve-rounds {self.rounds}: give 1 to 50 (6 or more for a full paired verdict)")
         return self

@@ -33,7 +33,22 @@ from pathlib import Path
 from vlmpath.core.errors import VlmpathError
 from vlmpath.serving.client import get_json
 
-KINDS = ("transformers", "sglang", "vllm")
+#: The server that is no engine of the registry: ``transformers serve``.
+TRANSFORMERS = "transformers"
+
+
+def kinds() -> tuple[str, ...]:
+    """``--launch``'s choices: ``transformers`` and every registered engine (its entry's
+    ``server`` recipe says how it starts; an engine without one is refused by ``recipe``).
+    Read from the registry, never listed here: a new engine is a new choice."""
+    from vlmpath.engines import registry
+
+    return (TRANSFORMERS, *registry.names())
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in kinds():
+        raise VlmpathError(f"--launch {kind!r}: use one of {', '.join(kinds())}")
 #: The folder whose ``sitecustomize`` plants a fault in a server process (``--plant``).
 PLANT_SITE = Path(__file__).resolve().parent / "plant_site"
 #: How long a stopping server gets between SIGTERM and SIGKILL.
@@ -85,7 +100,7 @@ class Server:
 
 def extra_body(kind: str, max_tokens: int) -> dict:
     """Request fields that make a kind of server generate exactly ``max_tokens`` (no early stop)."""
-    if kind == "transformers":
+    if kind == TRANSFORMERS:
         # Unknown fields are refused there (422); its own generation_config field is not.
         return {"generation_config": json.dumps({"max_new_tokens": max_tokens, "min_new_tokens": max_tokens,
                                                  "do_sample": False})}
@@ -102,12 +117,11 @@ def recipe(kind: str, python: str, model: str, port: int, device: str,
     """The server's command line and the variables it needs: ``transformers serve`` here,
     an engine's from its registry entry (``EngineEntry.server``: flags and environment live
     with the engine, ``engines/known/NAME.py``)."""
-    if kind == "transformers":
+    if kind == TRANSFORMERS:
         cmd = [python, "-m", "transformers.cli.transformers", "serve", model, "--host", "127.0.0.1",
                "--port", str(port), "--trust-remote-code", "--device", device, "--log-level", "warning"]
         return cmd + (["--dtype", "float32"] if device == "cpu" else []), {}
-    if kind not in KINDS:
-        raise VlmpathError(f"--launch {kind!r}: use one of {', '.join(KINDS)}")
+    _check_kind(kind)
     from vlmpath.engines import registry
 
     serve = registry.get(kind).server
@@ -196,6 +210,19 @@ def stop(server: Server) -> None:
         return
 
 
+def _engine_plants(kind: str):
+    """The module that plants faults in engine ``kind``'s own code (``edits(spec)``,
+    ``plant_overlay(python, spec, out)``), None for transformers or an engine without one."""
+    if kind == TRANSFORMERS:
+        return None
+    import importlib
+
+    from vlmpath.engines import registry
+
+    name = registry.get(kind).server_plants
+    return importlib.import_module(name) if name else None
+
+
 @contextlib.contextmanager
 def launched(kind: str, model: str, *, log_dir: str | os.PathLike[str], python: str | None = None,
              port: int | None = None, device: str = "cpu", pythonpath: Sequence[str] = (),
@@ -206,14 +233,14 @@ def launched(kind: str, model: str, *, log_dir: str | os.PathLike[str], python: 
     code (``engine_plants``), else ``plant_site`` (transformers' model code).
     ``wait=False``: yield it at once (the caller waits: ``wait_healthy``), so several servers
     start side by side."""
-    if kind not in KINDS:
-        raise VlmpathError(f"--launch {kind!r}: use one of {', '.join(KINDS)}")
-    engine_plant = plant is not None and kind == "vllm"  # planted in vLLM's own code (an overlay)
+    _check_kind(kind)
+    # An engine whose entry names its plants (``EngineEntry.server_plants``: vLLM's) is planted
+    # in its own code, an overlay; any other server through transformers' model code.
+    plants = _engine_plants(kind) if plant is not None else None
+    engine_plant = plants is not None
     if plant is not None:
-        if engine_plant:
-            from vlmpath.serving.engine_plants import edits
-
-            edits(plant)
+        if plants is not None:
+            plants.edits(plant)
         else:
             check_plant(plant)
             pythonpath = [str(PLANT_SITE), *pythonpath]
@@ -222,12 +249,10 @@ def launched(kind: str, model: str, *, log_dir: str | os.PathLike[str], python: 
         port = free_port()
     else:
         check_port(port)
-    if engine_plant:
-        from vlmpath.serving.engine_plants import plant_overlay
-
+    if plants is not None:
         tag = "".join(c if c.isalnum() else "-" for c in plant)
-        pythonpath = [str(plant_overlay(python or sys.executable, plant,
-                                        Path(log_dir) / f"overlay-{tag}-{port}").resolve()), *pythonpath]
+        pythonpath = [str(plants.plant_overlay(python or sys.executable, plant,
+                                               Path(log_dir) / f"overlay-{tag}-{port}").resolve()), *pythonpath]
     log = Path(log_dir) / f"server-{kind}-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(log_dir) / f"scratch-{kind}-{port}"  # the server's own caches (VLLM_CACHE_ROOT), kept

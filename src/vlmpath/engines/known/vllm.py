@@ -107,6 +107,7 @@ ENGINE = EngineEntry(
     installer=install,
     server=server,
     index_release=index_release,
+    server_plants="vlmpath.serving.engine_plants",
     constraints=constraints,
     checkout_hint="a vLLM checkout (its root holds vllm/)",
     ci_paths=(  # what the adapter drives (vllm_api's seams)
