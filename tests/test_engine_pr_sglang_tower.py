@@ -23,7 +23,7 @@ from engine_adapter_env import EVS, engine_env_fixture
 from engine_tree import patched_tree
 
 from vlmpath.engines.base import EngineSpec
-from vlmpath.measure.workload import PRESETS
+from vlmpath.measure.workload import PATH_PRESETS, PRESETS
 from vlmpath.suite.engine_run import measure_cases
 from vlmpath.suite.measure import plan_cases
 
@@ -53,7 +53,9 @@ def _measure(engine, python, workloads, tower):
 
 @pytest.mark.timeout(1500)
 def test_sglangs_own_tower_places_every_row_of_every_preset(engine_env):
-    drivable = [w for w in PRESETS if w != EVS]
+    # The placement presets; the path presets (issue 38: key_collision places other rows by
+    # design under the engines' hash-only keys) have their own tests (test_engine_sglang/vllm).
+    drivable = [w for w in PRESETS if w != EVS and w not in PATH_PRESETS]
     theirs = _measure(engine_env.spec, engine_env.python, drivable, "engine")
     ours = _measure(engine_env.spec, engine_env.python, ["many_small_images", "interleaved_modalities"], "ours")
     assert len(theirs) == len(drivable)
