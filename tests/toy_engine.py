@@ -94,7 +94,7 @@ PLUGIN = textwrap.dedent('''
         name="toy", package="toyeng", import_name="toyeng", adapter="toy_vlmpath:ToyEngine",
         import_chain=HERE / "toy_import_chain.txt", source_dirs=("src",), seams=("merge",),
         example_version="1.0", installer=install, checkout_hint="a toyeng checkout's src/ directory",
-        server=server)
+        server=server, index_release=lambda version: None)  # its release is a local copy, no index
 
 
     class ToyEngine:

