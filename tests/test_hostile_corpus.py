@@ -188,6 +188,31 @@ def test_a_side_with_no_results_is_not_judged(tmp_path, capsys):
     is_not_green(md)
 
 
+def test_a_machine_whose_head_results_an_artifact_dropped_is_red_in_the_merge(tmp_path, capsys):
+    """Two machines; one artifact's results hold base only (its head dropped, or filed under
+    another machine's name): its judged cases vanished on head, never "not judged" beside a
+    green machine. The same folder in a local compare stays "not judged" (no promise)."""
+    res_a, res_b = tmp_path / "res-a", tmp_path / "res-b"
+    for res in (res_a, res_b):
+        results(res, res.name.replace("res", "cpu"), BASE, GOOD)
+    results(res_a, "cpu-a", HEAD, GOOD)  # unchanged pair: green on its own
+    arts = tmp_path / "arts"
+    artifact(arts, "bench-a", res_a, "cpu-a")
+    artifact(arts, "bench-b", res_b, "cpu-b")  # head's results gone
+    rc, md, summary, out = merge(tmp_path, arts, capsys, "--fail")
+    assert rc == 1 and "vanished on head: no head results for this machine" in out
+    is_red(md, summary)
+    import shutil
+
+    shutil.rmtree(tmp_path / "merged")
+    results(res_b, "cpu-b", HEAD, GOOD)  # the same pair with cpu-b's head: green
+    shutil.rmtree(arts)
+    artifact(arts, "bench-a", res_a, "cpu-a")
+    artifact(arts, "bench-b", res_b, "cpu-b")
+    rc, md, _, _ = merge(tmp_path, arts, capsys, "--fail")
+    assert rc == 0
+
+
 @pytest.mark.parametrize("raw, why", [
     ("nan", "is not a number (str)"),
     ("Infinity", "is not a number (str)"),

@@ -161,16 +161,22 @@ def _one_side(m: Metric, verdict: Verdict, reason: str) -> Comparison:
 
 def _compare_machine(b: MachineRun | None, h: MachineRun | None, cfg: Thresholds,
                      base_commit: str, head_commit: str, quick: bool = False,
-                     rows: Sequence[Backend] = BACKENDS) -> MachineComparison:
+                     rows: Sequence[Backend] = BACKENDS, promised: bool = False) -> MachineComparison:
     if b is None or h is None:
         present = h if b is None else b
         assert present is not None
         missing_side, commit = ("base", base_commit) if b is None else ("head", head_commit)
         reason = f"no {missing_side} results for this machine"
+        # A machine whose head results were promised (``promised``: an artifact of the PR check
+        # measures both sides) and are gone takes base's judged cases with it: each one vanished
+        # on head (a failure, issue 39), never "not judged" (dropping one machine's head results
+        # from an artifact would otherwise leave the rest green). Elsewhere (a local compare of
+        # whatever a results folder holds) a machine with one side is only not judged.
         rows = tuple(
-            Comparison(machine=m.machine, benchmark=m.benchmark, params=m.params, unit=m.unit,
-                       base=m.value if h is None else None, head=m.value if b is None else None,
-                       verdict=Verdict.NOT_COMPARABLE, reason=reason)
+            (vanished_row(m, None, reason, {}) if h is None and promised else None)
+            or Comparison(machine=m.machine, benchmark=m.benchmark, params=m.params, unit=m.unit,
+                          base=m.value if h is None else None, head=m.value if b is None else None,
+                          verdict=Verdict.NOT_COMPARABLE, reason=reason)
             for m in present.metrics
         )
         note = f"{present.machine}: no {missing_side} results (commit {commit[:8]}); nothing compared on this machine"
@@ -367,14 +373,17 @@ def _change(b: float | None, h: float | None) -> float | None:
 
 
 def compare(base: RunResults, head: RunResults, config: Thresholds | None = None, *,
-            quick: bool = False, backends: Sequence[Backend] = BACKENDS) -> ComparisonReport:
+            quick: bool = False, backends: Sequence[Backend] = BACKENDS,
+            head_promised: frozenset[str] = frozenset()) -> ComparisonReport:
     """Compare every case of every machine in ``head`` with ``base`` (pure). ``quick``: the
     runs were quick mode (one sample each): their band verdicts are indicative only.
-    ``backends``: the backend rows (GPU noise band, the vendor comparison's sides)."""
+    ``backends``: the backend rows (GPU noise band, the vendor comparison's sides).
+    ``head_promised``: machines that measured head (the PR check's artifacts): base's judged
+    cases there with no head results at all vanished on head."""
     cfg = config if config is not None else Thresholds.default()
     names = sorted(set(base.machine_names) | set(head.machine_names))
     folded = [dedupe.once(_compare_machine(base.machine(n), head.machine(n), cfg, base.commit, head.commit,
-                                           quick, backends)) for n in names]
+                                           quick, backends, n in head_promised)) for n in names]
     machines = tuple(m for m, _ in folded)
     notes = list(dict.fromkeys(base.notes + head.notes))
     notes += [n for _, n in folded if n]

@@ -138,7 +138,11 @@ def judge(artifacts: Sequence[Artifact], cfg: Thresholds, accepted: Acceptance, 
     ctx.base_side = base
     quick = any(a.manifest.quick for a in artifacts)                                   # 3. compare
     head_run = functools.reduce(records.merge_runs, head_side)
-    report = compare.compare(functools.reduce(records.merge_runs, base), head_run, cfg, quick=quick)
+    # Every artifact measured head on its machine: base's judged cases there with no head
+    # results vanished on head (compare.verdict), never "not judged".
+    promised = frozenset(a.manifest.machine for a in artifacts)
+    report = compare.compare(functools.reduce(records.merge_runs, base), head_run, cfg, quick=quick,
+                             head_promised=promised)
     rejudged = []
     for s in sources:                                                                  # 4. re-judge
         report, more = s.rejudge(report, ctx)
