@@ -217,6 +217,12 @@ def test_a_third_engine_serves_through_its_registry_entry_alone(toy, tmp_path, c
     assert case["workload"] == "many_small_images" and case["completed"] == 8 and case["errors"] == 0
     assert set(case["outputs"]) == {"t0 t1 t2 "}  # its own server answered every request, 3 tokens each
     assert list((tmp_path / "logs").glob("server-toy-*.log"))
+    # A lone plant says it needs a pair (one server agrees with itself: agreement 1.00 proves nothing).
+    assert main(["serve-bench", "--launch", "toy", "--model", str(tmp_path / "model"), "--workload",
+                 "many_small_images", "--concurrency", "1", "--max-tokens", "2", "--engine-client", "none",
+                 "--log-dir", str(tmp_path / "logs"), "--plant", "shift"]) == 0
+    said = capsys.readouterr().out
+    assert "--plant shift alone judges nothing" in said and "serve-pair --launch toy --head-plant shift" in said
     with pytest.raises(SystemExit):
         main(["serve-bench", "--help"])
     assert "toy" in capsys.readouterr().out.split("--launch", 1)[1].split("}", 1)[0]  # a choice, from the registry

@@ -96,6 +96,19 @@ def test_too_few_rounds_are_indicative():
     assert c.indicative and rep.exit_code() == 0
 
 
+def test_too_few_rounds_never_read_unchanged_but_too_noisy():
+    """Two rounds, a -40% and a +160% move: the test cannot reach its level at n=2, so the
+    row says too noisy to judge, never "unchanged"; enough rounds of an A/A pair do say it."""
+    from vlmpath.render.spread_text import TOO_NOISY, verdict_text
+
+    base = [_rr("a" * 40, 1.0), _rr("a" * 40, 1.0)]
+    head = [_rr("b" * 40, 0.6), _rr("b" * 40, 2.6)]
+    (c,) = paired_report(base, head, compare(base[-1], head[-1], CFG), CFG).all()
+    assert c.verdict is Verdict.UNCHANGED and c.too_noisy and verdict_text(c, "unchanged") == TOO_NOISY
+    (aa,) = _paired(0.0, 8, seed=0).all()
+    assert aa.verdict is Verdict.UNCHANGED and not aa.too_noisy
+
+
 def test_quick_rounds_are_judged_on_pairs_once_there_are_enough_of_them():
     """The CPU PR job runs its rounds quick (one pass each): each round is one sample of the
     paired test, so six rounds give a full verdict, not an indicative one."""

@@ -194,6 +194,9 @@ def _run_bench(a: argparse.Namespace) -> int:
     if a.out:
         write_run(a.out, doc)
         print(f"wrote {a.out}")
+    if a.plant:  # one server agrees with itself: a plant shows only against an unplanted side
+        print(f"--plant {a.plant} alone judges nothing (the planted server agrees with itself): run "
+              f"`vlmpath serve-pair --launch {a.launch} --head-plant {a.plant} ...` for base against a planted head")
     return 1 if any(c["errors"] for c in doc["cases"]) or (doc.get("labelled") or {}).get("errors") else 0
 
 

@@ -8,7 +8,7 @@ case (not exact, ok on both sides in every round) by pairing the rounds: each ro
 head/base ratio of the case's value (its median), then ``spread.paired_shift`` (a
 signed-rank test over the rounds, and the band). Fewer than ``MIN_ROUNDS`` rounds cannot reach
 p < ``P_THRESHOLD`` (the smallest two-sided p of n rounds is 2/2^n): such verdicts are
-indicative, like quick mode's.
+indicative, like quick mode's, and a row they leave unchanged reads "too noisy to judge".
 """
 
 from __future__ import annotations
@@ -66,6 +66,10 @@ def paired_report(base_rounds: Sequence[RunResults], head_rounds: Sequence[RunRe
                                 # The rounds are the samples: a quick round (one pass) is one
                                 # sample, so MIN_ROUNDS of them are a full verdict (the CPU PR job).
                                 indicative=n < MIN_ROUNDS,
+                                # Fewer rounds can never reach the test's level: "unchanged" would
+                                # claim what the run could not see (a -40%/+160% pair read as
+                                # unchanged): too noisy to judge.
+                                too_noisy=verdict is Verdict.UNCHANGED and n < MIN_ROUNDS,
                                 reason=f"{n} interleaved rounds: median head/base {r.median_ratio:.3f}, "
                                        f"signed-rank p={r.p_value:.3g}"))
         machines.append(replace(mc, comparisons=tuple(rows)))
