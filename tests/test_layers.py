@@ -120,3 +120,36 @@ def test_layer_test_can_see_an_upward_import(tmp_path, monkeypatch):
     planted.write_text(fake.read_text() + "\nfrom vlmpath.github import comment  # planted\n")
     deps = _imports(planted, as_module="vlmpath.core.errors")
     assert "vlmpath.github.comment" in deps
+
+
+# --- parameter hygiene (issue 37): options travel as records, not as long argument lists ---------
+MAX_PARAMS = 8
+ORCHESTRATION = ("pr", "runner", "cli")
+
+
+def long_signatures(root: Path, packages=ORCHESTRATION, limit: int = MAX_PARAMS) -> list[str]:
+    """``path:function (n)`` for every function under ``packages`` with more than ``limit``
+    parameters (``self``/``cls`` not counted)."""
+    import ast
+
+    out = []
+    for pkg in packages:
+        for path in sorted((root / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    a = node.args
+                    names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+                    n = len(names) - (1 if names[:1] in (["self"], ["cls"]) else 0)
+                    if n > limit:
+                        out.append(f"{path.relative_to(root)}:{node.name} ({n})")
+    return out
+
+
+def test_no_function_in_pr_runner_or_cli_takes_more_than_8_parameters():
+    assert long_signatures(SRC) == []
+
+
+def test_the_parameter_gate_sees_a_planted_long_signature(tmp_path):
+    (tmp_path / "pr").mkdir()
+    (tmp_path / "pr" / "flow.py").write_text("def run(self, a, b, c, d, e, f, g, h, *, i=1):\n    pass\n")
+    assert long_signatures(tmp_path) == ["pr/flow.py:run (9)"]
