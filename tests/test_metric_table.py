@@ -217,7 +217,9 @@ def test_generated_methods_keep_the_hand_written_asv_versions(suite, tmp_path):
     for new_mod, old_mod, cls in zip(suite, old, ("EncodeMetrics", "EmbedRoutine")):
         new_cls, old_cls = getattr(new_mod, cls), getattr(old_mod, cls)
         names = [n for n in dir(old_cls) if n.startswith("track_")]
-        assert names == [n for n in dir(new_cls) if n.startswith("track_") and n != "track_hash_s"]
+        # Every hand-written method is still there (metrics added to the table since, such as
+        # issue 38's path counts, are new benchmarks with versions of their own).
+        assert set(names) <= {n for n in dir(new_cls) if n.startswith("track_")}
         for n in names:
             if n == "track_tok_per_s":  # per-pass samples since issue 12: a new version on purpose
                 assert "tok_per_s_track" in get_source_code([getattr(new_cls(), n)])
