@@ -148,5 +148,6 @@ def test_ci_pr_serve_over_two_real_trees_is_red_naming_the_workload_when_head_sh
     assert _servers_left(tiny) == []
     assert _by(res.report, "track_serve_agreement_base") == {"video": Verdict.REGRESSION}
     assert _by(res.report, "track_serve_agreement_solo") == {"video": Verdict.UNCHANGED}  # each side self-consistent
-    assert res.exit_code == 1 and any(n.startswith("served outputs differ: video c=1") for n in res.notes)
+    # The judge puts the machine in front of an artifact's own notes (pr.judge, step 8).
+    assert res.exit_code == 1 and any(n.startswith(f"{MACHINE}: served outputs differ: video c=1") for n in res.notes)
     assert [dict(r.params)["workload"] for r in res.report.regressions] == ["video"]
