@@ -183,6 +183,22 @@ def test_a_helper_the_head_rewrote_makes_its_benchmarks_head_definitions(repo, t
     assert suite.calls[2].bench_root == suite.calls[2].source != suite.calls[1].bench_root
 
 
+def test_head_definitions_run_only_where_the_selection_reaches(repo, tmp_path):
+    """A helper edit changes every benchmark that measures through it; a run selecting others
+    re-runs none of them (it re-ran all: 435 cases for a one-line edit), one selecting them
+    runs them."""
+    base = _commit(repo, "base", {**_package(1.0), "benchmarks/_common.py": HELPER,
+                                  "benchmarks/bench_embed.py": THROUGH_HELPER})
+    head = _commit(repo, "head", {**_package(0.6), "benchmarks/_common.py": "def read():\n    return 1.0\n"})
+    elsewhere = DefinitionSuite()
+    _run(repo, tmp_path, base, head, elsewhere, bench="track_tok_per_s")
+    assert len(elsewhere.calls) == 2  # base and head only: the changed definition is not selected
+    shutil.rmtree(tmp_path / "out")
+    selected = DefinitionSuite()
+    _run(repo, tmp_path, base, head, selected, bench="track_accuracy")
+    assert len(selected.calls) == 3 and re.search(selected.calls[2].bench, BENCH)
+
+
 def _merged(out: Path, tmp_path: Path):
     """``ci merge`` over the one machine's artifact (``out`` copied in as the runner uploads it)."""
     arts = tmp_path / "arts"

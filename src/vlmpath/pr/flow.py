@@ -122,12 +122,17 @@ def _profile(root, m: RunManifest, report, out, cfg, env, profiler) -> list[str]
     return [f"profiled {len(profiles)} regressed case(s) on base and head: {out / 'profiles'}"]
 
 
-def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: str, env, out: Path) -> list[str]:
+def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: str, env, out: Path,
+                      bench: str | None = None) -> list[str]:
     """Head's new or changed benchmark definitions, run with head's suite into
     ``OUT/head-definitions`` (``pr.yardstick``; the judge shows them as not judged,
     ``pr.sources.definitions``); returns the names base lacks. A failure here is a note:
-    the verdict never depends on these rows."""
+    the verdict never depends on these rows. ``bench``: the run's selection (asv's regex,
+    searched in the name as ``asv run -b`` does): only the changed definitions it selects
+    run (a one-line helper edit re-ran every benchmark of the module, selected or not)."""
     names, base_names = changed_definitions(base_wt, head_wt, sys.executable, side_env(head_wt, env))
+    if bench:
+        names = [n for n in names if re.search(bench, n)]
     if not names:
         return []
     defs = out / DEFINITIONS_SUBDIR
@@ -269,7 +274,8 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
                              "measures it again)")
         # Head's new or changed definitions: shown once (in shard 1 of a split check).
         if any(f.startswith(BENCHMARK_DIR + "/") for f in moved) and (shard is None or shard.k == 1):
-            new_definitions = _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env, out)
+            new_definitions = _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env, out,
+                                                opts.bench)
         copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
                      sources={base_sha: store} if reused and base_sha != head_sha else None)
         if serve is not None:  # while the worktrees exist: each side's tree is served
