@@ -135,3 +135,22 @@ def test_each_kind_asks_for_exactly_max_tokens_and_has_a_command_line():
                          ("vllm", "vllm.entrypoints.openai.api_server")):
         cmd = launch.command(kind, "py", "/m", 1234, "cpu")
         assert cmd[:3] == ["py", "-m", module] and "1234" in cmd and "/m" in cmd
+
+
+def test_a_dead_servers_reason_is_the_root_cause_not_its_shutdown_noise(tmp_path):
+    """As vLLM's CPU server died under the split plant: a warning that names an OSError at
+    start-up, the worker's traceback and its RuntimeError, the engine's "see above", then
+    shutdown warnings. The reason is the RuntimeError line; a log with no traceback gives
+    its last line."""
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([
+        "WARNING [system_utils.py:255] failed to raise the ulimit: OSError: [Errno 24] Too many open files",
+        "(Worker pid=1) ERROR Traceback (most recent call last):",
+        '(Worker pid=1) ERROR   File "gpu_model_runner.py", line 9, in _execute_mm_encoder',
+        "(Worker pid=1) ERROR RuntimeError: shape mismatch: value tensor of shape [96, 64] cannot be broadcast",
+        "(APIServer pid=2) ERROR vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+        "  warnings.warn('resource_tracker: There appear to be %d '", ""]))
+    srv = launch.Server("http://127.0.0.1:1", "vllm", None, log=log)
+    assert srv.why_it_died().endswith("RuntimeError: shape mismatch: value tensor of shape [96, 64] cannot be broadcast")
+    log.write_text("starting\nbye\n")
+    assert srv.why_it_died() == "bye"

@@ -61,7 +61,7 @@ def _send(server: Server, bodies: Sequence[dict], concurrency: int, timeout_s: f
             if i is None:
                 return
             code = server.exited()
-            out[i] = (Outcome(error=f"server exited with code {code}: {server.log_tail(1)}"[:400])
+            out[i] = (Outcome(error=f"server exited with code {code}: {server.why_it_died()}"[:400])
                       if code is not None else stream_chat(server.url, bodies[i], timeout_s))
 
     t0 = time.perf_counter()

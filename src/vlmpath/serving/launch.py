@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -33,6 +34,9 @@ from pathlib import Path
 from vlmpath.core.errors import VlmpathError
 from vlmpath.serving.client import get_json
 
+#: A Python exception's own line (``RuntimeError: ...``, ``vllm.v1.engine.exceptions.EngineDeadError: ...``),
+#: wherever a log prefix puts it.
+_EXCEPTION_LINE = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception): \S")
 #: The server that is no engine of the registry: ``transformers serve``.
 TRANSFORMERS = "transformers"
 
@@ -96,6 +100,20 @@ class Server:
             return ""
         lines = [ln for ln in self.log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
         return " | ".join(ln.strip()[:200] for ln in lines[-n:])
+
+    def why_it_died(self) -> str:
+        """The root cause in the log: the first exception line after its first traceback
+        (``RuntimeError: shape mismatch ...``; the engine's "EngineDeadError: see above" and
+        the shutdown warnings come after it), else its last line."""
+        if self.log is None or not self.log.exists():
+            return ""
+        lines = [ln.strip() for ln in self.log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+        first_tb = next((i for i, ln in enumerate(lines) if "Traceback (most recent call last)" in ln), None)
+        if first_tb is not None:
+            cause = next((ln for ln in lines[first_tb:] if _EXCEPTION_LINE.search(ln)), None)
+            if cause is not None:
+                return cause[:300]
+        return (lines or [""])[-1][:300]
 
 
 def extra_body(kind: str, max_tokens: int) -> dict:
