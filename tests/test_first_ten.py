@@ -299,3 +299,23 @@ def test_a_history_of_a_benchmark_skipped_everywhere_is_an_empty_chart(tmp_path)
     serve = history_chart(history, "bench_serve.Serve.track_serve_output_tok_per_s", thresholds=Thresholds.default())
     encode = history_chart(history, "bench_encode.EncodeMetrics.track_tok_per_s", thresholds=Thresholds.default())
     assert EMPTY_MARK in figure_marks(serve) and EMPTY_MARK not in figure_marks(encode)
+
+
+def test_the_headline_names_the_workload_where_accuracy_is_lowest():
+    """"accuracy 1.00 vs 0.67 (lowest)" sent the reader nowhere: the workload is named."""
+    from vlmpath.render.run_headline import findings
+
+    def row(metric, strategy, preset, value):
+        return summod.Row(f"bench_encode.EncodeMetrics.{metric}", (("strategy", strategy), ("preset", preset)),
+                          "calls" if metric.endswith("calls") else "fraction", value, 1, "ok")
+
+    rows = [row("track_encoder_calls", s, p, 2.0) for s in ("batched", "per_request") for p in ("video", "key_collision")]
+    rows += [row("track_accuracy", "batched", p, 1.0) for p in ("video", "key_collision")]
+    rows += [row("track_accuracy", "per_request", "video", 1.0), row("track_accuracy", "per_request", "key_collision", 2 / 3)]
+    line = next(ln for ln in findings(summod.Summary(commit="a" * 40, machine="cpu-x", status="complete", rows=tuple(rows)))
+                if ln.lstrip().startswith("encoding"))
+    assert line.endswith("accuracy 1.00 vs 0.67 (lowest: key_collision)")
+    clean = [r if r.value != 2 / 3 else summod.Row(r.benchmark, r.params, r.unit, 1.0, 1, "ok") for r in rows]
+    line = next(ln for ln in findings(summod.Summary(commit="a" * 40, machine="cpu-x", status="complete", rows=tuple(clean)))
+                if ln.lstrip().startswith("encoding"))
+    assert line.endswith("accuracy 1.00 vs 1.00 (lowest)")  # nothing below 1: no workload to name

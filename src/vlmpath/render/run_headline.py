@@ -73,7 +73,11 @@ def _encoding(rows: Sequence[Row]) -> str | None:
     acc = _pairs(rows, "bench_encode.EncodeMetrics.track_accuracy", "strategy", "batched", "per_request")
     if acc:
         lo = min(v[0] for v in acc.values()), min(v[1] for v in acc.values())
-        line += f"; accuracy {fmt_value(lo[0], 'fraction')} vs {fmt_value(lo[1], 'fraction')} (lowest)"
+        line += f"; accuracy {fmt_value(lo[0], 'fraction')} vs {fmt_value(lo[1], 'fraction')} (lowest"
+        # Which workload the lower one is: a reader looks there (per-request keys its cache by
+        # the hash alone, as the engines do: key_collision serves it another item's rows).
+        worst = min(acc, key=lambda g: min(acc[g]))
+        line += f": {worst})" if min(acc[worst]) < 1.0 and worst else ")"
     return line
 
 
