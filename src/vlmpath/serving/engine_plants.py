@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
+from vlmpath.serving.launch import delay_seconds
 from vlmpath.serving.overlay import build_overlay, installed_package
 
 MERGE = "model_executor/models/utils.py"
@@ -53,16 +54,12 @@ def edits(spec: str) -> tuple[Edit, ...]:
             "if encoder_outputs:",
             "    encoder_outputs = list(torch.cat(list(encoder_outputs)).split(_counts))",
         )),)
-    if spec.startswith("delay:"):
-        try:
-            s = float(spec[6:])
-        except ValueError:
-            s = -1.0
-        if 0 < s <= 60:
-            return (Edit(RUNNER, "encoder_outputs: list[torch.Tensor] = []", (
-                f"# VLMPATH PLANT delay: {s:g} s before each encoder batch",
-                f"__import__('time').sleep({s!r})",
-            )),)
+    s = delay_seconds(spec)  # one reading of delay:S for every plant site
+    if s is not None:
+        return (Edit(RUNNER, "encoder_outputs: list[torch.Tensor] = []", (
+            f"# VLMPATH PLANT delay: {s:g} s before each encoder batch",
+            f"__import__('time').sleep({s!r})",
+        )),)
     raise VlmpathError(f"--plant {spec!r} (vLLM): use shift (the merge writes one image's rows shifted), "
                        "split (encoder rows re-split by placeholder counts, #25910's shape) or delay:S "
                        "(S seconds, 0-60, before each encoder batch)")

@@ -149,17 +149,23 @@ def recipe(kind: str, python: str, model: str, port: int, device: str,
     return list(argv), dict(env)
 
 
+def delay_seconds(spec: str) -> float | None:
+    """S of a ``delay:S`` plant (0 < S <= 60), else None: one reading for every plant site."""
+    if not spec.startswith("delay:"):
+        return None
+    try:
+        s = float(spec[6:])
+    except ValueError:
+        return None
+    return s if 0 < s <= 60 else None
+
+
 def check_plant(spec: str) -> str:
     """``shift``, ``delay:S`` (0 < S <= 60) or ``exit:N``, else one line naming ``--plant``."""
     if spec == "shift":
         return spec
-    if spec.startswith("delay:"):
-        try:
-            s = float(spec[6:])
-        except ValueError:
-            s = -1.0
-        if 0 < s <= 60:
-            return spec
+    if delay_seconds(spec) is not None:
+        return spec
     if spec.startswith("exit:") and spec[5:].isdigit() and int(spec[5:]) < 10_000:
         return spec
     raise VlmpathError(f"--plant {spec!r}: use shift (image rows shifted by one), delay:S "
