@@ -65,7 +65,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -147,12 +147,13 @@ def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: s
 
 
 def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[str, str] | None = None,
-           profile: bool | None = None, profiler=None) -> FlowResult:
+           profile: bool | None = None, profiler=None, serve_command: Sequence[str] | None = None) -> FlowResult:
     """Benchmark merge-base(opts.base, opts.head) and head on one machine and compare them.
 
     ``opts`` is ``vlmpath ci pr``'s options record (``pr.options.PrOptions``); the keywords
     are what a test puts in place of the real world (the suite runner, the environment,
-    the profiler). Of the options:
+    the profiler, what runs the serving child's ``vlmpath``: ``pr.serve.serve_rounds``). Of
+    the options:
     ``shard`` (a ``runner.shards.Shard``): only that shard's cases, the same on both sides
     (``pr.shard``); its artifact joins the other shards' in ``ci merge``.
     ``trusted_results``: the trusted store a base may be reused from (default: the results
@@ -279,13 +280,12 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
                      sources={base_sha: store} if reused and base_sha != head_sha else None)
         if serve is not None:  # while the worktrees exist: each side's tree is served
-            serve_files = pr_serve.serve_rounds(serve, base_wt, head_wt, out, _log)
+            pr_serve.serve_rounds(serve, base_wt, head_wt, out, _log, env=child_env, command=serve_command)
+            notes.append(pr_serve.chart_note(out))
 
     if counting:  # the counts join the artifact (OUT/instructions.json): judged with the rest
         pr_instructions.count_pr(root, base_sha, head_sha, out, machine=machine,
                                  bench=opts.instructions_bench or opts.bench, scale=opts.scale, counter=opts.counter)
-    if serve is not None:
-        notes.append(pr_serve.draw(out, *serve_files))
     manifest = RunManifest(
         machine=machine, base_sha=base_sha, head_sha=head_sha, base_ref=opts.base, head_ref=opts.head,
         base_tip=base_tip, bench=opts.bench, quick=opts.quick, scale=opts.scale, reused_base=reused,
