@@ -506,3 +506,25 @@ def test_pr_flow_charts_agree_with_the_comment_under_config(repo, tmp_path, head
     man = manifest(out)
     assert chart_regressions(man, bad) == {"history": expected, "pr": expected}
     assert "t.yaml" in man["thresholds"]
+
+
+def test_a_malformed_accepted_file_on_head_is_refused_before_any_side_is_measured(repo, tmp_path):
+    a = commit_value(repo, 1.0, "a")
+    (repo / "benchmarks").mkdir(exist_ok=True)
+    (repo / "benchmarks" / "accepted.yaml").write_text("- benchmark: [unclosed\n")
+    b = commit_value(repo, 1.0, "b")
+    suite = FakeSuite()
+    with pytest.raises(VlmpathError, match="accepted.yaml"):
+        run(repo, tmp_path, a, b, suite)
+    assert suite.calls == []  # seconds, not a measured suite
+    assert not worktrees(repo)[1:]  # and nothing left behind
+
+
+def test_a_well_formed_accepted_file_on_head_is_read_and_both_sides_measured(repo, tmp_path):
+    a = commit_value(repo, 1.0, "a")
+    (repo / "benchmarks").mkdir(exist_ok=True)
+    (repo / "benchmarks" / "accepted.yaml").write_text("[]\n")
+    b = commit_value(repo, 1.0, "b")
+    suite = FakeSuite()
+    res = run(repo, tmp_path, a, b, suite)
+    assert res.exit_code == 0 and len(suite.calls) == 2

@@ -104,7 +104,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
             if a.serve:
                 from vlmpath.pr.serve import ServeOptions
 
-                serve = ServeOptions(a.serve, a.serve_launch, a.serve_rounds, a.serve_python, a.serve_device).check()
+                serve = ServeOptions(a.serve, a.serve_launch, a.serve_rounds, a.serve_python, a.serve_device)
             opts = PrOptions(
                 a.base, a.head, out_dir=a.out, repo=a.repo, bench=a.bench, quick=a.quick,
                 machine=MachineName.parse(a.machine) if a.machine else None,

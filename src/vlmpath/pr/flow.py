@@ -75,12 +75,10 @@ from vlmpath.pr.judge import Acceptance, judge_own
 from vlmpath.pr.options import PrOptions
 from vlmpath.pr.outputs import RESULTS_ENV, FlowResult, draw_charts
 from vlmpath.pr.yardstick import (
-    BENCHMARK_DIR,
     DEFINITIONS_SUBDIR,
-    base_thresholds,
     changed_definitions,
-    moved_files,
     names_pattern,
+    yardstick_of,
 )
 from vlmpath.pr.side import (
     RunSuite,
@@ -97,7 +95,6 @@ from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import git, merge_base, repo_root, resolve_commit, worktree
 from vlmpath.core.interrupt import scratch_env
 from vlmpath.core.run_lock import results_lock
-from vlmpath.core.yardstick import notice
 from vlmpath.runner.discovery_cache import DISCOVERY_CACHE_ENV
 
 
@@ -175,23 +172,8 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
             re.compile(pattern or "")
         except re.error as exc:
             raise VlmpathError(f"{flag} {pattern!r} is not a regular expression: {exc}") from None
-    root = repo_root(opts.repo)
-    base_tip = resolve_commit(root, opts.base)
-    head_sha = resolve_commit(root, opts.head)
-    base_sha = merge_base(root, base_tip, head_sha)
-    machine = opts.machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
-    rdir = Path(opts.results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
-    out = Path(opts.out_dir).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    cfg = base_thresholds(root, base_sha, opts.thresholds)  # base's packaged yaml, never head's (pr.yardstick)
     if opts.interleave:
         pr_interleave.check_rounds(opts.interleave)
-    runner = run_suite or run_suite_subprocess
-    serve = opts.serve
-    if serve is not None:  # a model directory that is not one is refused before any measuring
-        from vlmpath.pr import serve as pr_serve
-
-        serve = serve.check()
     counting = opts.instructions
     if counting:  # before any measuring: a GPU backend or a missing valgrind is one clear error
         from vlmpath.pr import instructions as pr_instructions
@@ -200,12 +182,29 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         pr_instructions.refuse_gpu()
         if opts.counter == "callgrind":
             callgrind.valgrind("or count with --counter ops")
+    root = repo_root(opts.repo)
+    base_tip = resolve_commit(root, opts.base)
+    head_sha = resolve_commit(root, opts.head)
+    base_sha = merge_base(root, base_tip, head_sha)
+    machine = opts.machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
+    rdir = Path(opts.results_dir or (env or os.environ).get(RESULTS_ENV) or root / ".asv" / "results").resolve()
+    out = Path(opts.out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    # Base's packaged thresholds, never head's, and the yardstick files head moved (pr.yardstick).
+    yardstick = yardstick_of(root, base_sha, head_sha, opts.thresholds)
+    cfg = yardstick.thresholds
+    # The PR's benchmarks/accepted.yaml is its proposal: an entry accepts only when the base
+    # branch (its tip, committed) already holds it; the PR's own entries await review, failing.
+    # Read before measuring: a malformed file costs seconds, not a measured suite.
+    acceptance = Acceptance(accepted_mod.load(opts.accepted) if opts.accepted else accepted_mod.load_at(root, head_sha),
+                            accepted_mod.load_at(root, base_tip), pr=opts.pr)
+    runner = run_suite or run_suite_subprocess
+    serve = opts.serve  # checked when it was built (pr.serve.ServeOptions)
     notes: list[str] = []
     _log(f"base {opts.base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {opts.head} -> {head_sha[:8]}; "
          f"machine {machine}; results {rdir}")
 
-    moved = moved_files(root, base_sha, head_sha)
-    top_notice = notice(moved)
+    top_notice = yardstick.notice
     if top_notice:  # the comment's top notice (core.yardstick), in run.json's notes for every judge
         notes.append(top_notice)
     shard = opts.shard
@@ -274,12 +273,14 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
                              f"{store} (same options, toolchain and benchmark versions; --rerun-base "
                              "measures it again)")
         # Head's new or changed definitions: shown once (in shard 1 of a split check).
-        if any(f.startswith(BENCHMARK_DIR + "/") for f in moved) and (shard is None or shard.k == 1):
+        if yardstick.moves_definitions and (shard is None or shard.k == 1):
             new_definitions = _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env, out,
                                                 opts.bench)
         copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
                      sources={base_sha: store} if reused and base_sha != head_sha else None)
         if serve is not None:  # while the worktrees exist: each side's tree is served
+            from vlmpath.pr import serve as pr_serve
+
             pr_serve.serve_rounds(serve, base_wt, head_wt, out, _log, env=child_env, command=serve_command)
             notes.append(pr_serve.chart_note(out))
 
@@ -294,10 +295,6 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         shard=_claim(shard_entry), serve=serve.model if serve is not None else None,
         serve_rounds=serve.rounds if serve is not None else None, new_definitions=tuple(new_definitions))
     write_manifest(out, manifest)  # the artifact is whole: what ci merge reads, and what is judged now
-    # The PR's benchmarks/accepted.yaml is its proposal: an entry accepts only when the base
-    # branch (its tip, committed) already holds it; the PR's own entries await review, failing.
-    acceptance = Acceptance(accepted_mod.load(opts.accepted) if opts.accepted else accepted_mod.load_at(root, head_sha),
-                            accepted_mod.load_at(root, base_tip), pr=opts.pr)
     header = [f"base: {opts.base} -> merge-base {base_sha} (base tip {base_tip})",
               f"head: {opts.head} -> {head_sha}", f"machine: {machine}", f"results: {rdir}",
               *(f"note: {n}" for n in notes)]

@@ -56,19 +56,19 @@ class ServeOptions:
     max_tokens: int = 8
     startup_timeout_s: float = 120.0
 
-    def check(self) -> ServeOptions:
-        """Refuse a bad option in one line, before anything is measured."""
-        check_model_dir(self.model)
+    def __post_init__(self) -> None:
+        """A record that exists is a checked one: a bad option is refused in one line when it
+        is built (by the CLI, before anything is measured), never after a measured suite."""
+        object.__setattr__(self, "model", str(check_model_dir(self.model)))  # resolved: the child runs elsewhere
         if self.launch not in kinds():
             raise VlmpathError(f"--serve-launch {self.launch!r}: use one of {', '.join(kinds())}")
         if not 1 <= self.rounds <= 50:
             raise VlmpathError(f"--serve-rounds {self.rounds}: give 1 to 50 (6 or more for a full paired verdict)")
-        return self
 
 
 def serve_pair_argv(opts: ServeOptions, base_tree: Path, head_tree: Path, out: Path) -> list[str]:
     """``vlmpath serve-pair``'s arguments for serving both trees (module doc)."""
-    argv = ["serve-pair", "--launch", opts.launch, "--model", str(check_model_dir(opts.model)),
+    argv = ["serve-pair", "--launch", opts.launch, "--model", opts.model,
             "--rounds", str(opts.rounds), "--base-pythonpath", str(base_tree / "src"),
             "--head-pythonpath", str(head_tree / "src"), "--out", str(out / SERVE_SUBDIR),
             "--device", opts.device, "--startup-timeout", f"{opts.startup_timeout_s:g}",

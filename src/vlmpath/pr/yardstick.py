@@ -22,13 +22,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vlmpath.compare.comparison import Comparison, MachineComparison, Verdict
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import git
 from vlmpath.core.helper_digest import helper_digests, helpers_moved, module_of
-from vlmpath.core.yardstick import yardstick_files
+from vlmpath.core.yardstick import notice, yardstick_files
+
+if TYPE_CHECKING:
+    from vlmpath.compare.thresholds import Thresholds
 
 THRESHOLDS_PATH = "src/vlmpath/compare/thresholds.yaml"
 BENCHMARK_DIR = "benchmarks"
@@ -36,6 +41,31 @@ DEFINITIONS_SUBDIR = "head-definitions"
 NEW_DEFINITION = "new definition, not judged"
 #: Most head definitions run (a PR that rewrites the whole suite is shown in part).
 MAX_DEFINITIONS = 200
+
+
+@dataclass(frozen=True)
+class Yardstick:
+    """What judges one pair: base's thresholds, and the yardstick files head moved."""
+
+    thresholds: Thresholds
+    moved: tuple[str, ...]
+
+    @property
+    def notice(self) -> str:
+        """The comment's top notice when head moved the yardstick ('' when it did not)."""
+        return notice(list(self.moved))
+
+    @property
+    def moves_definitions(self) -> bool:
+        """Does head touch the benchmark definitions (its new ones then run, unjudged)?"""
+        return any(f.startswith(BENCHMARK_DIR + "/") for f in self.moved)
+
+
+def yardstick_of(root: Path, base_sha: str, head_sha: str, thresholds=None) -> Yardstick:
+    """The pair's yardstick, read once from git before anything is measured (module doc);
+    ``thresholds``: the user's ``--config`` on top of base's packaged yaml."""
+    moved = tuple(moved_files(root, base_sha, head_sha))
+    return Yardstick(base_thresholds(root, base_sha, thresholds), moved)
 
 
 def moved_files(root: Path, base_sha: str, head_sha: str) -> list[str]:
