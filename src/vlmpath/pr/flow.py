@@ -73,7 +73,7 @@ from pathlib import Path
 from vlmpath.pr.artifact import RESULTS_SUBDIR, Outcome, RunManifest, ShardClaim, write_manifest
 from vlmpath.pr.judge import Acceptance, judge_own
 from vlmpath.pr.options import PrOptions
-from vlmpath.pr.outputs import RESULTS_ENV, FlowResult, draw_charts
+from vlmpath.pr.outputs import COMMENT_FILE, RESULTS_ENV, FlowResult, draw_charts
 from vlmpath.pr.yardstick import (
     DEFINITIONS_SUBDIR,
     changed_definitions,
