@@ -59,8 +59,6 @@ def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) ->
             continue
         b, h = fmt_pair(c.base, c.head, c.unit)
         note = note_text(c)
-        if c.direction == "unknown":
-            note = (note + "; " if note else "") + "direction unknown"
         # Every cell from the artifact goes through log_line: this text is printed in the
         # privileged comment job's log (no newline, control character or "::" gets through).
         rows.append(tuple(log_line(x) for x in (c.machine, clip(case_text(c.case or c.benchmark, c.params), NAME_CHARS),
@@ -128,7 +126,7 @@ def _row(cells: Iterable[str]) -> str:
 
 def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
     b, h = fmt_pair(c.base, c.head, c.unit)
-    unit = md_escape(clip(c.unit, 40)) + (" (direction unknown)" if c.direction == "unknown" else "")
+    unit = md_escape(clip(c.unit, 40))
     cells = [md_escape(clip(c.machine, 64))] if with_machine else []
     # Numbers are formatted here, not taken from input: they need no escaping.
     verdict = verdict_text(c, VERDICT_TEXT[c.verdict])

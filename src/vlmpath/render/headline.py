@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from vlmpath.compare.accepted import AWAITING
 from vlmpath.compare.comparison import Comparison, ComparisonReport, Verdict
+from vlmpath.core.metrics import Method
 from vlmpath.compare.records import GPU_KEY_PREFIX
 from vlmpath.core.asv_names import strip_kind
 from vlmpath.render.escape import clip, md_escape
@@ -69,7 +70,7 @@ def _headline_item(c: Comparison) -> str:
     label = md_escape(short_label(c))
     if c.verdict is Verdict.NEWLY_FAILING:
         return f"{label} newly failing"
-    if c.method == "exact":
+    if c.method == Method.EXACT:
         b, h = fmt_pair(c.base, c.head, c.unit)
         return f"{label} {md_escape(clip(c.unit, UNIT_CHARS))} {b} -> {h}"
     return f"{label} {md_escape(clip(c.unit, UNIT_CHARS))} {fmt_change(c)}"
