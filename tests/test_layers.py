@@ -122,6 +122,78 @@ def test_layer_test_can_see_an_upward_import(tmp_path, monkeypatch):
     assert "vlmpath.github.comment" in deps
 
 
+# --- private names stay home (issue 37): an underscore name is its module's own --------------
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports(root: Path = SRC) -> list[str]:
+    """``module:line name`` for every underscore name a module under ``root`` takes from
+    another vlmpath module: ``from vlmpath.x import _y``, or ``x._y`` on a vlmpath module it
+    imported (``import vlmpath.x as x``, ``from vlmpath import x``). A name two modules share
+    is a seam: it gets a public name, or moves to the one module that uses it."""
+    mods = {_module_name_under(p, root): p for p in root.rglob("*.py")}
+    out = []
+    for mod, path in sorted(mods.items()):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+        bound: dict[str, str] = {}  # local name -> the vlmpath module it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                src = (".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                       if node.level else node.module or "")
+                if src.split(".")[0] != "vlmpath":
+                    continue
+                for a in node.names:
+                    if _private(a.name) and src != mod:
+                        out.append(f"{mod}:{node.lineno} {src}.{a.name}")
+                    if f"{src}.{a.name}" in mods:
+                        bound[a.asname or a.name] = f"{src}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] == "vlmpath":
+                        bound[a.asname or a.name] = a.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                chain, v = [], node.value
+                while isinstance(v, ast.Attribute):
+                    chain.append(v.attr)
+                    v = v.value
+                if isinstance(v, ast.Name) and v.id in bound:
+                    target = ".".join([bound[v.id], *reversed(chain)])
+                    if target in mods and target != mod:
+                        out.append(f"{mod}:{node.lineno} {target}.{node.attr}")
+    return out
+
+
+def _module_name_under(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_module_takes_another_modules_private_name():
+    assert private_imports() == []
+
+
+def test_the_private_name_gate_sees_planted_crossings(tmp_path):
+    pkg = tmp_path / "vlmpath"
+    (pkg / "core").mkdir(parents=True)
+    for d in (pkg, pkg / "core"):
+        (d / "__init__.py").write_text("")
+    (pkg / "core" / "home.py").write_text("def _helper():\n    return 1\n\n\nX = _helper()  # its own: fine\n")
+    (pkg / "core" / "user.py").write_text(
+        "from vlmpath.core.home import X, _helper\n"
+        "from vlmpath.core import home\n"
+        "import vlmpath.core.home as h\n"
+        "from .home import _helper as again\n"
+        "from vlmpath.core.home import X as _x  # a public name kept private here: fine\n"
+        "Y = home._helper() + h._helper() + home.__name__.count('x')\n")
+    assert private_imports(pkg) == ["vlmpath.core.user:1 vlmpath.core.home._helper",
+                                    "vlmpath.core.user:4 vlmpath.core.home._helper",
+                                    "vlmpath.core.user:6 vlmpath.core.home._helper",
+                                    "vlmpath.core.user:6 vlmpath.core.home._helper"]
+
+
 # --- parameter hygiene (issue 37): options travel as records, not as long argument lists ---------
 MAX_PARAMS = 8
 ORCHESTRATION = ("pr", "runner", "cli")

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison, ComparisonReport
-from vlmpath.compare.selection import _alt_matches
+from vlmpath.compare.selection import alt_matches
 from vlmpath.core.errors import VlmpathError
 
 #: Where the comparison looks for the list (relative to the repository root).
@@ -104,7 +104,7 @@ class Accepted:
 
 def glob(pattern: str, text: str) -> bool:
     """``*`` matches any run of characters; everything else is literal (no regex)."""
-    return _alt_matches(True, pattern.split("*"), True, text)
+    return alt_matches(True, pattern.split("*"), True, text)
 
 
 def _text(v: Any, what: str, where: str) -> str:
