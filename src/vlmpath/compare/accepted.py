@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -213,11 +213,6 @@ def load_at(repo: str | os.PathLike[str], sha: str) -> tuple[Accepted, ...]:
 
     data = file_at(repo, sha, ACCEPTED_FILE, limit=MAX_BYTES)
     return () if data is None else loads(data, f"{ACCEPTED_FILE} at {sha[:12]}")
-
-
-def to_list(entries: Iterable[Accepted]) -> list[dict[str, Any]]:
-    """The entries as plain dicts (for ``run.json``: ``ci merge`` applies the same list)."""
-    return [{k: v for k, v in vars(e).items() if v is not None} for e in entries]
 
 
 def apply(report: ComparisonReport, entries: Sequence[Accepted], *, pr: int | None = None,

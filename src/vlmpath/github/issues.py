@@ -44,7 +44,3 @@ def comment_issue(client: Client, owner: str, name: str, number: int, body: str)
         client.send_once("POST", client.url(f"/repos/{owner}/{name}/issues/{int(number)}/comments"), {"body": body})
     except Transient as exc:
         raise GitHubError(f"{exc}: rerun", status=exc.status) from None
-
-
-def close_issue(client: Client, owner: str, name: str, number: int) -> dict[str, Any]:
-    return update_issue(client, owner, name, number, state="closed", state_reason="completed")

@@ -39,11 +39,3 @@ def run_rounds(n: int, out: Path, rdir: Path, machine: str, base_sha: str, head_
             log(f"interleaved round {i + 1}/{n}: {side} {sha[:8]}")
             run()
             copy_results(rdir, side_dir(out, i, side), machine, (sha,))
-
-
-def load_rounds(n: int, out: Path, base_sha: str, head_sha: str):
-    from vlmpath.compare import asv_results
-
-    base = [asv_results.load_asv(side_dir(out, i, "base"), base_sha) for i in range(n)]
-    head = [asv_results.load_asv(side_dir(out, i, "head"), head_sha) for i in range(n)]
-    return base, head

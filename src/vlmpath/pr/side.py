@@ -4,7 +4,7 @@
 ``run_suite_subprocess`` is the real runner (``vlmpath run`` of this package with base's
 suite importing the commit's code through ``ASV_PYTHONPATH``, see ``vlmpath.pr.flow``);
 ``check_import`` proves a benchmark process would import the commit under test;
-``base_reusable`` / ``base_reuse_problem`` say whether stored base results are valid for
+``base_reuse_problem`` says whether stored base results are valid for
 what head ran (``vlmpath.pr.base_reuse``: trusted, same options, toolchain, benchmark
 versions and cases); ``copy_results`` copies just the two runs a comparison needs.
 
@@ -216,13 +216,6 @@ def base_reuse_problem(store: Path, results_dir: Path, machine: str, base_sha: s
                          machine, bench=bench, quick=quick, scale=scale)
 
 
-def base_reusable(results_dir: Path, machine: str, base_sha: str, head_sha: str, *, bench: str | None = None,
-                  quick: bool = False, scale: str | None = None, store: Path | None = None) -> bool:
-    """Are stored base results (in ``store``, default ``results_dir``) valid for what head ran?"""
-    return base_reuse_problem(store or results_dir, results_dir, machine, base_sha, head_sha,
-                              bench=bench, quick=quick, scale=scale) is None
-
-
 def copy_results(results_dir: Path, dest: Path, machine: str, shas: Sequence[str],
                  sources: Mapping[str, Path] | None = None) -> None:
     """Copy only what one comparison needs (not the whole history) into ``dest``.
@@ -257,4 +250,3 @@ def copy_results(results_dir: Path, dest: Path, machine: str, shas: Sequence[str
         if isinstance(meta, dict) and ran:
             meta = {k: v for k, v in meta.items() if k == "version" or k in ran}
         write_json(dest / "benchmarks.json", meta)
-
