@@ -1,4 +1,5 @@
-"""Do the layers' imports only go down, with no circle and no private name taken across modules?
+"""Do the layers' imports only go down, with no circle, no private name taken across modules
+and every name imported from its home (no re-export shim)?
 
 The layer order is the one docs/architecture.md gives: ``core`` < ``measure`` < ``paths`` <
 ``engines`` < ``suite`` < ``serving`` < ``compare`` < ``render`` < ``runner`` < ``github`` <
@@ -217,6 +218,60 @@ def test_the_private_name_gate_sees_planted_crossings(tmp_path):
                                     "vlmpath.core.user:4 vlmpath.core.home._helper",
                                     "vlmpath.core.user:6 vlmpath.core.home._helper",
                                     "vlmpath.core.user:6 vlmpath.core.home._helper"]
+
+
+# --- every name imported from the module that defines it (no re-export shims) --------------
+def re_exports(repo: Path = SRC.parents[1]) -> list[str]:
+    """``file:line from module import name -> home.name`` for every import (library, tests,
+    asv suite) of a name from a module that only imports it in turn: after a split, the old
+    module keeps importing the moved names "so callers keep working", and a reader finds a
+    name in a module that does not define it. Import it from its home instead."""
+    src = repo / "src" / "vlmpath"
+    bound: dict[str, dict[str, tuple[str, str]]] = {}  # module -> {name: (module, name) it imports}
+    for path in src.rglob("*.py"):
+        names = bound.setdefault(_module_name_under(path, src), {})
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "vlmpath":
+                names.update({a.asname or a.name: (node.module, a.name) for a in node.names})
+
+    def home(module: str, name: str) -> tuple[str, str]:
+        for _ in range(10):  # a chain of re-exports, to the definer (a re-export may rename)
+            nxt = bound.get(module, {}).get(name)
+            if nxt is None or ".".join(nxt) in bound:  # defined here, or a submodule
+                break
+            module, name = nxt
+        return module, name
+
+    out = []
+    for path in sorted(p for d in ("src", "tests", "benchmarks") for p in (repo / d).rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in bound:
+                for a in node.names:
+                    where = home(node.module, a.name)
+                    if where[0] != node.module:
+                        out.append(f"{path.relative_to(repo)}:{node.lineno} from {node.module} import {a.name}"
+                                   f" -> {'.'.join(where)}")
+    return out
+
+
+def test_names_are_imported_from_their_home():
+    assert re_exports() == []
+
+
+def test_a_planted_re_export_is_found(tmp_path):
+    pkg = tmp_path / "src" / "vlmpath"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "home.py").write_text("X = 1\nY = 2\n")
+    (pkg / "shim.py").write_text("from vlmpath.home import X, Y as Z  # noqa: F401\n\nW = 3\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_user.py").write_text("def f():\n    from vlmpath.shim import W, X, Z\n    return W, X, Z\n")
+    assert re_exports(tmp_path) == ["tests/test_user.py:2 from vlmpath.shim import X -> vlmpath.home.X",
+                                    "tests/test_user.py:2 from vlmpath.shim import Z -> vlmpath.home.Y"]
 
 
 # --- parameter hygiene (issue 37): options travel as records, not as long argument lists ---------
