@@ -86,12 +86,13 @@ def test_the_worker_builds_the_entrys_adapter_and_holds_it_to_the_protocol(toy, 
 
     engine = load_engine("toy==1.0")
     assert isinstance(engine, toy_vlmpath.ToyEngine) and isinstance(engine, EngineAdapter)
-    assert (engine.label, engine.version, engine.seams) == ("toy==1.0", "1.0", {"merge": "masked_scatter"})
+    assert (engine.label, engine.version, engine.seams) == ("toy==1.0", "1.0", {"merge": "masked_scatter",
+                                                                              "rows": "in_order"})
     monkeypatch.setattr(toy_vlmpath.ToyEngine, "seams", {}, raising=False)
-    monkeypatch.setattr(toy_vlmpath.ToyEngine, "__init__", lambda self, label: None)
+    monkeypatch.setattr(toy_vlmpath.ToyEngine, "__init__", lambda self, label, options: None)
     monkeypatch.setattr(toy_vlmpath.ToyEngine, "label", "toy==1.0", raising=False)
     monkeypatch.setattr(toy_vlmpath.ToyEngine, "version", "1.0", raising=False)
-    with pytest.raises(EngineError, match="found no merge seam"):
+    with pytest.raises(EngineError, match="found no merge, rows seam"):
         load_engine("toy==1.0")
     monkeypatch.delattr(toy_vlmpath.ToyEngine, "arrive")
     with pytest.raises(EngineError, match="lacks what the suite drives"):
@@ -172,7 +173,9 @@ def test_toy_engine_through_install_list_measure_and_the_pr_flow(toy, tmp_path, 
                  "--json", str(out)]) == 0
     rec = json.loads(out.read_text())
     assert (rec["engine"], rec["engine_version"], rec["engine_seams"]) == ("toy==1.0", "1.0",
-                                                                            {"merge": "masked_scatter"})
+                                                                            {"merge": "masked_scatter",
+                                                                             "rows": "in_order"})
+    assert rec["engine_options"] == {"rows": "in_order"}  # the entry's default, recorded
     assert rec["error"] is None and rec["accuracy"] == 1.0 and rec["items"] > 1
 
     repo = tmp_path / "toyeng-repo"
