@@ -3,19 +3,19 @@
 ``write_toy(root)`` makes, under ``root``:
 
 - ``plug/toy_vlmpath.py``: ONE module, the engine's whole registration: ``ENGINE =
-  EngineEntry(name="toy", ...)`` and the adapter class ``ToyEngine`` (an
-  ``EngineAdapter``). Its routine is vlmpath's reference routine with the *engine's own*
-  ``toyeng.merge`` as the placement step, so a mistake in the engine's code shows in the
-  accuracy. It declares one option, ``rows`` (``in_order``, or ``reversed``: the rows handed
-  to the merge newest first, a misplacement the accuracy shows; its own flag ``--toy-rows``),
-  which its adapter takes as the mapping it was given and records in its seam ``rows``; its
-  own bench client (``bench``: a row per case, from a run of the engine env's python); and
-  the files its CI templates watch (``ci_paths``). Its installer is a cheap fake (no pip): a ``bin/python`` that runs this
+  EngineEntry(name="toy", ...)`` and the adapter class ``ToyEngine`` (an ``EngineAdapter``).
+  Its routine is vlmpath's reference routine with the *engine's own* ``toyeng.merge`` as the
+  placement step, so a mistake in the engine's code shows in the accuracy. It declares one
+  option, ``rows`` (``in_order``, or ``reversed``: the rows handed to the merge newest first, a
+  misplacement the accuracy shows; its own flag ``--toy-rows``), which its adapter takes as the
+  mapping it was given and records in its seam ``rows``; its own bench client (``bench``: a row
+  per case, from a run of the engine env's python); and the files its CI templates watch
+  (``ci_paths``). Its installer is a cheap fake (no pip): a ``bin/python`` that runs this
   interpreter with the env's own copy of the released ``toyeng`` on the path (after
-  ``PYTHONPATH``, where a venv's site-packages is); with
-  ``TOY_GATE`` set it logs ``start``/``end`` to ``TOY_LOG`` and waits for the gate file
-  in between (the lock test holds an install open with it); ``TOY_FAIL`` makes it fail
-  after doing its work (an install that did not finish);
+  ``PYTHONPATH``, where a venv's site-packages is); with ``TOY_GATE`` set it logs
+  ``start``/``end`` to ``TOY_LOG`` and waits for the gate file in between (the lock test holds
+  an install open with it); ``TOY_FAIL`` makes it fail after doing its work (an install that
+  did not finish);
 - ``plug/toy_import_chain.txt``: its data file;
 - ``plug/toy_vlmpath-0.1.dist-info/``: the entry point ``vlmpath.engines: toy`` (what
   ``pip install`` of a plug-in would leave), so the registry finds it with ``plug/`` on

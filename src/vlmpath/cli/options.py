@@ -1,18 +1,19 @@
 """Which typed values do the CLI's stringly options become, and where are they parsed?
 
 At the boundary, once. ``--scale`` becomes a ``core.scales.Scale`` (``scale_option``: an
-argparse ``type``, so a bad one is refused while the arguments are parsed, before any
-handler runs or torch is imported; ``--tower``, ``--counter`` and ``--machine`` are declared
-the same way beside their commands, as ``core.option_enums.Tower``/``Counter`` and
+argparse ``type``, so a bad one is refused while the arguments are parsed, before any handler
+runs or torch is imported; ``--tower``, ``--counter`` and ``--machine`` are declared the same
+way beside their commands, as ``core.option_enums.Tower``/``Counter`` and
 ``core.machine_names.MachineName``); ``--engine``/``--engine-src`` one
 ``engines.base.EngineSpec`` (``engine_spec``: two flags make one value, so in the handler);
 ``--shard`` a ``runner.shards.Shard`` (in the handler); ``--engine-option NAME=VALUE`` and an
-engine option's own flag one mapping (``engine_option_flags``, ``given_engine_options``:
-built from the registry's entries, checked against the chosen engine where it is known). The handlers hand these values on in
-one options record (``runner.options.RunOptions``, ``pr.options.PrOptions``); nothing below
-parses them again. The other boundaries are where a value crosses into a process as text:
-``VLMPATH_SCALE`` (``suite.bench_env``), ``VLMPATH_MACHINE`` (``measure.platform``), an engine
-label handed to a benchmark or worker process (``suite.engine_run``, ``suite.worker``).
+engine option's own flag one mapping (``engine_option_flags``, ``given_engine_options``: built
+from the registry's entries, checked against the chosen engine where it is known). The handlers
+hand these values on in one options record (``runner.options.RunOptions``,
+``pr.options.PrOptions``); nothing below parses them again. The other boundaries are where a
+value crosses into a process as text: ``VLMPATH_SCALE`` (``suite.bench_env``),
+``VLMPATH_MACHINE`` (``measure.platform``), an engine label handed to a benchmark or worker
+process (``suite.engine_run``, ``suite.worker``).
 """
 
 from __future__ import annotations

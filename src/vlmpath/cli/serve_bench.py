@@ -141,6 +141,8 @@ def _engine_client(a: argparse.Namespace, client, srv, settings, doc: dict, work
 
     clients, rows = client
     rows = list(rows)
+    if not clients:
+        return rows
     factor = load_thresholds(a.config).factor_for(f"{SERVE_BENCH}.track_serve_request_per_s", "req/s",
                                                   "cpu" if a.device == "cpu" else "gpu")
     for c in clients:

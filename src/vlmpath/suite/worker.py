@@ -1,28 +1,28 @@
 """Which records does one engine give for lists of cases, measured inside its own environment?
 
-``python -m vlmpath.suite.worker`` reads a job (JSON on stdin, written by
-``suite.engine_run``: the engine's label, ``device``, ``weights``, ``threads`` and its
-``sets``, each a case set's ``cases``, ``repeat``, ``count``, ``tower``, ``engine_options``,
-``faults`` and ``out``) and measures every case of every set, in order, with the engine's
-adapter (its entry in ``vlmpath.engines.registry``) imported in *this* interpreter (an
-engine environment's python, with an ``--engine-src`` tree first on its path), through the
-same ``measure_case`` as the reference. One start serves every set: the engine is imported
-once, and the adapter is built anew for each set, with that set's engine options (checked
-against the entry once more: ``engines.engine_options``, then handed over untouched and
-written into each of the set's records) and planted faults (``adapter_common``: they reach
-that adapter alone), and closed after its last case, so nothing of one set (its options,
-tower, faults, server state) reaches the next. Each set
-writes one record per case to its own ``out`` (``suite.record.dumps_record``), appending as
-it goes, so that a crash still leaves the records measured so far (``engine_run`` fills in
-the rest); the stderr line ``worker: set N of M`` comes before set N.
+``python -m vlmpath.suite.worker`` reads a job (JSON on stdin, written by ``suite.engine_run``:
+the engine's label, ``device``, ``weights``, ``threads`` and its ``sets``, each a case set's
+``cases``, ``repeat``, ``count``, ``tower``, ``engine_options``, ``faults`` and ``out``) and
+measures every case of every set, in order, with the engine's adapter (its entry in
+``vlmpath.engines.registry``) imported in *this* interpreter (an engine environment's python,
+with an ``--engine-src`` tree first on its path), through the same ``measure_case`` as the
+reference. One start serves every set: the engine is imported once, and the adapter is built
+anew for each set, with that set's engine options (checked against the entry once more:
+``engines.engine_options``, then handed over untouched and written into each of the set's
+records) and planted faults (``adapter_common``: they reach that adapter alone), and closed
+after its last case, so nothing of one set (its options, tower, faults, server state) reaches
+the next. Each set writes one record per case to its own ``out``
+(``suite.record.dumps_record``), appending as it goes, so that a crash still leaves the records
+measured so far (``engine_run`` fills in the rest); the stderr line ``worker: set N of M``
+comes before set N.
 
-A case that raises is a failed record carrying the error, and the next case runs; an
-engine that does not load at all gives every case of the set the same failed record. An
-engine option the engine does not declare, or its release cannot honour
-(``EngineOptionError``: a runner the release does not have) is bad input, not a result: one ``REFUSED`` line on stderr for that
-set, no record, the next set runs, and the worker exits 2 (``engine_run`` reports the
-refusal for that set: the CLI's one-line refusal). An adapter's ``close()`` (where it has
-one: the server state it set up) runs after each set's last case.
+A case that raises is a failed record carrying the error, and the next case runs; an engine
+that does not load at all gives every case of the set the same failed record. An engine option
+the engine does not declare, or its release cannot honour (``EngineOptionError``: a runner the
+release does not have) is bad input, not a result: one ``REFUSED`` line on stderr for that set,
+no record, the next set runs, and the worker exits 2 (``engine_run`` reports the refusal for
+that set: the CLI's one-line refusal). An adapter's ``close()`` (where it has one: the server
+state it set up) runs after each set's last case.
 """
 
 from __future__ import annotations
