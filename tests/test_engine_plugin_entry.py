@@ -10,7 +10,8 @@ names it) declares an option, a bench client and the files its CI templates watc
   it does not declare, is refused in one line naming the option and the choices, at the CLI
   of ``measure`` and of ``ci pr --engine-src`` (before any checkout);
 - its bench client is a ``serve-bench --engine-client`` choice and runs in its engine env
-  against its own server; asked for without an env, one line;
+  against its own server; asked for without an env, one line; ``auto`` asks every entry's
+  client, and an entry's client that never runs is its entry's reason;
 - ``vlmpath ci templates --engine toy --out DIR`` renders its three workflows, each valid
   YAML watching its ``ci_paths``; the CPU workflow's own install and check steps, run as
   written, install the toy release and judge a toy repository's PR (red on a misplacement).
@@ -127,6 +128,19 @@ def test_a_plugins_bench_client_is_a_choice_and_runs_in_its_env(toy, tmp_path, m
         main(["serve-bench", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "--engine-client {auto,toy,vllm,none}" in help_text  # only engines whose client runs
+
+
+def test_auto_asks_every_entrys_client_and_says_why_one_does_not_run(toy, tmp_path):
+    from vlmpath.engines import registry
+    from vlmpath.serving.bench_clients import chosen
+
+    clients, never = chosen("auto", str(tmp_path))  # an engine home with no env at all
+    assert [(c.engine, c.python, c.run) for c in clients] == [("toy", None, None), ("vllm", None, None)]
+    assert clients[0].label == ("not run: no complete toy engine env (`vlmpath engine install toy==1.0`, "
+                                "or pass --engine-home)")
+    # an entry whose client is never run: its own reason, from its entry
+    assert never == [{"client": "sglang.benchmark.serving", "not_run": registry.get("sglang").bench_client.not_run}]
+    assert chosen("none", str(tmp_path)) == ([], [])
 
 
 # --- CI templates ----------------------------------------------------------------------------

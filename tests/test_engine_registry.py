@@ -135,13 +135,23 @@ def test_a_module_without_an_entry_in_an_engine_package_is_refused(tmp_path, mon
     ({"name": "Bad-Name"}, "a name is lowercase"),
     ({"adapter": "no_colon"}, "must be 'module:Class'"),
     ({"source_dirs": ("../x",)}, "relative paths inside a checkout"),
+    ({"options": "runner"}, "options are EngineOptions with distinct names"),
+    ({"options": lambda O: (O("a", ("x",), "x", "h"), O("a", ("y",), "y", "h"))}, "options are EngineOptions"),
+    ({"options": lambda O: (O("a", ("x", "y"), "z", "h"),)}, r"default 'z' is one of its choices"),
+    ({"options": lambda O: (O("a", ("x", "x"), "x", "h"),)}, r"choices are distinct non-empty words"),
+    ({"options": lambda O: (O("a", ("x=1",), "x=1", "h"),)}, r"choices are distinct non-empty words \(no '='\)"),
+    ({"options": lambda O: (O("Bad-Name", ("x",), "x", "h"),)}, "engine option 'Bad-Name': a name is lowercase"),
+    ({"bench_client": lambda B: B("c")}, "give run='module:function' or not_run='why', one"),
+    ({"bench_client": lambda B: B("c", run="m:f", not_run="why")}, "give run='module:function' or not_run='why'"),
+    ({"bench_client": lambda B: B("c", run="no_colon")}, "give run='module:function'"),
 ])
 def test_bad_entries_are_refused_naming_the_field(kw, words):
-    from vlmpath.engines.registry import EngineEntry
+    from vlmpath.engines.registry import BenchClient, EngineEntry, EngineOption
 
-    args = {"name": "ok", "package": "ok", "import_name": "ok", "adapter": "m:C", **kw}
-    with pytest.raises(VlmpathError, match=words):
-        EngineEntry(**args)
+    made = {"options": EngineOption, "bench_client": BenchClient}
+    with pytest.raises(VlmpathError, match=words):  # an option or client is refused where it is made
+        EngineEntry(**{"name": "ok", "package": "ok", "import_name": "ok", "adapter": "m:C",
+                       **{k: v(made[k]) if callable(v) else v for k, v in kw.items()}})
 
 
 # --- the toy engine through install, measure and the PR flow (subprocesses) ----------------
