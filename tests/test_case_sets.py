@@ -66,7 +66,7 @@ def test_a_sets_faults_server_state_and_tower_stay_in_that_set(fake_sglang, monk
     cases = plan_cases(workloads=["video"], pipelines=["default"])  # the smallest preset
     sets = [CaseSet(cases, repeat=1, count=False, tower="engine"),
             CaseSet(cases, repeat=1, count=False, faults="video:raise:engine says no;*:bare"),
-            CaseSet(cases, repeat=1, count=False, vllm_runner="v1"),  # sglang has no runners: refused
+            CaseSet(cases, repeat=1, count=False, engine_options={"runner": "v1"}),  # sglang declares none: refused
             CaseSet(cases, repeat=1, count=False)]
     outs = [[] for _ in sets]
     job = {"engine": fake_sglang, "device": "cpu", "sets": [_job_set(cs) for cs in sets]}
@@ -155,7 +155,8 @@ def test_a_refusal_belongs_to_its_set_and_needs_the_workers_exit_status(tmp_path
         write(2, {_line("video")!r})
         sys.exit({rc})
     ''')
-    sets = [CaseSet(CASES, repeat=1), CaseSet(CASES, repeat=1, vllm_runner="v2"), CaseSet(CASES, repeat=1)]
+    sets = [CaseSet(CASES, repeat=1), CaseSet(CASES, repeat=1, engine_options={"runner": "v2"}),
+            CaseSet(CASES, repeat=1)]
     before, refused, after = measure_case_sets(sets, _vllm_tree(tmp_path), python=py)
     for recs in (before, after):
         assert [(r.workload, r.error) for r in recs] == [("few_large_images", None), ("video", None)]
@@ -172,26 +173,26 @@ def test_measure_cases_is_the_one_set_case_and_raises_its_refusal(tmp_path):
         sys.exit(2)
     ''')
     with pytest.raises(VlmpathError, match="has no v2 model runner"):
-        measure_cases(CASES, _vllm_tree(tmp_path), python=py, vllm_runner="v2")
+        measure_cases(CASES, _vllm_tree(tmp_path), python=py, engine_options={"runner": "v2"})
     job_py = _fake_python(tmp_path, f'''
-        assert len(sets) == 1 and sets[0]["vllm_runner"] == "v2" and sets[0]["faults"] is None, sets
+        assert len(sets) == 1 and sets[0]["engine_options"] == {{"runner": "v2"}} and sets[0]["faults"] is None, sets
         assert [c["workload"] for c in sets[0]["cases"]] == ["few_large_images", "video"]
         write(0, {_line("few_large_images")!r})
         write(0, {_line("video")!r})
     ''')
-    recs = measure_cases(CASES, _vllm_tree(tmp_path / "b"), python=job_py, vllm_runner="v2",
+    recs = measure_cases(CASES, _vllm_tree(tmp_path / "b"), python=job_py, engine_options={"runner": "v2"},
                          json_path=tmp_path / "r.jsonl")
     assert [r.error for r in recs] == [None, None]
     assert [r.workload for r in read_records(tmp_path / "r.jsonl")] == ["few_large_images", "video"]
 
 
 def test_the_reference_refuses_in_the_place_of_the_set_it_cannot_measure():
-    sets = [CaseSet(CASES, tower="engine"), CaseSet([]), CaseSet(CASES, vllm_runner="v1"),
+    sets = [CaseSet(CASES, tower="engine"), CaseSet([]), CaseSet(CASES, engine_options={"runner": "v1"}),
             CaseSet(CASES, faults="video:flip")]
     tower, empty, runner, faults = measure_case_sets(sets, "reference")
     assert "--tower engine runs an engine's own vision tower" in str(tower)
     assert empty == []
-    assert "--vllm-runner v1 chooses vLLM's model runner" in str(runner)
+    assert str(runner).startswith("--engine-option runner=v1: the reference routine takes no engine options")
     assert "planted faults go into an engine's adapter" in str(faults)
     with pytest.raises(VlmpathError, match="repeat must be at least 1"):
         CaseSet(CASES, repeat=0)

@@ -121,7 +121,7 @@ def test_a_runner_returning_grouped_order_is_red_on_interleaved_only(case, tmp_p
     drivable = [w for w in PRESETS if w != EVS and w not in PATH_PRESETS]
     cases = plan_cases(workloads=list(measured or drivable), pipelines=["default"])
     recs = {r.workload: r for r in measure_cases(cases, EngineSpec.parse(name, src=str(tree)), repeat=1, count=False,
-                                                  python=str(env.python), vllm_runner=runner)}
+                                                  python=str(env.python), engine_options={"runner": runner})}
     acc = {w: r.accuracy for w, r in recs.items()}
     print(f"FIGURE {case} grouped-order plant: {acc}")
     if name == "vllm":  # the planted runner is the one that ran

@@ -86,12 +86,13 @@ def test_the_worker_builds_the_entrys_adapter_and_holds_it_to_the_protocol(toy, 
 
     engine = load_engine("toy==1.0")
     assert isinstance(engine, toy_vlmpath.ToyEngine) and isinstance(engine, EngineAdapter)
-    assert (engine.label, engine.version, engine.seams) == ("toy==1.0", "1.0", {"merge": "masked_scatter"})
+    assert (engine.label, engine.version, engine.seams) == ("toy==1.0", "1.0", {"merge": "masked_scatter",
+                                                                              "rows": "in_order"})
     monkeypatch.setattr(toy_vlmpath.ToyEngine, "seams", {}, raising=False)
-    monkeypatch.setattr(toy_vlmpath.ToyEngine, "__init__", lambda self, label: None)
+    monkeypatch.setattr(toy_vlmpath.ToyEngine, "__init__", lambda self, label, options: None)
     monkeypatch.setattr(toy_vlmpath.ToyEngine, "label", "toy==1.0", raising=False)
     monkeypatch.setattr(toy_vlmpath.ToyEngine, "version", "1.0", raising=False)
-    with pytest.raises(EngineError, match="found no merge seam"):
+    with pytest.raises(EngineError, match="found no merge, rows seam"):
         load_engine("toy==1.0")
     monkeypatch.delattr(toy_vlmpath.ToyEngine, "arrive")
     with pytest.raises(EngineError, match="lacks what the suite drives"):
@@ -134,13 +135,23 @@ def test_a_module_without_an_entry_in_an_engine_package_is_refused(tmp_path, mon
     ({"name": "Bad-Name"}, "a name is lowercase"),
     ({"adapter": "no_colon"}, "must be 'module:Class'"),
     ({"source_dirs": ("../x",)}, "relative paths inside a checkout"),
+    ({"options": "runner"}, "options are EngineOptions with distinct names"),
+    ({"options": lambda O: (O("a", ("x",), "x", "h"), O("a", ("y",), "y", "h"))}, "options are EngineOptions"),
+    ({"options": lambda O: (O("a", ("x", "y"), "z", "h"),)}, r"default 'z' is one of its choices"),
+    ({"options": lambda O: (O("a", ("x", "x"), "x", "h"),)}, r"choices are distinct non-empty words"),
+    ({"options": lambda O: (O("a", ("x=1",), "x=1", "h"),)}, r"choices are distinct non-empty words \(no '='\)"),
+    ({"options": lambda O: (O("Bad-Name", ("x",), "x", "h"),)}, "engine option 'Bad-Name': a name is lowercase"),
+    ({"bench_client": lambda B: B("c")}, "give run='module:function' or not_run='why', one"),
+    ({"bench_client": lambda B: B("c", run="m:f", not_run="why")}, "give run='module:function' or not_run='why'"),
+    ({"bench_client": lambda B: B("c", run="no_colon")}, "give run='module:function'"),
 ])
 def test_bad_entries_are_refused_naming_the_field(kw, words):
-    from vlmpath.engines.registry import EngineEntry
+    from vlmpath.engines.registry import BenchClient, EngineEntry, EngineOption
 
-    args = {"name": "ok", "package": "ok", "import_name": "ok", "adapter": "m:C", **kw}
-    with pytest.raises(VlmpathError, match=words):
-        EngineEntry(**args)
+    made = {"options": EngineOption, "bench_client": BenchClient}
+    with pytest.raises(VlmpathError, match=words):  # an option or client is refused where it is made
+        EngineEntry(**{"name": "ok", "package": "ok", "import_name": "ok", "adapter": "m:C",
+                       **{k: v(made[k]) if callable(v) else v for k, v in kw.items()}})
 
 
 # --- the toy engine through install, measure and the PR flow (subprocesses) ----------------
@@ -172,7 +183,9 @@ def test_toy_engine_through_install_list_measure_and_the_pr_flow(toy, tmp_path, 
                  "--json", str(out)]) == 0
     rec = json.loads(out.read_text())
     assert (rec["engine"], rec["engine_version"], rec["engine_seams"]) == ("toy==1.0", "1.0",
-                                                                            {"merge": "masked_scatter"})
+                                                                            {"merge": "masked_scatter",
+                                                                             "rows": "in_order"})
+    assert rec["engine_options"] == {"rows": "in_order"}  # the entry's default, recorded
     assert rec["error"] is None and rec["accuracy"] == 1.0 and rec["items"] > 1
 
     repo = tmp_path / "toyeng-repo"

@@ -43,7 +43,7 @@ def _vllm_sets() -> dict[str, CaseSet]:
     is known only once the engine is imported (in the worker), so the other runner's test
     picks the one that is not."""
     return {
-        **{runner: CaseSet(driven_cases(), repeat=1, count=False, vllm_runner=runner) for runner in ("v1", "v2")},
+        **{runner: CaseSet(driven_cases(), repeat=1, count=False, engine_options={"runner": runner}) for runner in ("v1", "v2")},
         "device_mask": CaseSet(plan_cases(workloads=["many_small_images"], pipelines=["default"]), repeat=1,
                                faults="many_small_images:device_mask"),
         "tower": CaseSet(plan_cases(workloads=["multi_region", "many_small_images"], pipelines=["default"]),
@@ -101,6 +101,7 @@ def test_the_other_runner_places_every_row_on_every_preset_too(records, measured
     for w, r in recs.items():
         assert r.error is None and r.accuracy == 1.0 and r.placed == r.items > 0, (w, r.error)
         assert r.engine_seams["runner"].startswith(f"{other} (asked: --vllm-runner {other}")
+        assert r.engine_options == {"runner": other} and records[w].engine_options == {"runner": "server"}
         assert r.encoder_calls == records[w].encoder_calls, w  # vLLM's one batching rule in both
         differs |= {k for k, v in r.engine_seams.items() if records[w].engine_seams.get(k) != v}
     print(f"FIGURE runner {other} vs {server}: accuracy {[(w, r.accuracy) for w, r in recs.items()]}; "

@@ -134,5 +134,5 @@ def test_asking_for_a_client_that_is_not_installed_is_one_line_before_measuring(
     code = main(["serve-bench", "--server", "http://127.0.0.1:9", "--engine-client", "vllm",
                  "--engine-home", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == 2 and "--engine-client vllm: no complete vLLM engine env" in err
+    assert code == 2 and "--engine-client vllm: no complete vllm engine env (`vlmpath engine install vllm==" in err
     assert "no OpenAI-compatible server" not in err  # refused before the server was asked

@@ -1,6 +1,6 @@
-"""Typed options, parsed once: ``--scale``, ``--engine``, ``--shard``, ``--tower``,
-``--counter`` and ``--vllm-runner`` become a ``Scale``, an ``EngineSpec``, a ``Shard``, a
-``Tower``, a ``Counter`` and a ``VllmRunner``
+"""Typed options, parsed once: ``--scale``, ``--engine``, ``--shard``, ``--tower`` and
+``--counter`` become a ``Scale``, an ``EngineSpec``, a ``Shard``, a ``Tower`` and a ``Counter``,
+and ``--engine-option NAME=VALUE`` (or an option's own flag, from the registry) one mapping,
 at the CLI (or where the value crosses a process boundary) and travel as those values:
 each one's parse, round trip and one-line refusal; the records ``vlmpath run`` and
 ``vlmpath ci pr`` hand on. A second parse of a typed value is that value (``parse`` returns a
@@ -18,7 +18,7 @@ import pytest
 from vlmpath.cli import build_parser, main
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.machine_names import MachineName
-from vlmpath.core.option_enums import Counter, Tower, VllmRunner
+from vlmpath.core.option_enums import Counter, Tower
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.engines.base import EngineSpec
 from vlmpath.pr.options import PrOptions
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # --- each value: parse, round trip, refusal -------------------------------------------------
-@pytest.mark.parametrize("cls", [Scale, Tower, Counter, VllmRunner])
+@pytest.mark.parametrize("cls", [Scale, Tower, Counter])
 def test_a_choice_parses_its_names_round_trips_and_is_its_name(cls):
     for member in cls:
         assert cls.parse(member.value) is member and cls.parse(member) is member
@@ -92,8 +92,11 @@ def test_the_parsed_arguments_hold_typed_values():
     assert p.parse_args(["run", "--scale", "full"]).scale is Scale.FULL
     assert p.parse_args(["measure", "--tower", "engine"]).tower is Tower.ENGINE
     assert p.parse_args(["measure"]).tower is Tower.OURS
-    assert p.parse_args(["measure", "--vllm-runner", "v1"]).vllm_runner is VllmRunner.V1
-    assert p.parse_args(["measure"]).vllm_runner is VllmRunner.SERVER
+    # An engine option's own flag (vLLM's entry declares ``runner`` with one) and the generic
+    # flag land in the one list of pairs, made a mapping by the handler.
+    both = p.parse_args(["measure", "--vllm-runner", "v1", "--engine-option", "x=y"]).engine_option
+    assert both == [("runner", "v1"), ("x", "y")]
+    assert p.parse_args(["measure"]).engine_option == []
     pr = p.parse_args(["ci", "pr", "--base", "a", "--head", "b", "--counter", "callgrind", "--scale", "tiny"])
     assert pr.counter is Counter.CALLGRIND and pr.scale is Scale.TINY
     assert p.parse_args(["ci", "pr", "--base", "a", "--head", "b"]).scale is None  # run's default decides
@@ -176,7 +179,9 @@ def test_pr_options_refuse_counts_or_shards_with_an_engine_repository():
     with pytest.raises(VlmpathError, match="leave them out with --engine-src"):
         PrOptions("a", "b", engine_src="/x", shard=Shard(1, 2))
     assert PrOptions("a", "b", engine_src="/x").tower is Tower.OURS
-    assert PrOptions("a", "b", engine_src="/x").vllm_runner is VllmRunner.SERVER
+    assert PrOptions("a", "b", engine_src="/x").engine_options == {}
+    with pytest.raises(VlmpathError, match=r"^--engine-option runner=v1 goes to an engine's adapter: give --engine-src"):
+        PrOptions("a", "b", engine_options={"runner": "v1"})
 
 
 def test_ci_pr_refuses_serve_with_an_engine_repository(tmp_path, capsys):

@@ -6,8 +6,10 @@ property's answer (never a second copy of its rule), the why names the input tha
 a release before the property reads ``VLLM_USE_V2_MODEL_RUNNER`` (v2 opt-in); a release with
 one runner drives it; asking for a runner the release lacks is one line naming the release
 and the runners it has, refused by the worker before any case and by the CLI with exit 2
-(a stand-in worker); ``--vllm-runner`` with a non-vLLM engine is refused; the table and the
-engine flow's ``measured by`` show the runner.
+(a stand-in worker); the runner is the option ``runner`` of vLLM's registry entry (its own
+flag ``--vllm-runner``, or ``--engine-option runner=X``), and asking it of an engine that does
+not declare it (sglang, the reference) is refused in one line; the table and the engine
+flow's ``measured by`` show the runner.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import pytest
 
 from vlmpath.cli import main
 from vlmpath.core.errors import EngineOptionError, VlmpathError
-from vlmpath.core.option_enums import VllmRunner
 from vlmpath.engines.vllm_runner_choice import choose
 
 BOTH = SimpleNamespace(runners=("v1", "v2"), version="9.9.9")
@@ -91,12 +92,13 @@ def test_a_release_with_one_runner_drives_it_and_refuses_the_other():
 def test_the_worker_refuses_an_engine_option_before_any_case(monkeypatch, capsys):
     from vlmpath.suite import worker
 
-    def refuse(label, runner, faults=None):
-        raise EngineOptionError(f"--vllm-runner {runner}: vllm 0.11.1 has no v2 model runner (it has v1)")
+    def refuse(label, options, faults=None):
+        assert options == {"runner": "v2"}  # the set's mapping, checked against vLLM's entry, untouched
+        raise EngineOptionError(f"--vllm-runner {options['runner']}: vllm 0.11.1 has no v2 model runner (it has v1)")
 
     monkeypatch.setattr(worker, "load_engine", refuse)
     out = []
-    job = {"engine": "vllm==0.11.1", "sets": [{"cases": [{"workload": "mixed", "pipeline": {}}], "vllm_runner": "v2"}]}
+    job = {"engine": "vllm==0.11.1", "sets": [{"cases": [{"workload": "mixed", "pipeline": {}}], "engine_options": {"runner": "v2"}}]}
     (result,) = worker.run_job(job, [SimpleNamespace(write=out.append, flush=lambda: None)])
     assert result < 0
     assert out == []  # no failed record: bad input, not a result
@@ -108,8 +110,12 @@ def test_the_worker_refuses_an_engine_option_before_any_case(monkeypatch, capsys
 def test_the_worker_refuses_a_runner_choice_for_an_engine_without_runners():
     from vlmpath.suite.worker import load_engine
 
-    with pytest.raises(EngineOptionError, match=r"^--vllm-runner v1: sglang==0.5.23 has no model runners"):
-        load_engine("sglang==0.5.23", VllmRunner.V1)
+    with pytest.raises(EngineOptionError, match=r"^--engine-option runner=v1: engine sglang==0.5.23 has no "
+                       r"option 'runner' \(it takes no engine options\); leave it out$"):
+        load_engine("sglang==0.5.23", {"runner": "v1"})
+    with pytest.raises(EngineOptionError, match=r"^--engine-option runner=servr: engine vllm's option 'runner' "
+                       r"is one of server, v1, v2 \(did you mean 'server'\?\)$"):
+        load_engine("vllm==0.33.0", {"runner": "servr"})  # refused before vLLM is imported
 
 
 def _fake_worker(tmp_path, rc: int):
@@ -145,12 +151,16 @@ def test_the_refusal_line_alone_is_no_refusal_without_the_workers_exit_status(tm
     assert rec.error and "exited with 1" in rec.error  # a crash: a failed case, not bad input
 
 
-@pytest.mark.parametrize("engine", ["sglang==0.5.23", None])
-def test_vllm_runner_with_another_engine_is_refused_at_the_cli(engine, capsys):
-    argv = ["measure", "--vllm-runner", "v1", "--workload", "mixed"] + (["--engine", engine] if engine else [])
+@pytest.mark.parametrize("flag", [["--vllm-runner", "v1"], ["--engine-option", "runner=v1"]])
+@pytest.mark.parametrize("engine, why", [
+    ("sglang==0.5.23", "engine sglang==0.5.23 has no option 'runner' (it takes no engine options); leave it out"),
+    (None, "the reference routine takes no engine options; name an engine that declares 'runner' "
+           "(--engine vllm==X)")])
+def test_vllm_runner_with_another_engine_is_refused_at_the_cli(flag, engine, why, capsys):
+    argv = ["measure", *flag, "--workload", "mixed"] + (["--engine", engine] if engine else [])
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--vllm-runner v1 chooses vLLM's model runner" in err[0]
+    assert err == [f"vlmpath measure: error: --engine-option runner=v1: {why}"]
 
 
 def test_the_table_and_the_engine_flow_show_the_runner_and_why():

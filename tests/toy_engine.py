@@ -3,15 +3,19 @@
 ``write_toy(root)`` makes, under ``root``:
 
 - ``plug/toy_vlmpath.py``: ONE module, the engine's whole registration: ``ENGINE =
-  EngineEntry(name="toy", ...)`` and the adapter class ``ToyEngine`` (an
-  ``EngineAdapter``). Its routine is vlmpath's reference routine with the *engine's own*
-  ``toyeng.merge`` as the placement step, so a mistake in the engine's code shows in the
-  accuracy. Its installer is a cheap fake (no pip): a ``bin/python`` that runs this
+  EngineEntry(name="toy", ...)`` and the adapter class ``ToyEngine`` (an ``EngineAdapter``).
+  Its routine is vlmpath's reference routine with the *engine's own* ``toyeng.merge`` as the
+  placement step, so a mistake in the engine's code shows in the accuracy. It declares one
+  option, ``rows`` (``in_order``, or ``reversed``: the rows handed to the merge newest first, a
+  misplacement the accuracy shows; its own flag ``--toy-rows``), which its adapter takes as the
+  mapping it was given and records in its seam ``rows``; its own bench client (``bench``: a row
+  per case, from a run of the engine env's python); and the files its CI templates watch
+  (``ci_paths``). Its installer is a cheap fake (no pip): a ``bin/python`` that runs this
   interpreter with the env's own copy of the released ``toyeng`` on the path (after
-  ``PYTHONPATH``, where a venv's site-packages is); with
-  ``TOY_GATE`` set it logs ``start``/``end`` to ``TOY_LOG`` and waits for the gate file
-  in between (the lock test holds an install open with it); ``TOY_FAIL`` makes it fail
-  after doing its work (an install that did not finish);
+  ``PYTHONPATH``, where a venv's site-packages is); with ``TOY_GATE`` set it logs
+  ``start``/``end`` to ``TOY_LOG`` and waits for the gate file in between (the lock test holds
+  an install open with it); ``TOY_FAIL`` makes it fail after doing its work (an install that
+  did not finish);
 - ``plug/toy_import_chain.txt``: its data file;
 - ``plug/toy_vlmpath-0.1.dist-info/``: the entry point ``vlmpath.engines: toy`` (what
   ``pip install`` of a plug-in would leave), so the registry finds it with ``plug/`` on
@@ -50,7 +54,7 @@ PLUGIN = textwrap.dedent('''
     import time
     from pathlib import Path
 
-    from vlmpath.engines.registry import EngineEntry
+    from vlmpath.engines.registry import BenchClient, EngineEntry, EngineOption
 
     HERE = Path(__file__).resolve().parent
     RELEASE = Path({release!r})
@@ -90,22 +94,43 @@ PLUGIN = textwrap.dedent('''
         return [python, str(HERE / "toy_server.py"), str(port)], {{"TOY_SERVER_MODEL": model}}
 
 
+    def bench(server, settings, doc, *, python, client, work, factor):
+        """toyeng's own bench client: run in the engine env's python (it says its toyeng version
+        there), it reads back our numbers and texts, so every row agrees with ours."""
+        import subprocess
+
+        from vlmpath.serving.engine_client import side_by_side
+
+        said = subprocess.run([python, "-c", "import toyeng; print(toyeng.__version__)"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        return [dict(side_by_side(case, {{"request_per_s": case["request_per_s"],
+                                         "output_tok_per_s": case["output_tok_per_s"], "input_tok_per_s": None,
+                                         "failed": 0, "texts": list(case["outputs"])}}, client, factor),
+                     toyeng_in_env=said) for case in doc["cases"]]
+
+
     ENGINE = EngineEntry(
         name="toy", package="toyeng", import_name="toyeng", adapter="toy_vlmpath:ToyEngine",
-        import_chain=HERE / "toy_import_chain.txt", source_dirs=("src",), seams=("merge",),
+        import_chain=HERE / "toy_import_chain.txt", source_dirs=("src",), seams=("merge", "rows"),
         example_version="1.0", installer=install, checkout_hint="a toyeng checkout's src/ directory",
-        server=server, index_release=lambda version: None)  # its release is a local copy, no index
+        server=server, index_release=lambda version: None,  # its release is a local copy, no index
+        options=(EngineOption("rows", ("in_order", "reversed"), "in_order",
+                              "the order toyeng's merge gets the rows in", own_flag=True),),
+        bench_client=BenchClient("toy bench", run="toy_vlmpath:bench"),
+        ci_paths=("src/toyeng/**",))
 
 
     class ToyEngine:
         """The adapter: the reference routine with toyeng's own merge as the placement."""
 
-        def __init__(self, label):
+        def __init__(self, label, options):
             import toyeng
 
-            self.toyeng, self.label = toyeng, label
+            if type(options) is not dict or set(options) != {{"rows"}}:  # every declared option, as a plain mapping
+                raise TypeError(f"toy: options {{options!r}} are not the entry's one option as a dict")
+            self.toyeng, self.label, self.options = toyeng, label, options
             self.version = toyeng.__version__
-            self.seams = {{"merge": toyeng.MERGE}}
+            self.seams = {{"merge": toyeng.MERGE, "rows": options["rows"]}}
 
         def routine(self, workload, encoder, pipeline, table, *, cache_bytes, encoder_region=None):
             from contextlib import nullcontext
@@ -115,7 +140,11 @@ PLUGIN = textwrap.dedent('''
 
             routine = EmbedRoutine(workload, encoder, DEFAULT_PIPELINE, table, cache_bytes=cache_bytes,
                                    encoder_region=encoder_region or nullcontext)
-            routine.inject = self.toyeng.merge
+            merge = self.toyeng.merge
+            if self.options["rows"] == "reversed":  # the option, read by the adapter alone
+                routine.inject = lambda embeds, mask, rows: merge(embeds, mask, rows.flip(0))
+            else:
+                routine.inject = merge
             return routine
 
         def arrive(self, wl, hash_name):

@@ -21,10 +21,10 @@ from vlmpath.cli.run import add_ci, add_run, add_serve
 from vlmpath.cli.serve_bench import add_serve_bench, add_serve_compare, add_serve_pair
 from vlmpath.cli.shards import add_plan, add_shards
 from vlmpath.cli.smoke import add_smoke
-from vlmpath.cli.options import scale_option
+from vlmpath.cli.options import engine_option_flags, scale_option
 from vlmpath.core.console import tolerate
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.option_enums import Counter, Tower, VllmRunner
+from vlmpath.core.option_enums import Counter, Tower
 
 # Each entry adds one subcommand to the parser (see the _add_* functions below).
 # Filled in the order of ``vlmpath --help``; ci, run, serve and bisect (and ci alert) are
@@ -60,7 +60,7 @@ def _add_comment(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("comment", help="create or update the one sticky benchmark comment on a pull request",
                        description="Token from GITHUB_TOKEN (never a flag: flags show in process lists); "
                        "API root from GITHUB_API_URL (default https://api.github.com).")
-    p.add_argument("--repo", required=True, help="owner/name, e.g. sgl-project/sglang")
+    p.add_argument("--repo", required=True, help="owner/name, e.g. octo-org/engine")
     p.add_argument("--pr", required=True, type=int, help="pull request number")
     p.add_argument("--body-file", required=True, help="markdown file to post ('-' = stdin)")
     p.add_argument("--marker", default=None, help="hidden marker that identifies our comment")
@@ -150,10 +150,8 @@ def _add_measure(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chart", metavar="FILE", help="draw every engine's cases side by side (.png or .svg)")
     p.add_argument("--tower", default=Tower.OURS, type=Tower.parse, choices=list(Tower),
                    help="with --engine: the vision tower: ours (seeded transformers, default) or the engine's "
-                   "own (vLLM's Qwen2.5-VL)")
-    p.add_argument("--vllm-runner", default=VllmRunner.SERVER, type=VllmRunner.parse, choices=list(VllmRunner),
-                   help="with --engine vllm==X: which of vLLM's model runners to drive: the one the release's "
-                   "own server picks on this device (server, default), or v1 / v2 where the release has it")
+                   "own (its adapter's engine_tower)")
+    engine_option_flags(p, scope="with --engine NAME==X: ")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="torch CPU threads (default: OMP_NUM_THREADS, else 1 on CPU, as `vlmpath run`)")
     engine_options(p, repeatable=True)

@@ -104,8 +104,12 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
     _add_label_grant(ci)
     _add_summary(ci)
     t = ci.add_parser("templates", help="render the engine CI workflow templates from their one source",
-                      description="Fills ci/templates/source/*.yml.in for every engine into ci/templates/.")
-    t.add_argument("--root", default=".", help="repository root (default .)")
+                      description="Fills ci/templates/source/*.yml.in for every engine of the registry (built in "
+                      "or a plug-in) that names its ci_paths into ci/templates/ (or --out).")
+    t.add_argument("--root", default=".", help="vlmpath's repository root, holding ci/templates/source (default .)")
+    t.add_argument("--engine", action="append", default=None, metavar="NAME",
+                   help="only this engine's templates (repeatable; a plug-in renders its own with --out)")
+    t.add_argument("--out", default=None, metavar="DIR", help="where the rendered files go (default ROOT/ci/templates)")
     t.add_argument("--check", action="store_true", help="exit 1 if a rendered file is stale")
     t.add_argument("--write", action="store_true", help="write the rendered files")
     t.set_defaults(func=_templates)
@@ -172,12 +176,16 @@ def _templates(a: argparse.Namespace) -> int:
     from vlmpath.render.ci_templates import OUT_DIR, render_all, stale
 
     root = Path(a.root)
+    out = Path(a.out) if a.out else root / OUT_DIR
     if a.write:
-        for name, text in render_all(root).items():
-            (root / OUT_DIR / name).write_text(text, encoding="utf-8")
-    bad = stale(root)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in render_all(root, a.engine).items():
+            (out / name).write_text(text, encoding="utf-8")
+    bad = stale(root, a.engine, out)
     for name in bad:
-        print(f"stale: {OUT_DIR / name} (run: vlmpath ci templates --write)", file=sys.stderr)
+        print(f"stale: {out / name if a.out else OUT_DIR / name} (run: vlmpath ci templates --write"
+              f"{''.join(f' --engine {n}' for n in a.engine or ())}{f' --out {a.out}' if a.out else ''})",
+              file=sys.stderr)
     return 1 if bad and a.check else 0
 
 
@@ -192,7 +200,7 @@ def engine_options(p: argparse.ArgumentParser, repeatable: bool = False) -> None
                    + ("; repeatable: every engine's cases in one table (and --chart)" if repeatable else ""))
     p.add_argument("--engine-src", default=None, metavar="DIR",
                    help="an engine source tree put first on the path (the directory holding the engine's "
-                   "package, e.g. an sglang checkout's python/)")
+                   "package: where its entry's checkout_hint says)")
     p.add_argument("--engine-python", default=None, metavar="PY",
                    help="interpreter for --engine-src (default: newest complete env of that engine, else this python)")
     p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs dir (VLMPATH_ENGINE_HOME)")

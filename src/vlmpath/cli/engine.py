@@ -57,14 +57,17 @@ def run_measure(a: argparse.Namespace) -> int:
     if a.tower == "engine" and any(s.in_process for s in specs):
         raise VlmpathError("--tower engine runs an engine's own vision tower: every --engine must name an engine "
                            "(NAME==X), not the reference")
-    if a.vllm_runner != "server" and any(s.name != "vllm" for s in specs):
-        raise VlmpathError(f"--vllm-runner {a.vllm_runner} chooses vLLM's model runner: every --engine must be "
-                           "vLLM (vllm==X), or leave --vllm-runner out")
+    from vlmpath.cli.options import given_engine_options
+    from vlmpath.engines.engine_options import resolve_for
+
+    asked = given_engine_options(a)
+    # Every engine's options checked against its entry before any case runs (one line each).
+    options = {spec: resolve_for(spec, asked) for spec in specs}
     kw = dict(repeat=a.repeat, count=not a.no_syncs, device=device, weights=a.weights,
-              python=a.engine_python, home=a.engine_home, threads=threads, tower=a.tower,
-              vllm_runner=a.vllm_runner)
+              python=a.engine_python, home=a.engine_home, threads=threads, tower=a.tower)
     records = []
     for spec in specs:
+        kw["engine_options"] = options[spec]
         # An engine has one path per stage (its seams are recorded): one case per workload.
         cases = plan_cases(workloads=a.workload, encode=a.encode, inject=a.inject, count=a.count, hash=a.hash,
                            pipelines=a.pipeline if spec.in_process else ["default"], scale=a.scale, seed=a.seed)
@@ -97,7 +100,7 @@ def run_measure(a: argparse.Namespace) -> int:
 
 def install_spec(text: str):
     """``engine install``'s SPEC as an ``EngineSpec``; an error names what was typed
-    (``engine install sglang``), never the ``--engine`` option it was not given as."""
+    (``engine install NAME`` without a release), never the ``--engine`` option it was not given as."""
     from vlmpath.core.errors import VlmpathError
     from vlmpath.engines import registry
     from vlmpath.engines.base import EngineSpec

@@ -15,9 +15,9 @@ import sys
 from vlmpath.cli.ci import add_ci_commands, engine_options
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.machine_names import MachineName
-from vlmpath.cli.options import engine_spec, launch_kinds, scale_option
+from vlmpath.cli.options import engine_option_flags, engine_spec, given_engine_options, launch_kinds, scale_option
 from vlmpath.core.scales import DEFAULT_SCALE
-from vlmpath.core.option_enums import Counter, Tower, VllmRunner
+from vlmpath.core.option_enums import Counter, Tower
 from vlmpath.selfcheck.ir_cases import DEFAULT_COUNTER
 
 
@@ -66,11 +66,11 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                     help="also serve each side's tree with a real server of this model (interleaved rounds) "
                     "and judge its throughput and output agreement in the same comment (vlmpath.pr.serve)")
     pr.add_argument("--serve-launch", default="transformers", choices=launch_kinds(),
-                    help="with --serve: the server (default transformers serve; sglang/vLLM on a GPU box)")
+                    help="with --serve: the server (default transformers serve; an engine's own on a GPU box)")
     pr.add_argument("--serve-rounds", type=int, default=6, metavar="N",
                     help="with --serve: interleaved rounds per side (default 6: a full paired verdict)")
     pr.add_argument("--serve-python", default=None, metavar="PY",
-                    help="with --serve: the server's interpreter (an engine env's for sglang/vLLM)")
+                    help="with --serve: the server's interpreter (an engine env's for an engine's server)")
     pr.add_argument("--serve-device", default="cpu", help="with --serve: transformers serve's device (default cpu)")
     from vlmpath.pr import flow as ci_flow
     from vlmpath.pr import outputs as pr_outputs
@@ -114,7 +114,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
                 instructions_bench=a.instructions_bench, counter=a.counter,
                 shard=Shard.parse(a.shard) if a.shard else None, pr=a.pr, engine_src=a.engine_src,
                 engine=a.engine, engine_subdir=a.engine_subdir, engine_python=a.engine_python,
-                workloads=a.workload, repeat=a.repeat, tower=a.tower, vllm_runner=a.vllm_runner,
+                workloads=a.workload, repeat=a.repeat, tower=a.tower, engine_options=given_engine_options(a),
                 serve=serve)
             res = run_engine_pr(opts) if opts.engine_src else ci_flow.run_pr(opts)
         except VlmpathError as exc:
@@ -304,14 +304,14 @@ def _engine_src_arguments(pr) -> None:
     from vlmpath.pr.engine import DEFAULT_WORKLOADS
 
     pr.add_argument("--engine-src", default=None, metavar="REPO",
-                    help="a git repository of an ENGINE (e.g. an sglang clone): measure its BASE and "
+                    help="a git repository of an ENGINE (a clone of one the registry knows): measure its BASE and "
                     "HEAD commits with this vlmpath instead of vlmpath's own commits")
     pr.add_argument("--engine", default=None, metavar="NAME",
                     help="--engine-src: which engine the repository is (default: the one whose package layout "
                     "it fits)")
     pr.add_argument("--engine-subdir", default=None, metavar="DIR",
                     help="--engine-src: directory of the checkout put first on the path "
-                    "(default: where the engine keeps its package, e.g. python/ for sglang)")
+                    "(default: where the engine's entry says it keeps its package)")
     pr.add_argument("--engine-python", default=None, metavar="PY",
                     help="--engine-src: interpreter of the engine environment that measures")
     pr.add_argument("--workload", action="append", metavar="NAME",
@@ -319,8 +319,6 @@ def _engine_src_arguments(pr) -> None:
     pr.add_argument("--repeat", type=int, default=3, help="--engine-src: timed passes per case (default 3)")
     pr.add_argument("--tower", default=Tower.OURS, type=Tower.parse, choices=list(Tower),
                     help="--engine-src: the vision tower: ours (seeded transformers, default) or the engine's own "
-                    "(vLLM's Qwen2.5-VL: a PR to it is measured too)")
-    pr.add_argument("--vllm-runner", default=VllmRunner.SERVER, type=VllmRunner.parse, choices=list(VllmRunner),
-                    help="--engine-src with a vLLM checkout: which of vLLM's model runners both sides drive: the "
-                    "one its own server picks on this device (server, default), or v1 / v2")
+                    "(its adapter's engine_tower: a PR to it is measured too)")
+    engine_option_flags(pr, scope="--engine-src, both sides: ")
 

@@ -1,7 +1,8 @@
 """Which arguments do ``vlmpath serve-bench``, ``serve-pair`` and ``serve-compare`` take?
 
 ``serve-bench``: one real OpenAI-compatible server (``--server URL``, or one launched and
-stopped here: ``--launch transformers|sglang|vllm --model DIR``) driven with the presets'
+stopped here: ``--launch KIND --model DIR``, transformers or any engine whose registry entry
+names a server) driven with the presets'
 image requests at fixed concurrency levels; prints the table, writes the run (``--out``).
 ``serve-pair``: base's and head's servers launched side by side, measured in interleaved
 rounds, then compared (exit 1 on a regression). ``serve-compare``: two sides' run files
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from vlmpath.cli.options import launch_kinds
 from vlmpath.core.errors import VlmpathError
+from vlmpath.serving import bench_clients
 
 DEFAULT_WORKLOADS = ("many_small_images", "video", "multi_region")
 DEFAULT_CONCURRENCY = (1, 4)
@@ -40,10 +42,10 @@ def _bench_options(p: argparse.ArgumentParser) -> None:
 
 def _launch_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     p.add_argument("--python", default=None, metavar="PY",
-                   help="interpreter of the server (default this one; an engine env's for sglang/vLLM)")
+                   help="interpreter of the server (default this one; an engine env's for an engine's server)")
     p.add_argument("--engine", default=None, metavar="NAME==X",
-                   help="serve from this engine env's interpreter (`vlmpath engine install`; on a CPU "
-                   "vllm==0.32.0+cpu), instead of --python")
+                   help="serve from this engine env's interpreter (`vlmpath engine install NAME==X`), instead "
+                   "of --python")
     p.add_argument("--device", default="cpu", help="server device (default cpu)")
     p.add_argument("--startup-timeout", type=float, default=120.0, metavar="S",
                    help="seconds the server gets to answer /health (default 120)")
@@ -60,7 +62,7 @@ def server_python(a: argparse.Namespace) -> str | None:
         raise VlmpathError("--engine and --python both name the server's interpreter: pass one")
     spec = engine_spec(argparse.Namespace(engine=a.engine, engine_src=None))  # the one parse (cli.options)
     if spec.kind != "release":
-        raise VlmpathError(f"--engine {a.engine!r}: give an installed release, e.g. vllm==0.32.0+cpu")
+        raise VlmpathError(f"--engine {a.engine!r}: give an installed release NAME==X (`vlmpath engine list`)")
     return str(require_env(spec, getattr(a, "engine_home", None)).python)
 
 
@@ -105,7 +107,8 @@ def add_serve_bench(sub: argparse._SubParsersAction) -> None:
                    help="with --launch: put DIR first on the server's PYTHONPATH (a side's tree; repeatable)")
     p.add_argument("--plant", default=None, metavar="FAULT",
                    help="with --launch, self-check: shift (image rows shifted by one) or delay:S; with "
-                   "--launch vllm planted in vLLM's own code: shift, split or delay:S (docs/serving.md)")
+                   "--launch NAME of an engine whose entry plants in its own code (server_plants): that "
+                   "engine's faults (docs/serving.md)")
     p.add_argument("--out", metavar="FILE", help="write the run here (JSON, atomic)")
     p.add_argument("--labelled", default=None, metavar="FILE.jsonl",
                    help='also score a small labelled set: one {"image": path beside the file, "question", "answer"} '
@@ -113,9 +116,10 @@ def add_serve_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--labelled-max-tokens", type=int, default=32, metavar="N",
                    help="completion tokens at most per labelled question (the server may stop early; default 32)")
     p.add_argument("--log-dir", default=None, metavar="DIR", help="server log folder (default: beside --out)")
-    p.add_argument("--engine-client", default="auto", choices=["auto", "vllm", "none"],
-                   help="also run the engine's own bench client (`vllm bench serve`) on the same server and "
-                   "requests, both clients' throughput side by side (auto: when a vLLM engine env is installed)")
+    p.add_argument("--engine-client", default="auto", choices=bench_clients.choices(),
+                   help="also run an engine's own bench client (its registry entry names it) on the same server "
+                   "and requests, both clients' throughput side by side (auto: every one whose engine env is "
+                   "installed)")
     p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs' home (for --engine-client)")
     p.add_argument("--config", default=None, help="thresholds YAML (its req/s noise factor is the engine "
                    "client's spread)")
@@ -124,34 +128,30 @@ def add_serve_bench(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_bench)
 
 
-def _client_env(a: argparse.Namespace) -> tuple[str | None, str]:
-    """(interpreter, label) of the engine client; refused in one line before any measuring
-    when ``--engine-client vllm`` names a client that is not installed."""
-    from vlmpath.serving.engine_client import vllm_python
-
-    python, label = vllm_python(a.engine_home) if a.engine_client != "none" else (None, "")
-    if python is None and a.engine_client == "vllm":
-        raise VlmpathError(f"--engine-client vllm: {label.removeprefix('not run: ')}")
-    return python, label
+def _client_env(a: argparse.Namespace):
+    """The engine clients to run and the rows of those never run (``serving.bench_clients``);
+    refused in one line before any measuring when ``--engine-client NAME`` is not installed."""
+    return bench_clients.chosen(a.engine_client, a.engine_home)
 
 
-def _engine_client(a: argparse.Namespace, client: tuple[str | None, str], srv, settings, doc: dict,
-                   work: Path) -> list[dict]:
-    """The engine client's side-by-side rows (``serving.engine_client``); [] when not asked for."""
+def _engine_client(a: argparse.Namespace, client, srv, settings, doc: dict, work: Path) -> list[dict]:
+    """The engine clients' side-by-side rows (each entry's ``bench_client``); [] when not asked for."""
     from vlmpath.compare.from_serve import SERVE_BENCH
     from vlmpath.compare.thresholds import load_thresholds
-    from vlmpath.serving.engine_client import SGLANG_NOT_RUN, run_engine_client
 
-    if a.engine_client == "none":
-        return []
-    python, label = client
-    rows = [{"client": "sglang.benchmark.serving", "not_run": SGLANG_NOT_RUN}] if srv.kind == "transformers" else []
-    if python is None:
-        return rows + [{"client": "vllm bench serve", "not_run": label}]
+    clients, rows = client
+    rows = list(rows)
+    if not clients:
+        return rows
     factor = load_thresholds(a.config).factor_for(f"{SERVE_BENCH}.track_serve_request_per_s", "req/s",
                                                   "cpu" if a.device == "cpu" else "gpu")
-    print(f"running {label} on the same server and requests", file=sys.stderr, flush=True)
-    return rows + run_engine_client(srv, settings, doc, python=python, client=label, work=work, factor=factor)
+    for c in clients:
+        if c.python is None:
+            rows.append({"client": c.name, "not_run": c.label})
+            continue
+        print(f"running {c.label} on the same server and requests", file=sys.stderr, flush=True)
+        rows += c.run(srv, settings, doc, python=c.python, client=c.label, work=work / c.engine, factor=factor)
+    return rows
 
 
 def _run_bench(a: argparse.Namespace) -> int:
@@ -237,9 +237,9 @@ def add_serve_pair(sub: argparse._SubParsersAction) -> None:
         p.add_argument(f"--{side}-plant", default=None, metavar="FAULT", help=f"self-check: a planted fault in {side}")
     p.add_argument("--out", required=True, metavar="DIR", help="run files, server logs and comparison.json here")
     p.add_argument("--config", default=None, help="thresholds YAML overriding the defaults")
-    p.add_argument("--engine-client", default="none", choices=["auto", "vllm", "none"],
-                   help="also run `vllm bench serve` on each side's server and requests in the last round "
-                   "(rows in the run files' engine_client; default none)")
+    p.add_argument("--engine-client", default="none", choices=bench_clients.choices(),
+                   help="also run an engine's own bench client on each side's server and requests in the last "
+                   "round (rows in the run files' engine_client; default none)")
     p.add_argument("--engine-home", default=None, metavar="DIR", help="engine envs' home (for --engine and "
                    "--engine-client)")
     _bench_options(p)

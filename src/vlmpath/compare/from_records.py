@@ -103,9 +103,9 @@ def run_from_records(records: Iterable[CaseRecord], *, machine: str, commit: str
 
 
 def engines_of(records: Iterable[CaseRecord]) -> list[str]:
-    """``engine version`` of the records (what measured them), e.g. ``['sglang 0.5.23']``; with
-    the model runner that ran and why where the record says (vLLM's seam ``runner``:
-    ``['vllm==0.33.0 0.33.0 runner v1 (server's choice: no Triton)']``), at most 200 characters."""
+    """``engine version`` of the records (what measured them), e.g. ``['NAME==X X']``; with the
+    model runner that ran and why where the record says (an engine's seam ``runner``:
+    ``['NAME==X X runner v1 (why)']``), at most 200 characters."""
     def one(r: CaseRecord) -> str:
         runner = (r.engine_seams or {}).get("runner")
         text = f"{r.engine} {r.engine_version or ''}".strip() + (f" runner {runner}" if runner else "")

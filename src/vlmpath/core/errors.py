@@ -43,5 +43,6 @@ class EngineError(VlmpathError):
 
 
 class EngineOptionError(EngineError):
-    """An engine option the release cannot honour (``--vllm-runner v2`` on a release without
-    that runner): refused before any case is measured (the CLI exits 2), not a failed case."""
+    """An engine option the engine does not declare, a value not among its choices, or one
+    the release cannot honour (a model runner it does not have): refused before any case is
+    measured (the CLI exits 2), not a failed case."""

@@ -1,9 +1,10 @@
-"""Which closed sets of values do ``--tower``, ``--counter`` and ``--vllm-runner`` take?
+"""Which closed sets of values do ``--tower`` and ``--counter`` take?
 
 Each is a ``StrEnum`` (a member is its own name: it compares equal to ``"ours"``, is
 written into JSON and printed as its name), parsed once where it enters (``parse``: the
 CLI's argparse ``type``) and handed on as a member. ``core.scales.Scale`` is the same
-kind of value, with a row of its own per scale.
+kind of value, with a row of its own per scale. An engine's own choices are not here: its
+registry entry declares them (``engines.registry.EngineOption``, ``engines.engine_options``).
 """
 
 from __future__ import annotations
@@ -47,16 +48,3 @@ class Counter(StrEnum):
     def parse(cls, text: object, *, given: str = "--counter") -> Counter:
         return parse_member(cls, text, given)
 
-
-class VllmRunner(StrEnum):
-    """Which of vLLM's model runners an engine case drives: the one the release's own server
-    picks on this device (``server``: ``engines.vllm_runner_choice``), or ``v1``/``v2``
-    where the release has that runner."""
-
-    SERVER = "server"
-    V1 = "v1"
-    V2 = "v2"
-
-    @classmethod
-    def parse(cls, text: object, *, given: str = "--vllm-runner") -> VllmRunner:
-        return parse_member(cls, text, given)

@@ -4,8 +4,11 @@ An ``EngineEntry`` is everything the suite needs to know about one engine projec
 name (what ``--engine NAME==X`` says), its distribution on the package index, its import
 package (what a source tree holds), how its environment is installed and which import
 chain that needs (a data file, one package a line with why), where its package sits in a
-checkout, the seams its adapter records, and the adapter class (an ``EngineAdapter``:
-``vlmpath.engines.base``) that builds ``Routine``s from the engine's own code.
+checkout, the seams its adapter records, the adapter class (an ``EngineAdapter``:
+``vlmpath.engines.base``) that builds ``Routine``s from the engine's own code, and
+everything else that varies by engine: its options (``EngineOption``: name, choices,
+default; ``--engine-option NAME=VALUE``, handed to its adapter untouched), its server
+recipe, its own bench client (``BenchClient``) and the files its CI templates watch.
 
 Engines are found, never listed by hand:
 
@@ -45,6 +48,49 @@ RESERVED = ("reference",)  # names an engine cannot take: they mean something el
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
+@dataclass(frozen=True)
+class EngineOption:
+    """One choice an engine's adapter takes (``--engine-option NAME=VALUE``): its values,
+    the one taken when none is given, and a help line. The chosen values travel as a plain
+    mapping (``engines.engine_options``) and reach the adapter untouched; only the adapter
+    reads them."""
+
+    name: str
+    choices: tuple[str, ...]
+    default: str
+    help: str
+    # Also a flag of its own, ``--ENGINE-NAME VALUE`` (the same choice): for users of a flag
+    # the engine had before options were generic (vLLM's ``--vllm-runner``).
+    own_flag: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "choices", tuple(self.choices))
+        where = f"engine option {self.name!r}"
+        if not _NAME.match(self.name):
+            raise VlmpathError(f"{where}: a name is lowercase letters, digits and '_'")
+        if not self.choices or len(set(self.choices)) != len(self.choices) or \
+                not all(isinstance(c, str) and c and "=" not in c for c in self.choices):
+            raise VlmpathError(f"{where}: choices are distinct non-empty words (no '=')")
+        if self.default not in self.choices:
+            raise VlmpathError(f"{where}: default {self.default!r} is one of its choices {self.choices}")
+
+
+@dataclass(frozen=True)
+class BenchClient:
+    """An engine's own serving bench client (``serve-bench --engine-client NAME``), run in
+    the newest complete environment of the engine against the same server and requests."""
+
+    label: str       # how its rows name it (``vllm bench serve``), the env's version appended
+    # ``"module:function"``: ``function(server, settings, doc, *, python, client, work, factor)``
+    # returns one side-by-side row per case (``serving.engine_client``). "": never run.
+    run: str = ""
+    not_run: str = ""  # with ``run`` "": why it is never run (its one ``not run`` row)
+
+    def __post_init__(self) -> None:
+        if bool(self.run) == bool(self.not_run) or (self.run and ":" not in self.run):
+            raise VlmpathError(f"bench client {self.label!r}: give run='module:function' or not_run='why', one")
+
+
 @dataclass(frozen=True, eq=False)
 class EngineEntry:
     """One engine project (see the module docstring)."""
@@ -63,10 +109,14 @@ class EngineEntry:
     # The seams shown in the tables' encode / inject / count / hash columns, in that order.
     stage_seams: tuple[str, ...] = ()
     example_version: str = "X.Y.Z"   # for help texts and error messages
-    # The seam that says which of its model runners ran and why (vLLM: ``runner``, chosen by
-    # ``--vllm-runner``: its adapter then takes ``runner=``); shown in the tables' pipeline
-    # column. "": one runner, no choice.
+    # The seam that says which of its model runners ran and why (vLLM's ``runner``, chosen by
+    # its option ``runner``); shown in the tables' pipeline column. "": one runner, no choice.
     runner_seam: str = ""
+    # What its adapter lets a run choose (``--engine-option NAME=VALUE``); with any, the
+    # adapter is built as ``Class(label, options=MAPPING)``: every declared option's value
+    # (the default where none was given), handed over untouched. None: ``Class(label)``.
+    options: tuple[EngineOption, ...] = ()
+    bench_client: BenchClient | None = None  # its own serving bench client, if any
     # ``(ctx: vlmpath.engines.env_recipe.InstallContext) -> dict``: builds the environment
     # and returns manifest fields; None: ``env_recipe.pip_recipe`` (torch pair, the release
     # ``--no-deps``, its import chain at the release's pins, vlmpath).
@@ -101,6 +151,10 @@ class EngineEntry:
             raise VlmpathError(f"{where}: adapter {self.adapter!r} must be 'module:Class'")
         if self.runner_seam and self.runner_seam not in self.seams:
             raise VlmpathError(f"{where}: runner_seam {self.runner_seam!r} is one of its seams")
+        object.__setattr__(self, "options", tuple(self.options))
+        if not all(isinstance(o, EngineOption) for o in self.options) or \
+                len({o.name for o in self.options}) != len(self.options):
+            raise VlmpathError(f"{where}: options are EngineOptions with distinct names")
         if not set(self.stage_seams) <= set(self.seams) or len(self.stage_seams) not in (0, 4):
             raise VlmpathError(f"{where}: stage_seams are 4 of its seams (encode, inject, count, hash)")
         if any(Path(d).is_absolute() or ".." in Path(d).parts for d in self.source_dirs):
@@ -111,6 +165,10 @@ class EngineEntry:
         """The distribution and version its installer takes from the index for ``version``
         (None: none from an index)."""
         return self.index_release(version) if self.index_release is not None else (self.package, version)
+
+    def option(self, name: str) -> EngineOption | None:
+        """Its declared option ``name``, or None."""
+        return next((o for o in self.options if o.name == name), None)
 
     @property
     def example(self) -> str:

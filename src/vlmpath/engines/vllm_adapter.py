@@ -16,14 +16,15 @@ builds ``VllmRoutine``s, which the suite drives exactly like the reference routi
   ``_free_encoder_inputs`` and the manager's freed hashes release them as vLLM does; the
   encoder budget holds every item of the workload, so the scheduler never trims our chunk (an error if it
   did: the schedule is the workload's);
-- *encoder*: the release's model runner (``vllm_runners``: the v2 ``EncoderRunner`` or the
-  v1 ``GPUModelRunner`` methods, by default the one the release's own server picks on this
-  device: ``VllmConfig.use_v2_model_runner``, see ``vllm_runner_choice``; ``--vllm-runner``
-  forces one; the seam ``runner`` says which and why; vLLM's ``group_and_batch_mm_kwargs`` or
+- *encoder*: the release's model runner (``vllm_runners``: the v2 ``EncoderRunner`` or the v1
+  ``GPUModelRunner`` methods, by default the one the release's own server picks on this device:
+  ``VllmConfig.use_v2_model_runner``, see ``vllm_runner_choice``; the entry's option ``runner``
+  (``--engine-option runner=v1``, or its own flag ``--vllm-runner``) forces one; the seam
+  ``runner`` says which and why; vLLM's ``group_and_batch_mm_kwargs`` or
   ``group_mm_kwargs_by_modality``: one call per modality group, across requests) calls our
   model's ``embed_multimodal``, which runs our encoder (the seeded tower) inside
-  ``encoder_region`` and counts calls and items; outputs go into the runner's encoder
-  cache by hash. Cache hits: the manager finding a hash it did not allocate in the same step;
+  ``encoder_region`` and counts calls and items; outputs go into the runner's encoder cache by
+  hash. Cache hits: the manager finding a hash it did not allocate in the same step;
 - *merge*: the runner's gather (``is_mm_embed``), then ``embed_input_ids``: vLLM's own
   ``SupportsMultiModal`` method (``_merge_multimodal_embeddings``) over our seeded table.
 
@@ -53,7 +54,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from types import SimpleNamespace
 
@@ -286,15 +287,18 @@ class VllmRoutine(EngineRoutineBase):
 class VllmEngine(adapter_common.ServerStateHolder):
     """An imported vLLM release, as the suite's engine: routines, arrival, labels."""
 
-    def __init__(self, label: str, api: VllmApi | None = None, runner: str = "server"):
+    def __init__(self, label: str, api: VllmApi | None = None, options: Mapping[str, str] | None = None):
+        from vlmpath.engines.known.vllm import ENGINE
         from vlmpath.engines.vllm_runner_choice import choose
         from vlmpath.engines.vllm_runner_choice import label as runner_label
 
         self.api = api or load_api()
         self.label = label
         self.version = self.api.version
-        # ``runner``: the CLI's ``--vllm-runner`` (a ``VllmRunner``); a release without it refuses
-        self.runner, why = choose(self.api, runner)
+        # ``options``: the run's values of the entry's options (``engines.engine_options``),
+        # untouched on the way; ``runner`` is this adapter's alone: a release without it refuses
+        self.options = dict(options or {})
+        self.runner, why = choose(self.api, self.options.get("runner", ENGINE.option("runner").default))
         self.seams = {**self.api.seams_for(self.runner), "runner": runner_label(self.runner, why)}
 
     def server_state_class(self):

@@ -1,4 +1,4 @@
-"""Did this pull request to an *engine* (sglang, vLLM...) make its embedding path slower or wrong?
+"""Did this pull request to an *engine* (any of the registry's) make its embedding path slower or wrong?
 
 ``run_engine_pr`` is ``vlmpath ci pr --engine-src REPO``: the same question as
 ``vlmpath.pr.flow.run_pr``, asked of an engine repository instead of vlmpath's own commits.
@@ -7,6 +7,7 @@
    the baseline (as ``run_pr`` does: the PR is not blamed for what landed on base since);
 2. find the engine (``--engine NAME``, else the one of ``vlmpath.engines.registry`` whose
    package layout the checkout fits) and its package's directory (``--engine-subdir``);
+   check the engine options asked for against its entry (``engines.engine_options``);
    check each side out into a temporary ``git worktree`` of the engine repository,
    removed again afterwards, also when anything fails;
 3. measure each side with **this** vlmpath (``suite.engine_run.measure_cases`` with
@@ -27,8 +28,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vlmpath.pr.artifact import Kind, Outcome, RunManifest, write_manifest
@@ -39,7 +40,7 @@ from vlmpath.pr.side import log
 from vlmpath.pr.sources.engine_records import RECORDS_SUBDIR
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
-from vlmpath.core.option_enums import Tower, VllmRunner
+from vlmpath.core.option_enums import Tower
 from vlmpath.core.scales import DEFAULT_SCALE, Scale
 from vlmpath.core.yardstick import ENGINE_NOTICE
 from vlmpath.suite import record
@@ -63,7 +64,8 @@ class EngineSide:
     engine_python: str | None  # None: VLMPATH_ENGINE_PYTHON, else the newest engine environment
     engine: str | None = None  # the registry's engine name (None: the one whose package the source holds)
     tower: Tower = Tower.OURS  # ours, or the engine's own vision tower
-    vllm_runner: VllmRunner = VllmRunner.SERVER  # vLLM's model runner (the server's by default)
+    # the engine entry's options (engines.engine_options), handed to its adapter untouched
+    engine_options: Mapping[str, str] = field(default_factory=dict)
 
 
 Measure = Callable[[EngineSide], None]
@@ -87,13 +89,13 @@ def measure_engine(side: EngineSide) -> None:
     device = "cuda:0" if torch.cuda.is_available() else "cpu"
     measure_cases(cases, EngineSpec.for_tree(side.source, side.engine), repeat=side.repeat,
                   json_path=side.json_path, python=side.engine_python, device=device, tower=side.tower,
-                  vllm_runner=side.vllm_runner)
+                  engine_options=side.engine_options)
 
 
 def engine_subdir(root: Path, subdir: str | None, engine: str | None = None) -> str:
     """The directory inside the engine checkout that goes on the path: ``subdir`` when given,
     else where the engine's entry says its package sits (``--engine NAME``, else the engine
-    whose layout the checkout fits: sglang's ``python/``, vLLM's root), else ``python``
+    whose layout the checkout fits: its entry's ``source_dirs``), else ``python``
     when the checkout has one, else the root."""
     from vlmpath.engines import registry
 
@@ -109,6 +111,23 @@ def engine_subdir(root: Path, subdir: str | None, engine: str | None = None) -> 
     if found is not None:
         return found
     return "python" if (root / "python").is_dir() else ""
+
+
+def engine_options(root: Path, engine: str | None, asked: Mapping[str, str]) -> dict[str, str]:
+    """The engine options both sides run with, checked against the entry of the engine
+    (``--engine NAME``, else the one whose layout the checkout fits); none asked: {} (the
+    worker fills in the defaults of whichever engine the tree turns out to hold)."""
+    from vlmpath.engines import registry
+    from vlmpath.engines.engine_options import resolve
+
+    if not asked:
+        return {}
+    fit = registry.get(engine) if engine else (registry.engine_of_checkout(root) or (None,))[0]
+    if fit is None:
+        name, value = next(iter(asked.items()))
+        raise VlmpathError(f"--engine-option {name}={value}: which engine is {root}? its layout fits none: "
+                           "say it with --engine NAME")
+    return resolve(fit, asked)
 
 
 def read_records(path: Path, commit: str) -> list[CaseRecord]:
@@ -128,8 +147,8 @@ def _default_machine() -> str:
 def run_engine_pr(opts: PrOptions, *, measure: Measure | None = None) -> FlowResult:
     """Measure merge-base(opts.base, opts.head) of the engine repository ``opts.engine_src``
     and head, and judge them (module doc). Of the options: ``tower`` ``engine``: with the
-    engine's own vision tower (a PR to it is measured too); ``vllm_runner``: which of vLLM's
-    model runners both sides drive (a vLLM checkout); ``bench``: the rows judged (literal
+    engine's own vision tower (a PR to it is measured too); ``engine_options``: the values of
+    the engine entry's options both sides run with (``engine_options``); ``bench``: the rows judged (literal
     names, as ``ci merge`` reads them); ``accepted``: as for ``ci pr`` (default: the engine
     head's committed ``benchmarks/accepted.yaml``; only entries the base tip holds accept).
     ``measure``: what a test puts in place of the real measurer."""
@@ -144,6 +163,7 @@ def run_engine_pr(opts: PrOptions, *, measure: Measure | None = None) -> FlowRes
     head_sha = resolve_commit(root, opts.head)
     base_sha = merge_base(root, base_tip, head_sha)
     sub = engine_subdir(root, opts.engine_subdir, opts.engine)
+    options = engine_options(root, opts.engine, opts.engine_options)  # refused before any checkout
     machine = opts.machine or _default_machine()  # given: a MachineName the CLI parsed; probed: made usable
     wls = tuple(opts.workloads or DEFAULT_WORKLOADS)
     scale = opts.scale or DEFAULT_SCALE
@@ -165,7 +185,7 @@ def run_engine_pr(opts: PrOptions, *, measure: Measure | None = None) -> FlowRes
                                "(the directory that holds the engine's Python package)")
         path = rec_dir / f"{name}.jsonl"
         runner(EngineSide(sha, src, path, wls, scale, opts.repeat, opts.engine_python, opts.engine, opts.tower,
-                          opts.vllm_runner))
+                          options))
         return read_records(path, sha)
 
     tmp = Path(tempfile.mkdtemp(prefix="vlmpath-engine-pr-"))
@@ -183,7 +203,7 @@ def run_engine_pr(opts: PrOptions, *, measure: Measure | None = None) -> FlowRes
         shutil.rmtree(tmp, ignore_errors=True)
 
     # The yardstick is this vlmpath's (cases, thresholds, instruments), never the engine PR's;
-    # the comment's notice also says what measured each side (release, and vLLM's runner).
+    # the comment's notice also says what measured each side (release, and the runner its seam names).
     measured_by = (f"measured by: base {', '.join(engines_of(base_recs)) or '?'}; "
                    f"head {', '.join(engines_of(head_recs)) or '?'}")
     notes.append(f"{ENGINE_NOTICE}; {measured_by}")

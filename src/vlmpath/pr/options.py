@@ -11,13 +11,13 @@ profiler) stays a keyword of the flow: those are not options.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.machine_names import MachineName
-from vlmpath.core.option_enums import Counter, Tower, VllmRunner
+from vlmpath.core.option_enums import Counter, Tower
 from vlmpath.core.scales import Scale
 from vlmpath.runner.shards import Shard
 
@@ -60,7 +60,9 @@ class PrOptions:
     workloads: Sequence[str] | None = None
     repeat: int = 3
     tower: Tower = Tower.OURS
-    vllm_runner: VllmRunner = VllmRunner.SERVER  # a vLLM checkout's model runner (engines.vllm_runner_choice)
+    # --engine-option NAME=VALUE: the engine's options as given (checked against its entry
+    # once the engine is known: engines.engine_options); handed on untouched
+    engine_options: Mapping[str, str] = field(default_factory=dict)
     # --serve MODEL_DIR: each side's tree also served (pr.serve.ServeOptions, checked by the CLI)
     serve: ServeOptions | None = None
 
@@ -69,4 +71,8 @@ class PrOptions:
             raise VlmpathError("--instructions, --shard and --serve take vlmpath's own sides: leave them out "
                                "with --engine-src (serve an engine's two trees with `vlmpath serve-pair "
                                "--base-pythonpath A --head-pythonpath B`)")
+        if self.engine_options and not self.engine_src:
+            name, value = next(iter(self.engine_options.items()))
+            raise VlmpathError(f"--engine-option {name}={value} goes to an engine's adapter: give --engine-src REPO "
+                               "(vlmpath's own commits run its reference routine, which takes none)")
 

@@ -2,12 +2,13 @@
 
 ``engines_chart`` draws what ``vlmpath measure --engine A --engine B ... --chart FILE``
 measured: per workload one bar per engine label (in the order given: e.g. ``reference``,
-then sglang releases, then vLLM releases), in two panels over the same x axis:
+then one engine's releases, then another's), in two panels over the same x axis:
 
 - tok/s (higher is better), with each case's accuracy written on its bar, so a fast but
   wrong release cannot look good; a failed case is the red "FAILED" marker;
-- host-device syncs outside the vision tower (lower is better; the #22105 / #34246 story
-  of vLLM's merge is one bar per release here), with the encoder calls written on the bar.
+- host-device syncs outside the vision tower (lower is better; a sync an engine's merge
+  gained or lost in a release is one bar per release here), with the encoder calls written
+  on the bar.
 
 Marks (``report_figure.mark``) say what each bar showed, for tests and the manifest.
 """

@@ -31,8 +31,8 @@ Row = Summary = Any
 ENABLE = {
     "reserved_bytes": "needs a GPU allocator's counter: run on a GPU",
     "peak_bytes": "needs an allocator counter: run on a GPU",
-    "routine_bytecodes": "counted for an engine's routine only: --engine sglang==X or vllm==X",
-    "routine_aten_elements": "counted for an engine's routine only: --engine sglang==X or vllm==X",
+    "routine_bytecodes": "counted for an engine's routine only: --engine NAME==X",
+    "routine_aten_elements": "counted for an engine's routine only: --engine NAME==X",
 }
 #: Whole benchmark classes skipped for one reason: one line for all their metrics.
 ENABLE_CLASS = {

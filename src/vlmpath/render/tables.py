@@ -92,7 +92,7 @@ def measure_table(records: Sequence[CaseRecord]) -> str:
 
 def runner_lines(records: Sequence[CaseRecord]) -> list[str]:
     """Once per engine and runner: which of its model runners ran and why (the ``runner=``
-    cell's whole seam, e.g. ``vllm==0.33.0: runner v1 (server's choice: no Triton)``)."""
+    cell's whole seam, e.g. ``NAME==X: runner v1 (why)``)."""
     out = {}
     for r in records:
         entry = _entry(r)

@@ -50,7 +50,7 @@ def benchmark_env(opts: RunOptions, repo: Path, machine: str, backend: str,
 
 def engine_machine(machine: str, engine: EngineSpec | None) -> str:
     """The machine name results are filed under: the engine's slug is appended for any engine
-    but the reference, so release-by-release history stays apart (``cpu-x86-sglang-0.5.23``)."""
+    but the reference, so release-by-release history stays apart (``cpu-x86-NAME-X.Y.Z``)."""
     return machine if engine is None or engine.in_process else f"{machine}-{engine.slug}"
 
 

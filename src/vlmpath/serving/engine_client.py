@@ -15,6 +15,8 @@ share of vLLM's generated texts identical to ours, and a flag when vLLM's value 
 outside our repeats' range widened by the comparison's noise factor (the spread). A
 client that cannot run is one ``not_run`` line saying why, never a failure of the run.
 The whole client is bounded (``budget_s``) and killed with its process group past it.
+vLLM's registry entry names ``run_engine_client`` as its ``bench_client`` (``serving.bench_clients``
+offers it as ``serve-bench --engine-client vllm``).
 """
 
 from __future__ import annotations
@@ -29,27 +31,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vlmpath.core.safe_json import load_file
-from vlmpath.engines.envs import newest_env
 from vlmpath.serving.bench import BenchSettings
 from vlmpath.serving.chat_requests import chat_requests
 from vlmpath.serving.launch import Server, extra_body
 
-VLLM = "vllm bench serve"
-#: Why sglang's client is not run against ``transformers serve``: probed in the sglang 0.5.23
-#: engine env (torchvision shimmed) and read from its code (``benchmark/serving.py``).
-SGLANG_NOT_RUN = ("not run: sglang.benchmark.serving does not import in the sglang engine env (its datasets "
-                  "module imports HF `datasets`, not installed there), and it sends an ignore_eos field in "
-                  "every request (false with --disable-ignore-eos), which transformers serve refuses (HTTP 422)")
 MAX_TEXTS = 4096
 
 
 def vllm_python(home: str | None = None) -> tuple[str | None, str]:
-    """(interpreter, label) of the newest complete vLLM engine env; (None, why not) without one."""
-    env = newest_env(home, "vllm")
-    if env is None:
-        return None, ("not run: no complete vLLM engine env (`vlmpath engine install vllm==0.33.0`, "
-                      "or pass --engine-home)")
-    return str(env.python), f"{VLLM} {env.spec.version}"
+    """(interpreter, label) of the newest complete vLLM engine env; (None, why not) without one
+    (``serving.bench_clients.interpreter`` for vLLM's entry)."""
+    from vlmpath.engines import registry
+    from vlmpath.serving.bench_clients import interpreter
+
+    return interpreter(registry.get("vllm"), home)
 
 
 def _argv(server: Server, settings: BenchSettings, dataset: Path, result: Path, concurrency: int,

@@ -10,7 +10,7 @@ and the PR flow use to measure with any engine:
   environment of that engine, else this interpreter) with DIR first on its path.
 
 It is the one-set case of ``measure_case_sets([CaseSet(...), ...], engine_spec)``: several
-case sets, each with its own options (``repeat``, ``count``, ``tower``, ``vllm_runner``
+case sets, each with its own options (``repeat``, ``count``, ``tower``, ``engine_options``
 and, for tests only, planted ``faults``), measured by ONE worker start (importing an engine
 costs seconds), one list of records per set. The worker builds the adapter anew for each
 set, so no option of one set reaches another (``suite.worker``).
@@ -22,10 +22,11 @@ environment: the directory vlmpath is installed in never goes on the path (for a
 non-editable install it is the host's site-packages). Records come back as ``CaseRecord``
 objects (``suite.record.read_records``); a case the worker did not report (it crashed: that
 set's rest and every later set) is a failed record naming the worker's exit status and the
-last line of its stderr; a set the worker refused (``worker.REFUSED``: ``--vllm-runner v2``
-on a release without that runner) is its one line as a ``VlmpathError`` in that set's place
-(``measure_cases`` raises it: exit 2). ``vllm_runner``: which of vLLM's model runners a vLLM
-engine drives (``engines.vllm_runner_choice``). ``json_path`` writes them as JSON Lines,
+last line of its stderr; a set the worker refused (``worker.REFUSED``: an engine option the
+engine does not declare, or its release cannot honour) is its one line as a ``VlmpathError``
+in that set's place (``measure_cases`` raises it: exit 2). ``engine_options``: the values of
+the engine entry's options (``engines.engine_options``: a plain mapping, handed to the
+adapter untouched and written into every record). ``json_path`` writes them as JSON Lines,
 atomically.
 
 ``CaseSet.faults`` (``engines.adapter_common``'s plant text) is a test hook, as
@@ -42,19 +43,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.option_enums import Tower, VllmRunner
+from vlmpath.core.option_enums import Tower
 from vlmpath.engines.base import EngineSpec
 from vlmpath.suite.bench_env import BenchEnv
 from vlmpath.suite.record import CaseRecord, read_records, write_records
 from vlmpath.suite.worker import REFUSED, REFUSED_RC, SET_LINE, case_to_dict, error_text, failed_record
 
 #: Which vision tower an engine case runs: ours (the seeded transformers tower, the default)
-#: or the engine's own (its adapter's ``engine_tower``: vLLM's or sglang's Qwen2.5-VL).
+#: or the engine's own (its adapter's ``engine_tower``: the engine's own Qwen2.5-VL).
 TOWERS = tuple(Tower)  # core.option_enums: parsed once, by the CLI
 
 
@@ -109,26 +110,32 @@ class CaseSet:
     repeat: int = 3
     count: bool = True
     tower: Tower = Tower.OURS
-    vllm_runner: VllmRunner = VllmRunner.SERVER
+    engine_options: Mapping[str, str] = field(default_factory=dict)  # name -> value (engines.engine_options)
     faults: str | None = None  # tests only: the plants of this set's adapter (adapter_common)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cases", tuple(self.cases))
+        object.__setattr__(self, "engine_options", dict(self.engine_options or {}))
         if self.repeat < 1:
             raise VlmpathError(f"repeat must be at least 1, got {self.repeat}")
 
     def job(self) -> dict:
         """This set as the worker's job reads it (its ``out`` added by ``_run_worker``)."""
         return {"cases": [case_to_dict(c) for c in self.cases], "repeat": self.repeat, "count": self.count,
-                "tower": self.tower, "vllm_runner": self.vllm_runner, "faults": self.faults}
+                "tower": self.tower, "engine_options": dict(self.engine_options), "faults": self.faults}
 
     def not_in_process(self) -> str | None:
         """Why the reference (in this process) cannot measure this set, or None."""
         if self.tower != "ours":
             return "--tower engine runs an engine's own vision tower: name an engine (--engine NAME==X)"
-        if self.vllm_runner != "server":
-            return (f"--vllm-runner {self.vllm_runner} chooses vLLM's model runner: name a vLLM engine "
-                    "(--engine vllm==X), or leave --vllm-runner out")
+        if self.engine_options:  # the reference declares none: one line naming an engine that does
+            from vlmpath.core.errors import EngineOptionError
+            from vlmpath.engines.engine_options import resolve
+
+            try:
+                resolve(None, self.engine_options)
+            except EngineOptionError as exc:
+                return str(exc)
         if self.faults is not None:
             return "planted faults go into an engine's adapter (a test hook): name an engine"
         return None
@@ -223,11 +230,11 @@ def measure_cases(cases: Sequence, engine_spec: EngineSpec | str | None = None, 
                   json_path: str | os.PathLike | None = None, count: bool = True, device: str | None = None,
                   weights: str | None = None, python: str | None = None, home: str | None = None,
                   threads: int | None = None, tower: Tower = Tower.OURS,
-                  vllm_runner: VllmRunner = VllmRunner.SERVER) -> list[CaseRecord]:
+                  engine_options: Mapping[str, str] | None = None) -> list[CaseRecord]:
     """Measure ``cases`` with the engine (one ``CaseSet``); returns one record per case, in
     order; a refusal raises its ``VlmpathError``."""
     spec = engine_spec if isinstance(engine_spec, EngineSpec) else EngineSpec.parse(engine_spec)
-    (records,) = measure_case_sets([CaseSet(cases, repeat, count, tower, vllm_runner)], spec, device=device,
+    (records,) = measure_case_sets([CaseSet(cases, repeat, count, tower, engine_options or {})], spec, device=device,
                                    weights=weights, python=python, home=home, threads=threads)
     if isinstance(records, VlmpathError):
         raise records

@@ -173,7 +173,7 @@ def measure_case(case: Case, session: Session, *, repeat: int = 3, count: bool =
     its registry entry); None runs the reference routine.
     ``threads``: torch's intra-op threads for this case (None: as set); recorded.
     ``tower``: ``ours`` (the seeded transformers tower) or ``engine`` (the engine's own, where
-    its adapter offers ``engine_tower``: vLLM's, sglang's)."""
+    its adapter offers ``engine_tower``)."""
     with pinned(threads) as in_effect:
         load0 = load_average()
         rec = _measure(case, session, repeat, count, cache_bytes, engine, tower)
@@ -191,7 +191,7 @@ def _measure(case: Case, session: Session, repeat: int, count: bool, cache_bytes
         swap = getattr(engine, "engine_tower", None)
         if swap is None:
             raise EngineError(f"--tower engine: {engine.label if engine else 'the reference'} has no tower of "
-                              "its own that vlmpath drives (vLLM's and sglang's Qwen2.5-VL have); use --tower ours")
+                              "its own that vlmpath drives (its adapter has no engine_tower); use --tower ours")
         encoder = swap(encoder)
     golden = session.golden(wl, encoder)
     cache_bytes = cache_budget_bytes(wl, table, cache_bytes)  # the preset's own budget where it has one

@@ -79,6 +79,9 @@ class CaseRecord:
     engine: str = "reference"
     engine_version: str | None = None
     engine_seams: dict = field(default_factory=dict)
+    # The values of the engine entry's options it ran with (``engines.engine_options``: every
+    # option the entry declares; empty for the reference and for an engine that has none).
+    engine_options: dict = field(default_factory=dict)
     # One pass of the routine with its tower replayed, counted exactly (engine cases:
     # ``suite.routine_counts``); None = not counted, ``counts_error`` says why when it failed.
     routine_bytecodes: int | None = None

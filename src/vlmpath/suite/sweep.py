@@ -228,7 +228,7 @@ class Step:
 
     @property
     def line(self) -> str:
-        """``step\tsglang 0.5.22 -> 0.5.23\tcache_oversize\tcache_evictions 2 -> 0 (better)``."""
+        """``step\tNAME 0.5.22 -> 0.5.23\tcache_oversize\tcache_evictions 2 -> 0 (better)``."""
         fmt = lambda v: "-" if v is None else (f"{v:.2f}" if isinstance(v, float) and not v.is_integer()  # noqa: E731
                                                else str(int(v)))
         return (f"step\t{self.before} -> {self.after}\t{self.workload}\t{self.metric} {fmt(self.old)} -> "

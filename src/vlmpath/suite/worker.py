@@ -1,36 +1,39 @@
 """Which records does one engine give for lists of cases, measured inside its own environment?
 
-``python -m vlmpath.suite.worker`` reads a job (JSON on stdin, written by
-``suite.engine_run``: the engine's label, ``device``, ``weights``, ``threads`` and its
-``sets``, each a case set's ``cases``, ``repeat``, ``count``, ``tower``, ``vllm_runner``,
-``faults`` and ``out``) and measures every case of every set, in order, with the engine's
-adapter (its entry in ``vlmpath.engines.registry``) imported in *this* interpreter (an
-engine environment's python, with an ``--engine-src`` tree first on its path), through the
-same ``measure_case`` as the reference. One start serves every set: the engine is imported
-once, and the adapter is built anew for each set, with that set's runner and planted faults
-(``adapter_common``: they reach that adapter alone), and closed after its last case, so
-nothing of one set (its runner, tower, faults, server state) reaches the next. Each set
-writes one record per case to its own ``out`` (``suite.record.dumps_record``), appending as
-it goes, so that a crash still leaves the records measured so far (``engine_run`` fills in
-the rest); the stderr line ``worker: set N of M`` comes before set N.
+``python -m vlmpath.suite.worker`` reads a job (JSON on stdin, written by ``suite.engine_run``:
+the engine's label, ``device``, ``weights``, ``threads`` and its ``sets``, each a case set's
+``cases``, ``repeat``, ``count``, ``tower``, ``engine_options``, ``faults`` and ``out``) and
+measures every case of every set, in order, with the engine's adapter (its entry in
+``vlmpath.engines.registry``) imported in *this* interpreter (an engine environment's python,
+with an ``--engine-src`` tree first on its path), through the same ``measure_case`` as the
+reference. One start serves every set: the engine is imported once, and the adapter is built
+anew for each set, with that set's engine options (checked against the entry once more:
+``engines.engine_options``, then handed over untouched and written into each of the set's
+records) and planted faults (``adapter_common``: they reach that adapter alone), and closed
+after its last case, so nothing of one set (its options, tower, faults, server state) reaches
+the next. Each set writes one record per case to its own ``out``
+(``suite.record.dumps_record``), appending as it goes, so that a crash still leaves the records
+measured so far (``engine_run`` fills in the rest); the stderr line ``worker: set N of M``
+comes before set N.
 
-A case that raises is a failed record carrying the error, and the next case runs; an
-engine that does not load at all gives every case of the set the same failed record. An
-engine option the release cannot honour (``EngineOptionError``: ``--vllm-runner v2`` on a
-release without it) is bad input, not a result: one ``REFUSED`` line on stderr for that
-set, no record, the next set runs, and the worker exits 2 (``engine_run`` reports the
-refusal for that set: the CLI's one-line refusal). An adapter's ``close()`` (where it has
-one: the server state it set up) runs after each set's last case.
+A case that raises is a failed record carrying the error, and the next case runs; an engine
+that does not load at all gives every case of the set the same failed record. An engine option
+the engine does not declare, or its release cannot honour (``EngineOptionError``: a runner the
+release does not have) is bad input, not a result: one ``REFUSED`` line on stderr for that set,
+no record, the next set runs, and the worker exits 2 (``engine_run`` reports the refusal for
+that set: the CLI's one-line refusal). An adapter's ``close()`` (where it has one: the server
+state it set up) runs after each set's last case.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
+from dataclasses import replace
 from contextlib import ExitStack
 
 from vlmpath.core.errors import EngineOptionError, VlmpathError
-from vlmpath.core.option_enums import VllmRunner
 from vlmpath.suite.record import CaseRecord, dumps_record
 from vlmpath.engines.base import EngineAdapter
 
@@ -69,21 +72,28 @@ REFUSED_RC = 2
 SET_LINE = "worker: set "
 
 
-def load_engine(label: str, runner: VllmRunner = VllmRunner.SERVER, faults: str | None = None) -> EngineAdapter:
+def options_of(label: str, asked: Mapping[str, str] | None) -> dict[str, str]:
+    """The set's engine options checked against the entry of the engine ``label`` names,
+    every declared one with its value (``engines.engine_options.resolve``)."""
+    from vlmpath.engines.base import EngineSpec
+    from vlmpath.engines.engine_options import resolve_for
+
+    return resolve_for(EngineSpec.parse(label), asked or {})
+
+
+def load_engine(label: str, options: Mapping[str, str] | None = None, faults: str | None = None) -> EngineAdapter:
     """The adapter of the engine ``label`` names (its registry entry's class), built here;
-    ``runner`` goes to an adapter whose entry has a ``runner_seam`` (vLLM's); ``faults`` (tests
-    only: the planted faults of one case set, ``adapter_common``) to an adapter that takes
-    them, this one alone."""
+    ``options`` (checked: ``options_of``) go to it untouched when its entry declares any
+    (``Class(label, options=...)``); ``faults`` (tests only: the planted faults of one case
+    set, ``adapter_common``) to an adapter that takes them, this one alone."""
     from vlmpath.core.errors import EngineError
     from vlmpath.engines import registry
     from vlmpath.engines.base import EngineSpec
 
     spec = EngineSpec.parse(label)  # the job's label crossed into this process: parsed again here
     entry = registry.get(spec.name)
-    if runner != "server" and not entry.runner_seam:
-        raise EngineOptionError(f"--vllm-runner {runner}: {label} has no model runners to choose from "
-                                "(only vLLM's adapter takes it); leave --vllm-runner out")
-    engine = entry.load_adapter()(label, **({"runner": runner} if entry.runner_seam else {}))
+    chosen = options_of(label, options)
+    engine = entry.load_adapter()(label, **({"options": chosen} if entry.options else {}))
     if faults is not None:
         if not hasattr(engine, "faults"):
             raise EngineError(f"engine {spec.name!r}: its adapter takes no planted faults "
@@ -105,14 +115,17 @@ def run_set(job_set: dict, label: str, session, device: str, threads, out) -> in
     from vlmpath.suite.measure import measure_case
 
     cases = [case_from_dict(d) for d in job_set["cases"]]
+    options = dict(job_set.get("engine_options") or {})
     try:
-        engine = load_engine(label, VllmRunner.parse(job_set.get("vllm_runner") or "server"), job_set.get("faults"))
+        options = options_of(label, options)  # what the records say the set ran with
+        engine = load_engine(label, options, job_set.get("faults"))
     except EngineOptionError as exc:  # bad input: refused before any case of the set
         print(REFUSED + str(exc).splitlines()[0][:400], file=sys.stderr, flush=True)
         return -1
     except Exception as exc:  # an engine that cannot load fails every case, with its reason
         for case in cases:
-            out.write(dumps_record(failed_record(case, error_text(exc), label, device=device)) + "\n")
+            rec = replace(failed_record(case, error_text(exc), label, device=device), engine_options=options)
+            out.write(dumps_record(rec) + "\n")
             out.flush()
         return len(cases)
     failures = 0
@@ -126,7 +139,7 @@ def run_set(job_set: dict, label: str, session, device: str, threads, out) -> in
             except Exception as exc:  # one case's failure is a result; the run goes on
                 rec = failed_record(case, error_text(exc), label, engine.version, engine.seams, device)
             failures += rec.error is not None
-            out.write(dumps_record(rec) + "\n")
+            out.write(dumps_record(replace(rec, engine_options=options)) + "\n")
             out.flush()
     finally:  # what the adapter set up around the engine (a server's groups) is taken down
         close = getattr(engine, "close", None)

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from importlib import resources
 
-from vlmpath.engines.registry import EngineEntry
+from vlmpath.engines.registry import BenchClient, EngineEntry
+
+#: Why sglang's own client is not run (``serve-bench``'s engine client): probed in the sglang
+#: 0.5.23 engine env (torchvision shimmed) and read from its code (``benchmark/serving.py``).
+CLIENT_NOT_RUN = ("not run: sglang.benchmark.serving does not import in the sglang engine env (its datasets "
+                  "module imports HF `datasets`, not installed there), and it sends an ignore_eos field in "
+                  "every request (false with --disable-ignore-eos), which transformers serve refuses (HTTP 422)")
+
 
 def server(python: str, model: str, port: int, device: str, scratch: str) -> tuple[list[str], dict[str, str]]:
     """sglang's own OpenAI server (``sglang.launch_server``; documented flags, not run on a CPU here)."""
@@ -29,6 +36,7 @@ ENGINE = EngineEntry(
     stage_seams=("chunk_encoding", "scatter", "count", "shm"),
     example_version="0.5.23",
     server=server,
+    bench_client=BenchClient("sglang.benchmark.serving", not_run=CLIENT_NOT_RUN),
     checkout_hint="an sglang checkout's python/ directory",
     ci_paths=(
         "python/sglang/srt/managers/mm_*.py",

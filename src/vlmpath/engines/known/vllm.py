@@ -14,7 +14,7 @@ import os
 import re
 from importlib import resources
 
-from vlmpath.engines.registry import EngineEntry
+from vlmpath.engines.registry import BenchClient, EngineEntry, EngineOption
 
 # Imported by the scheduler (vllm/v1/structured_output) but installed without its own
 # requirements, which pull triton (~1 GB) that no module the adapter uses imports; at the
@@ -99,7 +99,14 @@ ENGINE = EngineEntry(
     import_chain=resources.files("vlmpath.engines").joinpath("data/vllm_import_chain.txt"),
     source_dirs=("",),  # a vLLM checkout keeps its package at the root
     seams=("encoder", "runner", "schedule", "prepare", "gather", "mask", "merge", "batching", "platform"),
-    runner_seam="runner",  # v1 or v2 and why (vllm_runner_choice): the server's, or --vllm-runner's
+    runner_seam="runner",  # v1 or v2 and why (vllm_runner_choice): the server's, or the option's
+    # ``runner`` reaches ``VllmEngine(label, options=...)``; ``--vllm-runner`` is its own flag.
+    options=(EngineOption(
+        "runner", ("server", "v1", "v2"), "server",
+        "which of vLLM's model runners to drive: the one the release's own server picks on this device "
+        "(server, default), or v1 / v2 where the release has it", own_flag=True),),
+    # ``vllm bench serve`` against the same server and requests (serving.engine_client).
+    bench_client=BenchClient("vllm bench serve", run="vlmpath.serving.engine_client:run_engine_client"),
     # encode: how calls are batched; inject: the merge; count: where the mask lives; hash:
     # how cached items are prepared (their mm_hash decides).
     stage_seams=("batching", "merge", "mask", "prepare"),
