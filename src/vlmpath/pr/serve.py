@@ -49,7 +49,7 @@ class ServeOptions:
     model: str
     launch: str = "transformers"
     rounds: int = 6                 # interleaved rounds per side: 6 give a full paired verdict
-    python: str | None = None       # the server's interpreter (an engine env's for sglang/vLLM)
+    python: str | None = None       # the server's interpreter (an engine env's, for an engine server)
     device: str = "cpu"
     workloads: tuple[str, ...] = SERVE_PRESETS
     concurrency: tuple[int, ...] = SERVE_CONCURRENCY
