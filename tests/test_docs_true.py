@@ -111,8 +111,8 @@ def test_a_planted_missing_or_outside_target_is_seen():
 
 
 @pytest.mark.parametrize("stage, registry", [
-    ("encode", "vlmpath.paths.encode:ENCODE_STRATEGIES"), ("inject", "vlmpath.paths.inject:INJECTORS"),
-    ("count", "vlmpath.paths.count:COUNTERS"), ("hash", "vlmpath.paths.hashing:HASH_PATHS")])
+    ("encode", "vlmpath.paths.registry:ENCODE_STRATEGIES"), ("inject", "vlmpath.paths.registry:INJECTORS"),
+    ("count", "vlmpath.paths.registry:COUNTERS"), ("hash", "vlmpath.paths.registry:HASH_PATHS")])
 def test_the_strategy_table_lists_every_registered_strategy(stage, registry):
     import importlib
 

@@ -16,32 +16,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vlmpath.core.registry import Lazy, Registry
 
-if TYPE_CHECKING:  # the implementations' types need torch; annotations only
-    from vlmpath.paths.count import CountQuery
-    from vlmpath.paths.encode import EncodeStrategy
-    from vlmpath.paths.hashing import HashPath
-    from vlmpath.paths.inject import Injector
+# The values' types (``encode.EncodeStrategy``, ``inject.Injector``, ``count.CountQuery``,
+# ``hashing.HashPath``) live in the stage modules, which need torch and which this module
+# must not import, not even for annotations (each of them imports this one).
 
 
-ENCODE_STRATEGIES: Registry[EncodeStrategy] = Registry("encode strategy", {
+ENCODE_STRATEGIES: Registry[Callable[..., Any]] = Registry("encode strategy", {
     "per_request": Lazy("vlmpath.paths.encode:per_request"),
     "batched": Lazy("vlmpath.paths.encode:batched"),
     "batched_by_span": Lazy("vlmpath.paths.encode:batched_by_span"),
 }, known_bad=frozenset({"batched_by_span"}))  # the faithful replay of #25910: out of the default suite
-INJECTORS: Registry[Injector] = Registry("inject strategy", {
+INJECTORS: Registry[Callable[..., None]] = Registry("inject strategy", {
     "where_index": Lazy("vlmpath.paths.inject:where_index"),
     "masked_scatter": Lazy("vlmpath.paths.inject:masked_scatter"),
     "cumsum_index_copy": Lazy("vlmpath.paths.inject:cumsum_index_copy"),
 })
-COUNTERS: Registry[Callable[[CountQuery], int]] = Registry("count strategy", {
+COUNTERS: Registry[Callable[..., int]] = Registry("count strategy", {
     "mask_sum": Lazy("vlmpath.paths.count:mask_sum"),
     "offsets": Lazy("vlmpath.paths.count:offsets"),
 })
-HASH_PATHS: Registry[HashPath] = Registry("hash path", {
+HASH_PATHS: Registry[Any] = Registry("hash path", {
     "rehash": Lazy("vlmpath.paths.hashing:REHASH"),
     "forwarded": Lazy("vlmpath.paths.hashing:FORWARDED"),
     "xxh3": Lazy("vlmpath.paths.hashing:XXH3"),
