@@ -7,7 +7,7 @@ the repository, and the toy is checked where the recipe says it shows:
   in its table, a metric of the engine comparison judged by the row's direction, in the PR
   comment and an asv ``track_`` method; with any one of the 3 files left out, it is not;
 - a strategy (``toy_batched``, encode): measured by name, benchmarked by the asv suite,
-  listed in docs/measures.md's table; without either file, refused or unlisted;
+  listed in docs/measures.md's table; without any of the files, refused or unlisted;
 - an engine (``toy``, in the tree): registered, and its 3 CI templates are exactly what
   ``vlmpath ci templates`` reports missing, then writes;
 - a CI job: a new workflow is reported until ``tests/test_workflows.py`` walks it and
@@ -58,10 +58,12 @@ METRIC_EDITS = {
 }
 STRATEGY_EDITS = {
     "src/vlmpath/paths/encode.py": (
-        '{"per_request": per_request, "batched": batched,',
-        ' "toy_batched": lambda reqs, ctx: batched(reqs, ctx),'),
+        "ENCODE_STRATEGIES = registry.ENCODE_STRATEGIES\n",
+        "\n\ndef toy_batched(reqs, ctx):\n    return batched(reqs, ctx)\n"),
+    "src/vlmpath/paths/registry.py": (
+        '    "batched": Lazy("vlmpath.paths.encode:batched"),\n',
+        '    "toy_batched": Lazy("vlmpath.paths.encode:toy_batched"),\n'),
     "docs/measures.md": ("| encode | `per_request`, `batched`,", " `toy_batched`,"),
-    "src/vlmpath/core/choice_names.py": ('("batched", "batched_by_span", "per_request"', ', "toy_batched"'),
 }
 
 
@@ -87,7 +89,7 @@ def test_the_strategy_recipe_lists_the_files_its_toy_edits():
     steps = recipe_steps("Adding a strategy")
     assert len(steps) == len(STRATEGY_EDITS) == 3
     assert "`src/vlmpath/paths/`" in steps[0] and "`encode.py`" in steps[0]  # the toy's stage module
-    assert recipe_files("Adding a strategy")[1:] == ["docs/measures.md", "src/vlmpath/core/choice_names.py"]
+    assert recipe_files("Adding a strategy")[1:] == ["src/vlmpath/paths/registry.py", "docs/measures.md"]
 
 
 def test_routine_counters_are_incremented_only_where_the_metric_recipe_says():
@@ -239,12 +241,16 @@ def test_a_toy_strategy_is_measured_benchmarked_and_listed_with_exactly_the_reci
     got = _measure(full, "--encode", "toy_batched")
     assert got["rc"] == 0 and got["accuracy"] == 1.0 and not got["error"], got
     assert "toy_batched" in got["asv_strategies"] and _strategy_listed(full)
-    no_registry = copy_repo(tmp_path / "no_registry")
-    apply(no_registry, {k: v for k, v in STRATEGY_EDITS.items() if k != "src/vlmpath/paths/encode.py"})
-    r = subprocess.run([sys.executable, "-c", "from vlmpath.cli import main; raise SystemExit(main("
-                        "['measure', '--encode', 'toy_batched', '--workload', 'video']))"],
-                       cwd=no_registry, capture_output=True, text=True, timeout=300,
-                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(no_registry / "src"), "HOME": str(no_registry)})
-    assert r.returncode == 2 and "toy_batched" in r.stderr
+    # Without its entry the name is unknown (refused before torch loads); without its
+    # function the entry names nothing (refused when the pipeline is checked).
+    for left_out, says in (("src/vlmpath/paths/registry.py", "unknown encode strategy 'toy_batched'"),
+                           ("src/vlmpath/paths/encode.py", "defines no 'toy_batched'")):
+        root = copy_repo(tmp_path / Path(left_out).stem)
+        apply(root, {k: v for k, v in STRATEGY_EDITS.items() if k != left_out})
+        r = subprocess.run([sys.executable, "-c", "from vlmpath.cli import main; raise SystemExit(main("
+                            "['measure', '--encode', 'toy_batched', '--workload', 'video']))"],
+                           cwd=root, capture_output=True, text=True, timeout=300,
+                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root / "src"), "HOME": str(root)})
+        assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (left_out, r.stderr)
     no_docs = copy_repo(tmp_path / "no_docs", ("docs",))
     assert not _strategy_listed(no_docs)  # tests/test_docs_true.py fails on this copy's table
