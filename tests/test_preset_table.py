@@ -149,7 +149,8 @@ def test_a_new_entry_is_a_new_workload_and_a_shared_seed_or_name_is_refused():
 
 def test_every_entry_names_a_builder_that_loads_and_the_path_presets_are_marked():
     for name, e in PRESETS.items():
-        assert callable(e.specs.load()) and (e.after_build is None or callable(e.after_build.load())), name
+        specs, after = e.builders()
+        assert callable(specs) and (after is None) == (e.after_build is None), name
         assert e.summary and e.specs.target.rsplit(":", 1)[1] == name
     assert PATH_PRESETS == ("split_order", "cache_oversize", "cache_dup_chunked", "multi_span_chunks",
                             "cache_dup_pressure", "key_collision")

@@ -15,7 +15,7 @@ Adding a preset: docs/contributing.md, "Adding a workload preset".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from vlmpath.core.errors import VlmpathError
@@ -48,6 +48,10 @@ class PresetEntry:
     def __post_init__(self) -> None:
         if not 0 <= self.seed < SEED_STRIDE:
             raise VlmpathError(f"preset {self.name!r}: seed {self.seed} must be in [0, {SEED_STRIDE})")
+
+    def builders(self) -> tuple[Callable, Callable | None]:
+        """``specs`` and ``after_build`` imported (an entry naming nothing: a one-line error)."""
+        return self.specs.load(), (self.after_build.load() if self.after_build is not None else None)
 
     def stream(self, seed: int) -> int:
         """The random stream of this preset under the user's ``seed``."""

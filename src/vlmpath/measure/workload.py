@@ -281,11 +281,12 @@ def build_preset(entry: PresetEntry, scale: Scale = DEFAULT_SCALE, seed: int = 0
     fam = family_of(entry.encoder)
     stream = entry.stream(seed)
     ctx = PresetContext(shapes, torch.Generator().manual_seed(stream), lambda px: fam.grid_for_image(px, px, scale))
-    specs, chunk = entry.specs.load()(ctx)
+    build_specs, after_build = entry.builders()
+    specs, chunk = build_specs(ctx)
     requests = build_requests(specs, shapes.vocab, stream, fam)
     cache_rows = None
-    if entry.after_build is not None:
-        after_chunk, cache_rows = entry.after_build.load()(requests)
+    if after_build is not None:
+        after_chunk, cache_rows = after_build(requests)
         chunk = chunk if after_chunk is None else after_chunk
     return replace(build_workload(entry.name, scale, entry.encoder, requests, chunk, shapes.vocab, seed),
                    cache_rows=cache_rows)

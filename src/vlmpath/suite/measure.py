@@ -301,6 +301,8 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
             read_trace(w[len(TRACE_PREFIX):], scale)  # missing, malformed or too big: fails up front
         elif w not in PRESETS:
             workload_by_name(w, scale, seed)  # raises UnknownNameError naming the presets
+        else:
+            PRESETS[w].builders()  # an entry naming no builder: refused before any case
     if pipelines:
         pipes = [NAMED_PIPELINES[p] for p in pipelines]
     else:
