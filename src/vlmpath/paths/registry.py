@@ -23,8 +23,6 @@ from vlmpath.core.registry import Lazy, Registry
 # The values' types (``encode.EncodeStrategy``, ``inject.Injector``, ``count.CountQuery``,
 # ``hashing.HashPath``) live in the stage modules, which need torch and which this module
 # must not import, not even for annotations (each of them imports this one).
-
-
 ENCODE_STRATEGIES: Registry[Callable[..., Any]] = Registry("encode strategy", {
     "per_request": Lazy("vlmpath.paths.encode:per_request"),
     "batched": Lazy("vlmpath.paths.encode:batched"),
