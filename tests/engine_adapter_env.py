@@ -28,11 +28,11 @@ EVS = "evs_video"
 #: The presets of issue 38 (split order, the cache and chunking paths): measured uncounted in
 #: a set of their own (``paths``), since their numbers are accuracy and the path counts; the
 #: counted ``records`` keep the presets before them (and their cost).
-from vlmpath.measure.workload import PATH_PRESETS  # noqa: E402 - beside EVS, where the reader looks
+from vlmpath.measure.presets import PATH_PRESETS  # noqa: E402 - beside EVS, where the reader looks
 
 
 def counted_presets() -> list[str]:
-    from vlmpath.measure.workload import PRESETS
+    from vlmpath.measure.presets import PRESETS
 
     return [p for p in PRESETS if p not in PATH_PRESETS]
 

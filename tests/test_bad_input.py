@@ -78,7 +78,8 @@ def test_trace_path_that_is_a_directory_says_so(tmp_path, capsys, no_measuring):
 
 def test_limits_are_stated_and_the_presets_fit_them():
     # The limits refuse the sizes yet let every preset through at its scale.
-    from vlmpath.measure.workload import PRESETS, preset
+    from vlmpath.measure.presets import PRESETS
+    from vlmpath.measure.workload import preset
 
     for scale, lim in LIMITS.items():
         for name in PRESETS:
@@ -101,7 +102,7 @@ def test_mixed_trace_measures_every_correct_strategy_at_accuracy_1(tmp_path):
     # regions + plain image + video in one trace: regions items go through the resampler,
     # the others keep the tower's rows (before: every strategy failed at accuracy 0).
     from vlmpath.engines.pipelines import Pipeline
-    from vlmpath.paths.encode import ENCODE_STRATEGIES
+    from vlmpath.paths.registry import ENCODE_STRATEGIES
     from vlmpath.suite.measure import Case, Session, measure_case
 
     trace = tmp_path / "mixed.jsonl"

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from vlmpath.cli import main
-from vlmpath.core.choice_names import PRESET_NAMES, STAGE_NAMES
 from vlmpath.core.errors import UnknownNameError, VlmpathError
-from vlmpath.core.validate import check_choices
 from vlmpath.render.tables import measure_table, pipeline_name
+from vlmpath.suite.inputs import check_choices
 from vlmpath.suite.record import CaseRecord
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,21 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_a_close_name_gets_a_did_you_mean_and_a_far_one_does_not():
     assert "(did you mean 'batched'?)" in str(UnknownNameError("encode strategy", "batchd", ["batched", "per_request"]))
     assert "did you mean" not in str(UnknownNameError("encode strategy", "zzz", ["batched", "per_request"]))
-
-
-def test_the_torch_free_names_are_the_registries_names():
-    """The table the CLI checks before importing torch must not drift from the registries."""
-    from vlmpath.measure.workload import PRESETS
-    from vlmpath.paths.count import COUNTERS
-    from vlmpath.paths.encode import ENCODE_STRATEGIES
-    from vlmpath.paths.hashing import HASH_PATHS
-    from vlmpath.paths.inject import INJECTORS
-
-    registries = {"encode": ENCODE_STRATEGIES, "inject": INJECTORS, "count": COUNTERS, "hash": HASH_PATHS}
-    for flag, reg in registries.items():
-        kind, names = STAGE_NAMES[flag]
-        assert (kind, sorted(names)) == (reg.kind, sorted(reg)), f"core/choice_names.py STAGE_NAMES[{flag!r}]"
-    assert PRESET_NAMES == tuple(PRESETS)
 
 
 def test_check_choices_refuses_unknown_names_and_a_path_without_trace(tmp_path):

@@ -21,11 +21,8 @@ def test_version(capsys):
 @pytest.mark.parametrize("argv", [["--help"], ["measure", "--help"]])
 def test_help_lists_every_registered_name(capsys, argv):
     from vlmpath.engines.pipelines import NAMED_PIPELINES
-    from vlmpath.measure.workload import PRESETS
-    from vlmpath.paths.count import COUNTERS
-    from vlmpath.paths.encode import ENCODE_STRATEGIES
-    from vlmpath.paths.hashing import HASH_PATHS
-    from vlmpath.paths.inject import INJECTORS
+    from vlmpath.measure.presets import PRESETS
+    from vlmpath.paths.registry import COUNTERS, ENCODE_STRATEGIES, HASH_PATHS, INJECTORS
 
     with pytest.raises(SystemExit):
         main(argv)

@@ -5,7 +5,7 @@
   (``../shared/docs/...`` pointed outside it); mkdocs' strict build (.ci/run) checks the
   links between pages and their anchors;
 - docs/measures.md's strategy table lists every registered strategy of each stage
-  (``cumsum_index_copy`` was missing);
+  (``cumsum_index_copy`` was missing), and its opening paragraph every workload preset;
 - every ``src/vlmpath/...py`` / ``vlmpath/...py`` path and every dotted ``vlmpath.x.y``
   name in the repository's text files is a module or package that exists (comments named
   ``ci_flow.py``, ``github.py`` and ``run.py`` at the top level after they moved).
@@ -112,8 +112,8 @@ def test_a_planted_missing_or_outside_target_is_seen():
 
 
 @pytest.mark.parametrize("stage, registry", [
-    ("encode", "vlmpath.paths.encode:ENCODE_STRATEGIES"), ("inject", "vlmpath.paths.inject:INJECTORS"),
-    ("count", "vlmpath.paths.count:COUNTERS"), ("hash", "vlmpath.paths.hashing:HASH_PATHS")])
+    ("encode", "vlmpath.paths.registry:ENCODE_STRATEGIES"), ("inject", "vlmpath.paths.registry:INJECTORS"),
+    ("count", "vlmpath.paths.registry:COUNTERS"), ("hash", "vlmpath.paths.registry:HASH_PATHS")])
 def test_the_strategy_table_lists_every_registered_strategy(stage, registry):
     import importlib
 
@@ -123,3 +123,22 @@ def test_the_strategy_table_lists_every_registered_strategy(stage, registry):
                if line.startswith(f"| {stage} |"))
     listed = set(re.findall(r"`(\w+)`", row.split("|")[2]))
     assert names - listed == set(), f"docs/measures.md's {stage} row lacks {sorted(names - listed)}"
+
+
+def unlisted_presets(page: str, names) -> list[str]:
+    """The presets that docs/measures.md's opening paragraph (the workloads it measures
+    over, before the first table) does not name in backticks."""
+    listed = set(re.findall(r"`(\w+)`", page.split("\n|", 1)[0]))
+    return [n for n in names if n not in listed]
+
+
+def test_the_measures_page_names_every_preset():
+    from vlmpath.measure.presets import PRESETS
+
+    assert unlisted_presets(MEASURES.read_text(encoding="utf-8"), PRESETS) == []
+
+
+def test_a_planted_unlisted_preset_is_seen():
+    text = MEASURES.read_text(encoding="utf-8")
+    assert unlisted_presets(text.replace("`cache_reuse`", "cache reuse", 1), ["video", "cache_reuse"]) == ["cache_reuse"]
+    assert unlisted_presets(text, ["toy_preset"]) == ["toy_preset"]

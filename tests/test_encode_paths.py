@@ -12,8 +12,9 @@ from vlmpath.measure.cache import EmbeddingCache
 from vlmpath.measure.families import EncodeOutput
 from vlmpath.measure.families.qwen2_5_vl import REGION_TOKENS
 from vlmpath.measure.fidelity import TOLERANCES, relative_error
-from vlmpath.measure.workload import PRESETS
-from vlmpath.paths.encode import ENCODE_STRATEGIES, EncodeContext, RequestChunk
+from vlmpath.measure.presets import PRESETS
+from vlmpath.paths.encode import EncodeContext, RequestChunk
+from vlmpath.paths.registry import ENCODE_STRATEGIES
 
 QWEN_PRESETS = [p for p in PRESETS if p != "multi_region"]
 

@@ -34,7 +34,8 @@ from engine_adapter_env import EVS
 from engine_tree import patched_tree
 
 from vlmpath.engines.base import EngineSpec
-from vlmpath.measure.workload import PATH_PRESETS, PRESETS, preset
+from vlmpath.measure.presets import PATH_PRESETS, PRESETS
+from vlmpath.measure.workload import preset
 from vlmpath.suite.engine_run import measure_cases
 from vlmpath.suite.measure import plan_cases
 

@@ -23,7 +23,7 @@ from engine_adapter_env import EVS, engine_env_fixture
 from engine_tree import patched_tree
 
 from vlmpath.engines.base import EngineSpec
-from vlmpath.measure.workload import PATH_PRESETS, PRESETS
+from vlmpath.measure.presets import PATH_PRESETS, PRESETS
 from vlmpath.suite.engine_run import measure_cases
 from vlmpath.suite.measure import plan_cases
 

@@ -38,7 +38,8 @@ from vlmpath.measure.shm import (
     sweep_orphan_segments,
 )
 from vlmpath.paths.hash_transfer import ReceiverProcess, run_transfer
-from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
+from vlmpath.paths.hashing import pickle_round_trip
+from vlmpath.paths.registry import HASH_PATHS
 
 DEV_SHM = Path("/dev/shm")
 needs_dev_shm = pytest.mark.skipif(not DEV_SHM.is_dir(), reason="needs Linux /dev/shm")
@@ -456,7 +457,7 @@ def test_resource_tracker_stays_quiet_in_a_fresh_interpreter(tmp_path):
     script.write_text(textwrap.dedent("""
         import torch
         from vlmpath.paths.hash_transfer import ReceiverProcess, run_transfer
-        from vlmpath.paths.hashing import HASH_PATHS
+        from vlmpath.paths.registry import HASH_PATHS
         from vlmpath.measure.shm import ShmLedger
 
         if __name__ == "__main__":

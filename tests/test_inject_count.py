@@ -16,18 +16,13 @@ from counted_pipelines import COUNTED_PIPELINES
 
 from vlmpath.core.errors import LengthMismatchError, VlmpathError
 from vlmpath.engines.pipelines import DEFAULT_PIPELINE, LEGACY_PIPELINE, Pipeline
+from vlmpath.measure.presets import PRESETS
 from vlmpath.measure.syncs import count_syncs
-from vlmpath.measure.workload import PRESETS, preset
-from vlmpath.paths.count import COUNTERS, CountQuery, count_from_offsets, mask_sum, offsets
+from vlmpath.measure.workload import preset
+from vlmpath.paths.count import CountQuery, count_from_offsets, mask_sum, offsets
 from vlmpath.paths.encode import RequestChunk, chunk_is_active
-from vlmpath.paths.inject import (
-    INJECTORS,
-    adjust_length,
-    check_length,
-    inject_deepstack,
-    masked_scatter,
-    where_index,
-)
+from vlmpath.paths.inject import adjust_length, check_length, inject_deepstack, masked_scatter, where_index
+from vlmpath.paths.registry import COUNTERS, INJECTORS
 
 EXPECTED = Path(__file__).with_name("expected_counts.json")
 UPDATE_ENV = "VLMPATH_UPDATE_EXPECTED"

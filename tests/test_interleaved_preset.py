@@ -10,7 +10,7 @@ by accident. Every one of the reference's encode strategies places every row (1.
 from __future__ import annotations
 
 from vlmpath.measure.workload import preset
-from vlmpath.paths.encode import ENCODE_STRATEGIES
+from vlmpath.paths.registry import ENCODE_STRATEGIES
 from vlmpath.suite.engine_run import measure_cases
 from vlmpath.suite.measure import plan_cases
 

@@ -14,7 +14,8 @@ from vlmpath.core.errors import LengthMismatchError, VlmpathError
 from vlmpath.measure.encoders import FAMILIES, family_of
 from vlmpath.measure.families import is_norm
 from vlmpath.measure.families.internvl import TOWERS, InternVLEncoder, build_tower, tile_layout
-from vlmpath.measure.workload import PRESET_ENCODERS, MediaSpec, RequestSpec, build_requests
+from vlmpath.measure.presets import PRESETS
+from vlmpath.measure.workload import MediaSpec, RequestSpec, build_requests
 
 FAM = FAMILIES["internvl"]
 
@@ -88,7 +89,7 @@ def test_grids_that_are_not_tiles_are_refused(session):
 
 def test_internvl_is_not_in_the_default_presets():
     assert family_of("internvl") is FAM
-    assert all(family_of(enc).name == "qwen2_5_vl" for enc in PRESET_ENCODERS.values())
+    assert all(family_of(enc).name == "qwen2_5_vl" for enc in (e.encoder for e in PRESETS.values()))
 
 
 def test_a_trace_naming_internvl_is_measured_end_to_end(tmp_path, session):

@@ -1,4 +1,4 @@
-"""Do docs/contributing.md's recipes list exactly the files a new metric, strategy, engine or CI job needs?
+"""Do docs/contributing.md's recipes list exactly the files a new metric, strategy, preset, engine or CI job needs?
 
 Each recipe's edits are applied, as a contributor would make them, to a temporary copy of
 the repository, and the toy is checked where the recipe says it shows:
@@ -7,7 +7,10 @@ the repository, and the toy is checked where the recipe says it shows:
   in its table, a metric of the engine comparison judged by the row's direction, in the PR
   comment and an asv ``track_`` method; with any one of the 3 files left out, it is not;
 - a strategy (``toy_batched``, encode): measured by name, benchmarked by the asv suite,
-  listed in docs/measures.md's table; without either file, refused or unlisted;
+  listed in docs/measures.md's table; without any of the files, refused or unlisted;
+- a workload preset (``toy_preset``, first in the table): measured by name, in the asv
+  suite's presets, named on docs/measures.md, every other preset unchanged; without any of
+  the files, refused or unlisted;
 - an engine (``toy``, in the tree): registered, and its 3 CI templates are exactly what
   ``vlmpath ci templates`` reports missing, then writes;
 - a CI job: a new workflow is reported until ``tests/test_workflows.py`` walks it and
@@ -58,10 +61,24 @@ METRIC_EDITS = {
 }
 STRATEGY_EDITS = {
     "src/vlmpath/paths/encode.py": (
-        '{"per_request": per_request, "batched": batched,',
-        ' "toy_batched": lambda reqs, ctx: batched(reqs, ctx),'),
+        "ENCODE_STRATEGIES = registry.ENCODE_STRATEGIES\n",
+        "\n\ndef toy_batched(reqs, ctx):\n    return batched(reqs, ctx)\n"),
+    "src/vlmpath/paths/registry.py": (
+        '    "batched": Lazy("vlmpath.paths.encode:batched"),\n',
+        '    "toy_batched": Lazy("vlmpath.paths.encode:toy_batched"),\n'),
     "docs/measures.md": ("| encode | `per_request`, `batched`,", " `toy_batched`,"),
-    "src/vlmpath/core/choice_names.py": ('("batched", "batched_by_span", "per_request"', ', "toy_batched"'),
+}
+
+#: A preset added at the top of the table: its place must change no other workload.
+PRESET_EDITS = {
+    "src/vlmpath/measure/preset_specs.py": (
+        "Specs = tuple[list[RequestSpec], int]\n",
+        "\n\ndef toy_preset(c: PresetContext) -> Specs:\n"
+        "    return [RequestSpec((c.t(), c.image(c.shapes.small_px), c.t(), c.video(), c.t()))], -1\n"),
+    "src/vlmpath/measure/presets.py": (
+        "PRESETS: Registry[PresetEntry] = preset_table([\n",
+        '    PresetEntry("toy_preset", "an image and a video", _QWEN, 15, _specs("toy_preset")),\n'),
+    "docs/measures.md": ("seeded workloads (`many_small_images`,", " `toy_preset`,"),
 }
 
 
@@ -87,7 +104,11 @@ def test_the_strategy_recipe_lists_the_files_its_toy_edits():
     steps = recipe_steps("Adding a strategy")
     assert len(steps) == len(STRATEGY_EDITS) == 3
     assert "`src/vlmpath/paths/`" in steps[0] and "`encode.py`" in steps[0]  # the toy's stage module
-    assert recipe_files("Adding a strategy")[1:] == ["docs/measures.md", "src/vlmpath/core/choice_names.py"]
+    assert recipe_files("Adding a strategy")[1:] == ["src/vlmpath/paths/registry.py", "docs/measures.md"]
+
+
+def test_the_preset_recipe_lists_the_files_its_toy_edits():
+    assert recipe_files("Adding a workload preset") == list(PRESET_EDITS)
 
 
 def test_routine_counters_are_incremented_only_where_the_metric_recipe_says():
@@ -239,12 +260,64 @@ def test_a_toy_strategy_is_measured_benchmarked_and_listed_with_exactly_the_reci
     got = _measure(full, "--encode", "toy_batched")
     assert got["rc"] == 0 and got["accuracy"] == 1.0 and not got["error"], got
     assert "toy_batched" in got["asv_strategies"] and _strategy_listed(full)
-    no_registry = copy_repo(tmp_path / "no_registry")
-    apply(no_registry, {k: v for k, v in STRATEGY_EDITS.items() if k != "src/vlmpath/paths/encode.py"})
-    r = subprocess.run([sys.executable, "-c", "from vlmpath.cli import main; raise SystemExit(main("
-                        "['measure', '--encode', 'toy_batched', '--workload', 'video']))"],
-                       cwd=no_registry, capture_output=True, text=True, timeout=300,
-                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(no_registry / "src"), "HOME": str(no_registry)})
-    assert r.returncode == 2 and "toy_batched" in r.stderr
+    # Without its entry the name is unknown (refused before torch loads); without its
+    # function the entry names nothing (refused when the pipeline is checked).
+    for left_out, says in (("src/vlmpath/paths/registry.py", "unknown encode strategy 'toy_batched'"),
+                           ("src/vlmpath/paths/encode.py", "defines no 'toy_batched'")):
+        root = copy_repo(tmp_path / Path(left_out).stem)
+        apply(root, {k: v for k, v in STRATEGY_EDITS.items() if k != left_out})
+        r = subprocess.run([sys.executable, "-c", "from vlmpath.cli import main; raise SystemExit(main("
+                            "['measure', '--encode', 'toy_batched', '--workload', 'video']))"],
+                           cwd=root, capture_output=True, text=True, timeout=300,
+                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root / "src"), "HOME": str(root)})
+        assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (left_out, r.stderr)
     no_docs = copy_repo(tmp_path / "no_docs", ("docs",))
     assert not _strategy_listed(no_docs)  # tests/test_docs_true.py fails on this copy's table
+
+
+_PRESET_CHECK = '''
+import contextlib, io, json, sys
+from vlmpath.cli import main
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    rc = main(["measure", "--workload", "toy_preset", "--repeat", "1", "--no-syncs", "--threads", "1",
+               "--json", sys.argv[1]])
+got = {"rc": rc}
+if rc == 0:
+    from vlmpath.measure.workload import preset
+    from vlmpath.suite import cases
+    from vlmpath.suite.record import read_records
+    recs = read_records(sys.argv[1])
+    got.update(workloads=sorted({r.workload for r in recs}), accuracy=min(r.accuracy for r in recs),
+               errors=[r.error for r in recs if r.error], asv="toy_preset" in cases.ROUTINE_PRESETS,
+               video=preset("video").requests[0].input_ids.tolist())
+print(json.dumps(got))
+'''
+
+
+def _preset_listed(root: Path) -> bool:
+    return "`toy_preset`" in (root / "docs/measures.md").read_text().split("\n|", 1)[0]
+
+
+@pytest.mark.e2e
+def test_a_toy_preset_is_measured_benchmarked_and_listed_with_exactly_the_recipes_three_files(tmp_path):
+    from vlmpath.measure.workload import preset
+
+    full = copy_repo(tmp_path / "full")
+    apply(full, PRESET_EDITS)
+    got = _run(full, _PRESET_CHECK, str(full / "out.jsonl"))
+    assert got["rc"] == 0 and got["workloads"] == ["toy_preset"] and got["accuracy"] == 1.0 and not got["errors"], got
+    assert got["asv"] and _preset_listed(full)
+    # First in the table, and every other workload is what it was.
+    assert got["video"] == preset("video").requests[0].input_ids.tolist()
+    for left_out, says in (("src/vlmpath/measure/presets.py", "unknown workload preset 'toy_preset'"),
+                           ("src/vlmpath/measure/preset_specs.py", "defines no 'toy_preset'")):
+        root = copy_repo(tmp_path / Path(left_out).stem)
+        apply(root, {k: v for k, v in PRESET_EDITS.items() if k != left_out})
+        r = subprocess.run([sys.executable, "-c", "from vlmpath.cli import main; raise SystemExit(main("
+                            "['measure', '--workload', 'toy_preset']))"],
+                           cwd=root, capture_output=True, text=True, timeout=300,
+                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root / "src"), "HOME": str(root)})
+        assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (left_out, r.stderr)
+    no_docs = copy_repo(tmp_path / "no_docs", ("docs",))
+    assert not _preset_listed(no_docs)  # tests/test_docs_true.py fails on this copy's page

@@ -83,7 +83,7 @@ def test_cpu_gate_turns_red_on_a_planted_rehash_in_the_forwarded_receiver(embed,
     from vlmpath.compare.thresholds import Thresholds
     from vlmpath.compare.verdict import judge
     from vlmpath.measure.catalog import workload_by_name
-    from vlmpath.paths.hashing import HASH_PATHS
+    from vlmpath.paths.registry import HASH_PATHS
     from vlmpath.suite.measure import arrive
 
     cfg = Thresholds.default()
@@ -98,7 +98,7 @@ def test_cpu_gate_turns_red_on_a_planted_rehash_in_the_forwarded_receiver(embed,
     base, again = (_pooled(side) for side in sides)
     assert judge(base, again, cfg, "cpu").verdict is Verdict.UNCHANGED  # A/A stays green
     entries = dict(HASH_PATHS._entries)
-    entries["forwarded"] = dataclasses.replace(entries["forwarded"], forward=False)  # the receiver re-hashes
+    entries["forwarded"] = dataclasses.replace(HASH_PATHS["forwarded"], forward=False)  # the receiver re-hashes
     monkeypatch.setattr(HASH_PATHS, "_entries", MappingProxyType(entries))
     planted = _hash_metric(embed, arrive(wl, "forwarded")[1])
     c = judge(base, planted, cfg, "cpu")

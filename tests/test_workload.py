@@ -14,11 +14,12 @@ from vlmpath.engines.pipelines import Pipeline
 from vlmpath.measure.catalog import workload_by_name
 from vlmpath.measure.evs_layout import EVS_TIMESTAMP, evs_kept_tokens
 from vlmpath.measure.families.qwen2_5_vl import REGION_SEPARATOR, REGION_TOKENS, tokens_of_grid
+from vlmpath.measure.presets import PRESETS
 from vlmpath.measure.traces import load_trace
-from vlmpath.measure.workload import PRESETS, MediaSpec, RequestSpec, build_requests, preset, schedule
-from vlmpath.paths.count import COUNTERS, count_from_offsets
-from vlmpath.paths.encode import ENCODE_STRATEGIES, chunk_row_range
-from vlmpath.paths.inject import INJECTORS
+from vlmpath.measure.workload import MediaSpec, RequestSpec, build_requests, preset, schedule
+from vlmpath.paths.count import count_from_offsets
+from vlmpath.paths.encode import chunk_row_range
+from vlmpath.paths.registry import COUNTERS, ENCODE_STRATEGIES, INJECTORS
 
 
 # --- determinism ------------------------------------------------------------------------

@@ -20,9 +20,8 @@ from vlmpath.core.metrics import METRICS
 from vlmpath.measure.platform import sync
 from vlmpath.measure.shm import ShmLedger
 from vlmpath.measure.syncs import syncs_of
-from vlmpath.paths.count import COUNTERS
-from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
-from vlmpath.paths.inject import INJECTORS
+from vlmpath.paths.hashing import pickle_round_trip
+from vlmpath.paths.registry import COUNTERS, HASH_PATHS, INJECTORS
 from vlmpath.suite import cases
 
 ROUTINE = cases.encode_cases() + cases.embed_cases()

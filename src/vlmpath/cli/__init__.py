@@ -186,10 +186,10 @@ def _add_profile(sub: argparse._SubParsersAction) -> None:
 
 def _check_case(text: str) -> None:
     """``PATH:VARIANT/PRESET``: its form (``suite.profile.case_parts``) and its names
-    (``core.choice_names``), all torch-free."""
+    (the registries: ``suite.inputs.check_choices``), all torch-free."""
     from vlmpath.core.errors import UnknownNameError
-    from vlmpath.core.validate import check_choices
     from vlmpath.engines.pipelines import NAMED_PIPELINES
+    from vlmpath.suite.inputs import check_choices
     from vlmpath.suite.profile import case_parts
 
     path, variant, preset = case_parts(text)

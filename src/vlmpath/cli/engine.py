@@ -19,9 +19,8 @@ from vlmpath.core.errors import VlmpathError
 
 
 def run_measure(a: argparse.Namespace) -> int:
-    from vlmpath.core.validate import check_choices
     from vlmpath.engines.base import EngineSpec
-    from vlmpath.suite.inputs import check_measure_inputs
+    from vlmpath.suite.inputs import check_choices, check_measure_inputs
 
     # Every input is checked (the --json file's directory included) before any work, and
     # before torch is imported (seconds): a misspelt name is refused at once.

@@ -71,7 +71,7 @@ def log_dir(a: argparse.Namespace) -> str:
 
 
 def _settings(a: argparse.Namespace):
-    from vlmpath.measure.workload import PRESETS
+    from vlmpath.measure.presets import PRESETS
     from vlmpath.serving.bench import BenchSettings
 
     workloads = tuple(a.workload or DEFAULT_WORKLOADS)

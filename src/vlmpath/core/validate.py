@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmpath.core.backends import gpu_labels
-from vlmpath.core.choice_names import PRESET_NAMES, STAGE_NAMES, TRACE_PREFIX
-from vlmpath.core.errors import UnknownNameError, VlmpathError
+from vlmpath.core.errors import VlmpathError
 
 
 @dataclass(frozen=True)
@@ -146,20 +145,3 @@ def json_lines(text: str, where: str, fix: str) -> list:
         if line.strip():  # bounded: depth and number length (safe_json)
             out.append(safe_json.loads(line, f"{where}:{n}", fix.lstrip("; ")))
     return out
-
-
-def check_choices(stages: dict[str, list[str] | None], workloads: list[str] | None) -> None:
-    """Every stage name and workload known (``core.choice_names``: no torch import), with a
-    "did you mean" for a close one; a file given as a workload without ``trace:`` says so."""
-    for flag, names in stages.items():
-        kind, known = STAGE_NAMES[flag]
-        for name in names or ():
-            if name not in known:
-                raise UnknownNameError(kind, name, known)
-    for name in workloads or ():
-        if name.startswith(TRACE_PREFIX) or name in PRESET_NAMES:
-            continue
-        if os.sep in name or name.endswith((".jsonl", ".json")) or os.path.exists(name):
-            raise VlmpathError(f"--workload {name!r} is a path, not a preset: a trace file is named "
-                               f"{TRACE_PREFIX}PATH, e.g. --workload {TRACE_PREFIX}{name}")
-        raise UnknownNameError("workload preset", name, [*PRESET_NAMES, f"{TRACE_PREFIX}FILE.jsonl"])

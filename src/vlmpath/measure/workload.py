@@ -12,14 +12,15 @@ the workload's encoder (``encoders.family_of``); this module imports no family.
 Workloads come from named presets (seeded, deterministic) at two scales, or from a JSONL
 trace of real traffic (``traces.load_trace``; ``catalog.workload_by_name`` resolves both).
 Everything is built from request *specs* (text lengths and media shapes), so presets and
-traces share one builder. EVS videos are laid out by ``evs_layout``.
+traces share one builder. The presets are a table (``measure.presets``: name, encoder, own
+seed, builder named lazily); ``build_preset`` runs one entry's builder (``preset_specs``,
+``path_presets``) over a ``PresetContext``. EVS videos are laid out by ``evs_layout``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 
 import torch
 
@@ -35,6 +36,7 @@ from vlmpath.measure.evs_layout import (
 from vlmpath.measure.encoders import DEFAULT_ENCODER, family_of
 from vlmpath.measure.families import Family, Grid
 from vlmpath.measure.items import Item, Request, Step, StepEntry
+from vlmpath.measure.presets import PRESETS, PresetEntry
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,128 +232,64 @@ SHAPES = {
 }
 
 
-def _text(gen: torch.Generator, shapes: ScaleShapes) -> int:
-    lo, hi = shapes.text
-    return int(torch.randint(lo, hi + 1, (1,), generator=gen))
+@dataclass(frozen=True)
+class PresetContext:
+    """What a preset's builder (``preset_specs``, ``path_presets``) builds its specs from: the
+    scale's shapes, the family's grid of a ``px`` x ``px`` image (``square``) and the preset's
+    random stream (``gen``), drawn by ``t()`` and by variable ``regions`` only."""
 
+    shapes: ScaleShapes
+    gen: torch.Generator
+    square: Callable[[int], Grid]
 
-def _regions(n: int, shapes: ScaleShapes, variable: bool, gen: torch.Generator,
-             square: Callable[[int], Grid]) -> MediaSpec:
-    grids = []
-    for j in range(n):
-        # Slices differ in shape; the resampler still makes region_tokens rows of each.
-        side = shapes.region_px if not variable or j == 0 else shapes.region_px // 2 * int(torch.randint(1, 3, (1,), generator=gen))
-        grids.append(square(side))
-    return MediaSpec("image", tuple(grids), regions=True)
+    @property
+    def k(self) -> int:
+        """The scale's image-side factor (1 at tiny)."""
+        return self.shapes.small_px // SHAPES["tiny"].small_px
 
+    def t(self) -> int:
+        """A text length drawn from the stream, within the scale's ``text`` range."""
+        lo, hi = self.shapes.text
+        return int(torch.randint(lo, hi + 1, (1,), generator=self.gen))
 
-def _preset_specs(name: str, shapes: ScaleShapes, gen: torch.Generator,
-                  square: Callable[[int], Grid]) -> tuple[list[RequestSpec], int]:
-    """A preset's request specs and chunk size; ``square(px)`` is the family's grid of a
-    ``px`` x ``px`` image at the workload's scale."""
-    t = lambda: _text(gen, shapes)  # noqa: E731 - a local shorthand
+    def image(self, px: int, content_id: int | None = None) -> MediaSpec:
+        return MediaSpec("image", (self.square(px),), content_id=content_id)
 
-    def _image(px: int, content_id: int | None = None) -> MediaSpec:
-        return MediaSpec("image", (square(px),), content_id=content_id)
+    def video(self) -> MediaSpec:
+        return MediaSpec("video", (self.shapes.video_grid,))
 
-    if name == "many_small_images":
-        specs = [RequestSpec((t(), _image(shapes.small_px), t(), _image(shapes.small_px), t()))
-                 for _ in range(shapes.n_small)]
-        return specs, shapes.chunk
-    if name == "few_large_images":
-        specs = [RequestSpec((t(), _image(shapes.large_px), t())) for _ in range(2)]
-        return specs, -1
-    if name == "video":
-        specs = [RequestSpec((t(), MediaSpec("video", (shapes.video_grid,)), t())) for _ in range(2)]
-        return specs, shapes.chunk
-    if name == "multi_region":
-        # The first request is a plain single-region image, so a batch-level gate that
-        # looks only at the first item lets the multi-region items after it through.
-        specs = [RequestSpec((t(), _regions(1, shapes, False, gen, square), t()))]
-        specs += [RequestSpec((t(), _regions(n, shapes, True, gen, square), t())) for n in (3, 2, 4)]
-        specs += [RequestSpec((t(), _regions(1, shapes, False, gen, square), t()))]
-        return specs, shapes.chunk
-    if name == "chunked_long":
-        specs = [RequestSpec((t(), _image(shapes.region_px), t(), _image(shapes.region_px), t(),
-                              _image(shapes.small_px), t())) for _ in range(2)]
-        return specs, shapes.long_chunk
-    if name == "cache_reuse":
-        pool = [_image(shapes.small_px, content_id=9000 + k) for k in range(2)]
-        specs = [RequestSpec((t(), pool[i % 2], t(), pool[(i + 1) % 2], t())) for i in range(6)]
-        return specs, shapes.chunk
-    if name == "mixed":
-        specs = [
-            RequestSpec((t(), _image(shapes.small_px), t())),
-            RequestSpec((t(),)),  # a text-only request in the batch
-            RequestSpec((t(), _image(shapes.region_px), t(), _image(shapes.small_px, content_id=7000), t())),
-            RequestSpec((t(), MediaSpec("video", (shapes.video_grid,)), t())),
-            RequestSpec((t(), _image(shapes.small_px, content_id=7000), t())),
-        ]
-        return specs, shapes.chunk
-    if name == "evs_video":
-        # One request: its frame re-layout rewrites the step's input ids, which the engine
-        # supports only when that request is the whole batch. The long-prompt chunk size
-        # puts step boundaries inside the video.
-        specs = [RequestSpec((t(), MediaSpec("video", (shapes.evs_grid,), evs=True), t()))]
-        return specs, shapes.long_chunk
-    if name == "interleaved_modalities":
-        # Cache misses whose modalities alternate in prompt order, within a request (image,
-        # video, image) and across requests (the first's last image, then video, image), in
-        # one step, at row counts that differ per modality: an encoder runner that groups by
-        # modality and hands the outputs back in grouped order misplaces rows here (vLLM
-        # #15605, #32249), and nowhere else (``mixed`` misses are already grouped).
-        video = lambda: MediaSpec("video", (shapes.video_grid,))  # noqa: E731
-        specs = [RequestSpec((t(), _image(shapes.small_px), t(), video(), t(), _image(shapes.small_px), t())),
-                 RequestSpec((t(), video(), t(), _image(shapes.small_px), t()))]
-        return specs, -1
-    if name in PATH_PRESETS:  # issue 38's presets: the split order, the cache and chunking paths
-        from types import SimpleNamespace
-
-        from vlmpath.measure.path_presets import path_preset_specs
-
-        builders = SimpleNamespace(MediaSpec=MediaSpec, RequestSpec=RequestSpec, image=_image, t=t, shapes=shapes,
-                                   k=shapes.small_px // SHAPES["tiny"].small_px,
-                                   regions=lambda n: _regions(n, shapes, False, gen, square))
-        return path_preset_specs(name, builders)
-    raise AssertionError(name)  # guarded by PRESETS
-
-
-# Each preset's encoder: its family gives the preset's arithmetic. New presets go at the
-# end: a preset's seed derives from its index.
-PRESET_ENCODERS: Mapping[str, str] = MappingProxyType({
-    "many_small_images": "qwen2_5_vl", "few_large_images": "qwen2_5_vl", "video": "qwen2_5_vl",
-    "multi_region": "multi_region", "chunked_long": "qwen2_5_vl", "cache_reuse": "qwen2_5_vl",
-    "mixed": "qwen2_5_vl", "evs_video": "evs", "interleaved_modalities": "qwen2_5_vl",
-    "split_order": "qwen2_5_vl", "cache_oversize": "qwen2_5_vl", "cache_dup_chunked": "qwen2_5_vl",
-    "multi_span_chunks": "multi_region", "cache_dup_pressure": "qwen2_5_vl", "key_collision": "qwen2_5_vl",
-})
-PRESETS = tuple(PRESET_ENCODERS)
-#: The presets of ``measure.path_presets`` (issue 38).
-PATH_PRESETS = ("split_order", "cache_oversize", "cache_dup_chunked", "multi_span_chunks", "cache_dup_pressure",
-                "key_collision")
-
-
+    def regions(self, n: int, variable: bool = False) -> MediaSpec:
+        """A MiniCPM-like item of ``n`` regions; ``variable``: slices after the first differ
+        in shape (drawn from the stream), the resampler still makes region_tokens rows each."""
+        grids = []
+        for j in range(n):
+            side = (self.shapes.region_px if not variable or j == 0
+                    else self.shapes.region_px // 2 * int(torch.randint(1, 3, (1,), generator=self.gen)))
+            grids.append(self.square(side))
+        return MediaSpec("image", tuple(grids), regions=True)
 
 
 def preset(name: str, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> Workload:
     """A named, seeded workload. Same name, scale and seed give identical bytes and hashes."""
-    from vlmpath.core.errors import UnknownNameError
+    return build_preset(PRESETS[name], scale, seed)  # an unknown name: did-you-mean, the choices
 
-    if name not in PRESETS:
-        raise UnknownNameError("workload preset", name, PRESETS)
+
+def build_preset(entry: PresetEntry, scale: Scale = DEFAULT_SCALE, seed: int = 0) -> Workload:
+    """The workload of one preset entry (``measure.presets``): its builder over its own
+    stream, ``entry.stream(seed)``; nothing else in the table is read."""
     shapes = SHAPES[scale]
-    model = PRESET_ENCODERS[name]
-    fam = family_of(model)
-    gen = torch.Generator().manual_seed(seed * 7919 + PRESETS.index(name))
-    specs, chunk = _preset_specs(name, shapes, gen, lambda px: fam.grid_for_image(px, px, scale))
-    requests = build_requests(specs, shapes.vocab, seed * 7919 + PRESETS.index(name), fam)
+    fam = family_of(entry.encoder)
+    stream = entry.stream(seed)
+    ctx = PresetContext(shapes, torch.Generator().manual_seed(stream), lambda px: fam.grid_for_image(px, px, scale))
+    build_specs, after_build = entry.builders()
+    specs, chunk = build_specs(ctx)
+    requests = build_requests(specs, shapes.vocab, stream, fam)
     cache_rows = None
-    from vlmpath.measure.path_presets import AFTER_BUILD
-
-    if name in AFTER_BUILD:
-        after_chunk, cache_rows = AFTER_BUILD[name](requests)
+    if after_build is not None:
+        after_chunk, cache_rows = after_build(requests)
         chunk = chunk if after_chunk is None else after_chunk
-    return replace(build_workload(name, scale, model, requests, chunk, shapes.vocab, seed), cache_rows=cache_rows)
+    return replace(build_workload(entry.name, scale, entry.encoder, requests, chunk, shapes.vocab, seed),
+                   cache_rows=cache_rows)
 
 
 def with_item_hashes(workload: Workload, new_hash: dict[int, int]) -> Workload:

@@ -13,12 +13,12 @@ EVS video (the ``evs_video`` preset; ``vlmpath.engines.reference`` sets ``ids_re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from vlmpath.core.registry import Registry
+from vlmpath.paths import registry
 
 
 def count_from_offsets(prefix: Sequence[int], extend: Sequence[int],
@@ -55,7 +55,7 @@ def offsets(q: CountQuery) -> int:
     return count_from_offsets(q.prefix, q.extend, q.offsets)
 
 
-COUNTERS: Registry[Callable[[CountQuery], int]] = Registry("count strategy", {
-    "mask_sum": mask_sum,
-    "offsets": offsets,
-})
+# The registry's one home is ``paths.registry`` (torch-free, entries named lazily); this is
+# the same object, under the name ``engines.reference`` and the asv suite (whose files also
+# run against older packages, where the registry lived here) import.
+COUNTERS = registry.COUNTERS

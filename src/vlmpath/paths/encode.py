@@ -41,11 +41,11 @@ from dataclasses import dataclass, field
 import torch
 
 from vlmpath.core.errors import LengthMismatchError
-from vlmpath.core.registry import Registry
 from vlmpath.measure.cache import EmbeddingCache, combine_hashes
 from vlmpath.measure.evs_layout import evs_relayout
 from vlmpath.measure.items import Item
 from vlmpath.measure.path_ledger import PathLedger
+from vlmpath.paths import registry
 
 
 @dataclass(frozen=True)
@@ -328,8 +328,7 @@ def batched_by_span(reqs: Sequence[RequestChunk], ctx: EncodeContext) -> torch.T
     return _cat(pieces)
 
 
-ENCODE_STRATEGIES: Registry[EncodeStrategy] = Registry(
-    "encode strategy",
-    {"per_request": per_request, "batched": batched, "batched_by_span": batched_by_span},
-    known_bad=frozenset({"batched_by_span"}),
-)
+# The registry's one home is ``paths.registry`` (torch-free, entries named lazily); this is
+# the same object, under the name ``engines.reference`` and the asv suite (whose files also
+# run against older packages, where the registry lived here) import.
+ENCODE_STRATEGIES = registry.ENCODE_STRATEGIES

@@ -23,7 +23,7 @@ import torch
 from vlmpath.core.errors import VlmpathError
 from vlmpath.measure.content_hash import HashStats, data_hash
 from vlmpath.measure.shm import ShmLedger, ShmPointer
-from vlmpath.paths.hashing import HASH_PATHS
+from vlmpath.paths.registry import HASH_PATHS
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What does it cost to hash a multimodal feature, and to hash it again after transport?
 
-A registry ``HASH_PATHS`` of ways a receiver can obtain the hash of a feature that arrived
-through shared memory (``vlmpath.measure.shm.ShmPointer``):
+The ways (``HASH_PATHS``, named in ``paths.registry``) a receiver can obtain the hash of a
+feature that arrived through shared memory (``vlmpath.measure.shm.ShmPointer``):
 
 - ``rehash``: the sender hashes with SHA-256 but the hash is not forwarded (before
   #26082); the receiver recomputes SHA-256 over the attached view. 2 digests per feature.
@@ -25,7 +25,6 @@ from typing import Any
 import torch
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.registry import Registry
 from vlmpath.measure.content_hash import (
     HashStats,
     blake3_tensor_hash,
@@ -33,6 +32,7 @@ from vlmpath.measure.content_hash import (
     xxh3_tensor_hash,
 )
 from vlmpath.measure.shm import ShmLedger, ShmPointer
+from vlmpath.paths import registry
 
 
 # --- hash paths ---------------------------------------------------------------------------
@@ -78,22 +78,19 @@ def _fast_receiver(fn: Callable[[Any, HashStats | None], int]):
     return receive_one
 
 
-HASH_PATHS: Registry[HashPath] = Registry(
-    "hash path",
-    {
-        p.name: p
-        for p in (
-            HashPath("rehash", "SHA-256 on both sides; hash not forwarded (before #26082)",
-                     hash_feature, False, hash_feature),
-            HashPath("forwarded", "sender SHA-256 forwarded as precomputed_hash (#26082)",
-                     hash_feature, True, hash_feature),
-            HashPath("xxh3", "receiver hashes once with XXH3-64; nothing forwarded",
-                     None, False, _fast_receiver(xxh3_tensor_hash)),
-            HashPath("blake3", "receiver hashes once with BLAKE3 (8 bytes); nothing forwarded",
-                     None, False, _fast_receiver(blake3_tensor_hash)),
-        )
-    },
-)
+# The four paths (``paths.registry.HASH_PATHS`` names each by its attribute here).
+REHASH = HashPath("rehash", "SHA-256 on both sides; hash not forwarded (before #26082)",
+                  hash_feature, False, hash_feature)
+FORWARDED = HashPath("forwarded", "sender SHA-256 forwarded as precomputed_hash (#26082)",
+                     hash_feature, True, hash_feature)
+XXH3 = HashPath("xxh3", "receiver hashes once with XXH3-64; nothing forwarded",
+                None, False, _fast_receiver(xxh3_tensor_hash))
+BLAKE3 = HashPath("blake3", "receiver hashes once with BLAKE3 (8 bytes); nothing forwarded",
+                  None, False, _fast_receiver(blake3_tensor_hash))
+# The registry's one home is ``paths.registry`` (torch-free, entries named lazily); this is
+# the same object, under the name ``engines.reference`` and the asv suite (whose files also
+# run against older packages, where the registry lived here) import.
+HASH_PATHS = registry.HASH_PATHS
 
 
 def pickle_round_trip(pointers: Sequence[ShmPointer]) -> list[ShmPointer]:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import torch
 
 from vlmpath.core.errors import LengthMismatchError, VlmpathError
-from vlmpath.core.registry import Registry
+from vlmpath.paths import registry
 
 Injector = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], None]
 
@@ -74,11 +74,10 @@ def cumsum_index_copy(dest: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor
     dest.index_copy_(0, positions[:k], rows.to(dest.dtype))
 
 
-INJECTORS: Registry[Injector] = Registry("inject strategy", {
-    "where_index": where_index,
-    "masked_scatter": masked_scatter,
-    "cumsum_index_copy": cumsum_index_copy,
-})
+# The registry's one home is ``paths.registry`` (torch-free, entries named lazily); this is
+# the same object, under the name ``engines.reference`` and the asv suite (whose files also
+# run against older packages, where the registry lived here) import.
+INJECTORS = registry.INJECTORS
 
 
 def inject_deepstack(injector: Injector, dest: torch.Tensor, deepstack: torch.Tensor,

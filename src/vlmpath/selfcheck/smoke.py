@@ -50,7 +50,7 @@ def sync_checks(presets: Sequence[str], scale: str, session) -> dict:
 
     from vlmpath.measure.platform import sync
     from vlmpath.measure.syncs import count_syncs
-    from vlmpath.paths.inject import INJECTORS
+    from vlmpath.paths.registry import INJECTORS
 
     out: dict = {"pipelines": [], "inject": {}}
     for preset_name in presets:
@@ -117,7 +117,7 @@ def run_smoke(out_dir: str | Path, scale: Scale = DEFAULT_SCALE, presets: Sequen
               device: str | None = None) -> dict:
     """Write ``syncs.json``, ``timing.json`` and ``smoke.json`` (both, plus the fingerprint)."""
     from vlmpath.measure.platform import probe
-    from vlmpath.measure.workload import PRESETS
+    from vlmpath.measure.presets import PRESETS
     from vlmpath.suite.measure import Session
 
     presets = tuple(presets or cases.HEADLINE_PRESETS)

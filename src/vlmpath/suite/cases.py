@@ -27,12 +27,11 @@ from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.core.metrics import record_metrics
 from vlmpath.core.scales import DEFAULT_SCALE, SCALES, Scale
 from vlmpath.engines.pipelines import NAMED_PIPELINES, Pipeline
-from vlmpath.measure.workload import PRESETS, Workload, preset
+from vlmpath.measure.presets import PRESETS
+from vlmpath.measure.workload import Workload, preset
 from vlmpath.suite.bench_env import BenchEnv
-from vlmpath.paths.count import COUNTERS, CountQuery
-from vlmpath.paths.encode import ENCODE_STRATEGIES
-from vlmpath.paths.hashing import HASH_PATHS
-from vlmpath.paths.inject import INJECTORS
+from vlmpath.paths.count import CountQuery
+from vlmpath.paths.registry import COUNTERS, ENCODE_STRATEGIES, HASH_PATHS, INJECTORS
 
 
 # --- axes (asv ``params``) ---------------------------------------------------------------
@@ -236,9 +235,7 @@ def inject_inputs(preset_name: str, scale: Scale = DEFAULT_SCALE, device: str | 
     """Inputs for the inject and count benchmarks (see ``InjectInputs``)."""
     from vlmpath.measure.encoders import family_of
 
-    if preset_name not in PRESETS:
-        raise UnknownNameError("workload preset", preset_name, PRESETS)
-    wl = preset(preset_name, scale, seed)
+    wl = preset(preset_name, scale, seed)  # an unknown name: the registry's error, with the choices
     step = _busiest_step(wl)
     reqs = [wl.requests[e.rid] for e in step.entries]
     ids = torch.cat([r.input_ids[e.prefix:e.prefix + e.extend] for r, e in zip(reqs, step.entries)])

@@ -7,16 +7,22 @@ there), the device must exist on this torch build, numbers must be in range, and
 ``--pipeline`` cannot be combined with per-stage flags (it sets every stage, so
 ``--pipeline legacy --encode per_request`` silently ignored the stage flag), and a GPU
 scale is refused on a CPU device unless asked for by name (``--scale full`` on a CPU ran for
-minutes and took 2.4 GB before anyone learned it was the wrong machine).
+minutes and took 2.4 GB before anyone learned it was the wrong machine). Strategy and
+preset names are checked against their registries (``paths.registry``,
+``measure.presets``), which name their implementations lazily: this module and its checks
+import no torch, so a misspelt name is refused before torch loads (seconds).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
-from vlmpath.core.errors import VlmpathError
+from vlmpath.core.errors import UnknownNameError, VlmpathError
 from vlmpath.core.scales import Scale
 from vlmpath.core.validate import MAX_REPEAT, MAX_SEED, check_device, check_int, check_output_file
+from vlmpath.measure.presets import PRESETS, TRACE_PREFIX
+from vlmpath.paths.registry import STAGES
 
 
 def resolve_device(device: str | None) -> str:
@@ -50,19 +56,31 @@ def check_measure_inputs(*, json_path: str | None, repeat: int, seed: int,
         check_output_file(json_path, "--json")
 
 
+def check_choices(stages: Mapping[str, Sequence[str] | None], workloads: Sequence[str] | None) -> None:
+    """Every stage name (``--encode`` ...: ``paths.registry.STAGES``) and workload
+    (``measure.presets.PRESETS`` or ``trace:PATH``) known, with a "did you mean" for a close
+    one; a file given as a workload without ``trace:`` says so. No torch import."""
+    for flag, names in stages.items():
+        registry = STAGES[flag]
+        for name in names or ():
+            if name not in registry:  # membership only: nothing is imported
+                raise UnknownNameError(registry.kind, name, registry)
+    for name in workloads or ():
+        if name.startswith(TRACE_PREFIX) or name in PRESETS:
+            continue
+        if os.sep in name or name.endswith((".jsonl", ".json")) or os.path.exists(name):
+            raise VlmpathError(f"--workload {name!r} is a path, not a preset: a trace file is named "
+                               f"{TRACE_PREFIX}PATH, e.g. --workload {TRACE_PREFIX}{name}")
+        raise UnknownNameError(PRESETS.kind, name, [*PRESETS, f"{TRACE_PREFIX}FILE.jsonl"])
+
+
 def names_for_help() -> str:
     """The names ``vlmpath measure`` accepts, for ``--help`` (read from the registries)."""
     from vlmpath.engines.pipelines import NAMED_PIPELINES
-    from vlmpath.measure.workload import PRESETS
-    from vlmpath.paths.count import COUNTERS
-    from vlmpath.paths.encode import ENCODE_STRATEGIES
-    from vlmpath.paths.hashing import HASH_PATHS
-    from vlmpath.paths.inject import INJECTORS
 
-    rows = [("workload presets", list(PRESETS) + ["trace:FILE.jsonl"]),
-            ("--encode", sorted(ENCODE_STRATEGIES)), ("--inject", sorted(INJECTORS)),
-            ("--count", sorted(COUNTERS)), ("--hash", sorted(HASH_PATHS)),
-            ("--pipeline", sorted(NAMED_PIPELINES))]
+    rows = [("workload presets", [*PRESETS, f"{TRACE_PREFIX}FILE.jsonl"])]
+    rows += [(f"--{flag}", sorted(registry)) for flag, registry in STAGES.items()]
+    rows += [("--pipeline", sorted(NAMED_PIPELINES))]
     return "names:\n" + "\n".join(f"  {k}: {', '.join(v)}" for k, v in rows)
 
 

@@ -48,7 +48,8 @@ from vlmpath.measure.pinning import load_average, pinned
 from vlmpath.measure.shm import ShmLedger
 from vlmpath.measure.timing import DeviceTimer
 from vlmpath.measure.workload import Workload, with_item_hashes
-from vlmpath.paths.hashing import HASH_PATHS, pickle_round_trip
+from vlmpath.paths.hashing import pickle_round_trip
+from vlmpath.paths.registry import HASH_PATHS
 from vlmpath.suite.record import CaseRecord
 from vlmpath.suite.record_check import instruments_held
 
@@ -290,16 +291,18 @@ def plan_cases(*, workloads=None, encode=None, inject=None, count=None, hash=Non
     from itertools import product
 
     from vlmpath.engines.pipelines import DEFAULT_PIPELINE, NAMED_PIPELINES
+    from vlmpath.measure.presets import PRESETS, TRACE_PREFIX
     from vlmpath.measure.traces import read_trace
-    from vlmpath.measure.workload import PRESETS
-    from vlmpath.paths.encode import ENCODE_STRATEGIES
+    from vlmpath.paths.registry import ENCODE_STRATEGIES
 
     wls = workloads or list(PRESETS)
     for w in wls:
-        if w.startswith("trace:"):
-            read_trace(w[len("trace:"):], scale)  # missing, malformed or too big: fails up front
+        if w.startswith(TRACE_PREFIX):
+            read_trace(w[len(TRACE_PREFIX):], scale)  # missing, malformed or too big: fails up front
         elif w not in PRESETS:
             workload_by_name(w, scale, seed)  # raises UnknownNameError naming the presets
+        else:
+            PRESETS[w].builders()  # an entry naming no builder: refused before any case
     if pipelines:
         pipes = [NAMED_PIPELINES[p] for p in pipelines]
     else:
