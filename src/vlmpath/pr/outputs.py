@@ -44,13 +44,6 @@ class FlowResult:
     notes: tuple[str, ...] = ()
 
 
-def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Sorted, indented JSON written atomically (a results copy's benchmarks.json)."""
-    from vlmpath.core.atomic import write_text as write_text_atomic
-
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
-
-
 def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,
                    thresholds_note: str | None = None, profiles: Sequence = (),
                    incomplete_because: str | None = None) -> int:
