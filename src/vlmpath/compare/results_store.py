@@ -112,6 +112,11 @@ def commit_files(root: Path, machine: str, sha: str) -> list[Path]:
     return out
 
 
+def run_file_path(root: Path, machine: str, commit: str, env: str) -> Path:
+    """Where asv files ``commit``'s run in environment ``env`` (its ``Results.save``)."""
+    return Path(root) / machine / f"{commit[:8]}-{env}.json"
+
+
 def fingerprint_path(root: Path, machine: str, commit: str) -> Path:
     return Path(root) / machine / f"{FINGERPRINT_PREFIX}{commit[:8]}.json"
 
