@@ -315,7 +315,7 @@ def _checked_metrics(path: Path, res, machine: str, bench_meta) -> list[Metric]:
 
 def _machine_file_note(machine_dir: Path) -> str | None:
     """A warning naming ``machine.json`` when it is not a JSON object (asv publish needs it)."""
-    path = machine_dir / "machine.json"
+    path = machine_dir / results_store.MACHINE_JSON
     try:
         ok = isinstance(_read_json(path), dict)
     except VlmpathError:
