@@ -4,9 +4,10 @@ asv files are parsed with asv's own loader (``asv.results.Results.load``), so th
 layout stays asv's business; the directory is walked through the results store
 (``compare.results_store``: machines, run files, side files, ``benchmarks.json``), not
 asv's iterators, because those log and skip broken files, and a broken file must stop a CI
-comparison with a message that names it. A failed case gets the benchmark's own message from the failures file
-(``vlmpath.core.failures``); with none it keeps ``NO_RESULT_ERROR``, and an unreadable one
-is a note on the machine's run (the comparison goes on without the messages).
+comparison with a message that names it. A failed case gets the benchmark's own message
+from the failures file (``vlmpath.core.failures``); with none it keeps ``NO_RESULT_ERROR``,
+and an unreadable one is a note on the machine's run (the comparison goes on without the
+messages).
 """
 
 from __future__ import annotations

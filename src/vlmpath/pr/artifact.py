@@ -15,8 +15,9 @@ The rest is the budgeted reader of an artifact directory, moved here unchanged f
 ``read_small`` (a regular file within a cap), ``read_pr_number`` and ``copy_results``
 (an artifact's asv results copied into a staging tree, every name and file checked and
 charged to the run's ``core.budget.RunBudget``, against the layout of
-``compare.results_store``, which merges the checked ``benchmarks.json``). ``load_artifacts`` is what ``ci merge``
-and the judge read: each artifact's name, directory and manifest, its errors and PR number.
+``compare.results_store``, which merges the checked ``benchmarks.json``).
+``load_artifacts`` is what ``ci merge`` and the judge read: each artifact's name, directory
+and manifest, its errors and PR number.
 """
 
 from __future__ import annotations

@@ -8,12 +8,10 @@ and decided); the writers (all atomic) and the one chart step, ``draw_charts``.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vlmpath.compare.comparison import EXIT_INCOMPLETE, ComparisonReport
 from vlmpath.core.errors import VlmpathError
