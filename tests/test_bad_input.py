@@ -309,7 +309,7 @@ def test_failure_reason_survives_sorted_json_for_non_alphabetical_params(tmp_pat
 
 # --- ci pr, comment, README ---------------------------------------------------------------
 def test_ci_pr_side_without_results_names_its_kept_log(tmp_path):
-    from vlmpath.pr.side import SuiteRequest, _run_side, run_log_path
+    from vlmpath.pr.side import SuiteRequest, run_log_path, run_side
 
     req = SuiteRequest(commit="c" * 40, source=ROOT, bench_root=ROOT, results_dir=tmp_path / "store",
                        machine="m1", bench=None, quick=True, env={}, reports_dir=tmp_path / "out" / "runs" / "cccccccc")
@@ -323,7 +323,7 @@ def test_ci_pr_side_without_results_names_its_kept_log(tmp_path):
     orig, ps.check_import = ps.check_import, lambda *a: None
     try:
         with pytest.raises(VlmpathError) as e:
-            _run_side(runner, req)
+            run_side(runner, req)
     finally:
         ps.check_import = orig
     assert str(run_log_path(req)) in str(e.value) and "No benchmarks selected" in str(e.value)

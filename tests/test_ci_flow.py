@@ -528,3 +528,40 @@ def test_a_well_formed_accepted_file_on_head_is_read_and_both_sides_measured(rep
     suite = FakeSuite()
     res = run(repo, tmp_path, a, b, suite)
     assert res.exit_code == 0 and len(suite.calls) == 2
+
+
+class RoutineSuite(FakeSuite):
+    """A routine case (pipeline and preset parameters, as bench_embed's) whose tok/s is the
+    commit's SPEED: a slower head is a regression ``ci pr`` profiles."""
+
+    def __call__(self, req: pr_side.SuiteRequest) -> None:
+        self.calls.append(req)
+        text = (req.source / "src" / "vlmpath" / "__init__.py").read_text()
+        speed = float(re.search(r"SPEED = (\S+)", text).group(1))
+        write_asv_run(req.results_dir, req.machine, req.commit,
+                      {"bench_embed.EmbedRoutine.track_tok_per_s": ("tok/s", ["pipeline", "preset"],
+                                                                    [["default"], ["many_small_images"]],
+                                                                    [speed], None)}, fingerprint("cpu"))
+
+
+def test_a_regressed_routine_case_is_profiled_on_both_sides_into_the_comment(repo, tmp_path):
+    a = commit_value(repo, 1.0, "a", speed=1000.0)
+    b = commit_value(repo, 1.0, "b", speed=400.0)
+    seen = []
+
+    def profiler(req):  # the runner's contract: an ops table per side; head's sorts more
+        seen.append((req.side, req.case, req.source))
+        calls = 9 if req.side == "head" else 1
+        req.ops.write_text(json.dumps({"passes": 1, "ops": [
+            {"name": "aten::sort", "calls": calls, "self_cpu_us": 100.0 * calls, "self_device_us": 0.0}]}))
+        req.trace.write_text(json.dumps({"traceEvents": [{"name": "aten::sort"}]}))
+
+    res = run(repo, tmp_path, a, b, RoutineSuite(), profiler=profiler)
+    assert res.exit_code == 1 and [c.benchmark for c in res.report.regressions] == [
+        "bench_embed.EmbedRoutine.track_tok_per_s"]
+    assert [s for s, _, _ in seen] == ["base", "head"] and seen[0][2] != seen[1][2]
+    assert {c for _, c, _ in seen} == {"embed:default/many_small_images"}
+    comment = (tmp_path / "out" / "comment.md").read_text()
+    assert "aten::sort" in comment  # the profile section joined the comment
+    assert (tmp_path / "out" / "profiles.json").is_file()
+    assert any(n.startswith("profiled 1 regressed case(s)") for n in res.notes)

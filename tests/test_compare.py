@@ -11,12 +11,13 @@ from asv_fixtures import fingerprint, sha, write_asv_run
 
 from vlmpath.cli import main
 from vlmpath.compare.asv_results import load_asv
-from vlmpath.compare.comparison import ComparisonReport, Verdict
+from vlmpath.compare.comparison import ComparisonReport, Verdict, dumps_report, loads_report
 from vlmpath.compare.records import NO_RESULT_ERROR, MachineRun, Metric, RunResults
 from vlmpath.compare.thresholds import Thresholds, load_thresholds
 from vlmpath.compare.verdict import compare, judge
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import failures_path
+from vlmpath.core.metrics import Direction, Method
 
 BASE, HEAD = sha("base"), sha("head")
 CFG = Thresholds.default()
@@ -351,6 +352,31 @@ def test_user_config_cannot_set_what_a_metric_means(tmp_path, text, key):
 def test_packaged_yaml_cannot_outvote_the_table():
     th = load_thresholds(None, packaged=("units:\n  tok/s: {direction: lower}\n  ms: {direction: lower}\n", "x"))
     assert th.unit_rule("tok/s").direction == "higher" and th.unit_rule("ms").direction == "lower"
+
+
+def test_a_unit_direction_is_parsed_once_where_the_yaml_enters():
+    th = load_thresholds(None, packaged=("units:\n  ms: {direction: lower}\n", "x"))
+    assert th.unit_rule("ms").direction is Direction.LOWER  # a member, not the yaml's string
+    with pytest.raises(VlmpathError, match=r"^pkg.yaml: units.ms needs direction: lower\|higher"):
+        load_thresholds(None, packaged=("units:\n  ms: {direction: down}\n", "pkg.yaml"))
+
+
+def test_a_comparison_json_carries_members_and_refuses_an_unknown_direction_or_method():
+    side = lambda calls, rate: _run(BASE, ("cpu-a", [  # noqa: E731
+        _m(calls, "calls", bench="b.B.track_encoder_calls"), _m(rate, "tok/s", bench="b.B.track_tok_per_s")]))
+    rep = compare(side(1.0, 10.0), side(2.0, 10.0), CFG)
+    again = loads_report(dumps_report(rep), "c.json")
+    assert again == rep
+    assert {(c.direction, c.method) for c in again.all()} == {(Direction.LOWER, Method.EXACT),
+                                                             (Direction.HIGHER, Method.THRESHOLD)}
+    assert all(type(c.direction) is Direction and type(c.method) is Method for c in again.all())
+    for key, bad in (("direction", "unknown"), ("method", "guess")):
+        d = json.loads(dumps_report(rep))
+        d["machines"][0]["comparisons"][0][key] = bad
+        with pytest.raises(VlmpathError) as err:
+            loads_report(json.dumps(d), "c.json")
+        assert str(err.value).startswith("c.json is not a vlmpath comparison JSON") and repr(bad) in str(err.value)
+        assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("text,match", [

@@ -31,6 +31,7 @@ _ALLOWED_DOTTED = {"vlmpath.x"}  # tests/test_layers.py's example of a module na
 #: Files that plant names which do not exist, on purpose (each says why).
 PLANTING = {"tests/test_docs_true.py": "the planted stale names of this test",
             "tests/test_one_home.py": "plants modules into a temporary copy of src/",
+            "tests/test_layers.py": "plants modules into a temporary tree (private names, re-exports)",
             "tests/test_recipes.py": "writes the recipes' toy modules into a temporary copy of src/"}
 
 

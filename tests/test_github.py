@@ -224,9 +224,9 @@ def test_token_echoed_by_server_is_redacted(github_fake):
 
 
 def test_token_not_in_client_repr(github_fake):
-    from vlmpath.github.rest import _Client
+    from vlmpath.github.rest import Client
 
-    c = _Client(github_fake.url, TOKEN, 0, 1.0, 1.0, FakeSleep(), lambda: 0.0)
+    c = Client(github_fake.url, TOKEN, 0, 1.0, 1.0, FakeSleep(), lambda: 0.0)
     assert TOKEN not in repr(c)
 
 

@@ -21,6 +21,7 @@ from asv_fixtures import fingerprint, sha, write_asv_run
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.thresholds import Thresholds, UnitRule, load_thresholds
 from vlmpath.compare.verdict import compare
+from vlmpath.core.metrics import Direction
 from vlmpath.pr.artifact import RESULTS_SUBDIR
 from vlmpath.pr.outputs import COMMENT_FILE, draw_charts, write_outputs
 from vlmpath.render.report_data import consecutive_regressions, load_history
@@ -120,7 +121,7 @@ def test_direction_labels_follow_the_config(tmp_path):
     # A --config can no longer flip it (compare.thresholds refuses `units`), so the flip is
     # planted in the Thresholds object itself.
     default = Thresholds.default()
-    cfg = replace(default, units=tuple(sorted({**dict(default.units), "tok/s": UnitRule("lower")}.items())),
+    cfg = replace(default, units=tuple(sorted({**dict(default.units), "tok/s": UnitRule(Direction.LOWER)}.items())),
                   source="planted flip")
     out = _flow(tmp_path, 700.0, cfg)
     man = manifest(out)

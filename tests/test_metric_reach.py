@@ -21,7 +21,7 @@ from vlmpath.compare.from_records import run_from_records
 from vlmpath.compare.thresholds import load_thresholds
 from vlmpath.compare.verdict import compare
 from vlmpath.core import metrics
-from vlmpath.core.metrics import MetricSpec
+from vlmpath.core.metrics import Direction, MetricSpec
 from vlmpath.render.comment import render_markdown
 from vlmpath.render.report_figure import figure_marks
 from vlmpath.render.report_history import pr_chart
@@ -30,8 +30,8 @@ from vlmpath.suite.cases import record_summary
 from vlmpath.suite.record import CaseRecord, dumps_record, loads_record
 
 ROOT = Path(__file__).resolve().parents[1]
-ROW = MetricSpec("cache_hits", "hits", "higher", True, "count", False,
-                 "embedding-cache hits over the schedule", routine=("embed", "engine"))
+ROW = MetricSpec(name="cache_hits", unit="hits", direction=Direction.HIGHER, exact=True, fmt="count",
+                 headline=False, description="embedding-cache hits over the schedule", routine=("embed", "engine"))
 
 
 def _record(workload: str, hits: int) -> CaseRecord:

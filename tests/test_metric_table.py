@@ -14,7 +14,7 @@ import pytest
 
 from vlmpath.compare.thresholds import Thresholds, UnitRule, table_disagreements
 from vlmpath.core import metrics
-from vlmpath.core.metrics import METRICS, MetricSpec, by_unit, routine_metrics
+from vlmpath.core.metrics import METRICS, Direction, MetricSpec, by_unit, routine_metrics
 from vlmpath.render.fmt import fmt_value, fmt_with_unit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,8 +34,8 @@ def test_the_thresholds_take_every_table_unit_from_the_table():
 def test_a_flipped_direction_or_exactness_is_caught():
     base = Thresholds.default()
     units = dict(base.units)
-    units["calls"] = UnitRule("higher", True)  # planted: more encoder calls would look better
-    units["tok/s"] = UnitRule("higher", True)  # planted: tok/s compared exactly
+    units["calls"] = UnitRule(Direction.HIGHER, True)  # planted: more encoder calls would look better
+    units["tok/s"] = UnitRule(Direction.HIGHER, True)  # planted: tok/s compared exactly
     flipped = dataclasses.replace(base, units=tuple(sorted(units.items())))
     found = table_disagreements(flipped)
     assert len(found) == 2 and any("'calls'" in f for f in found) and any("'tok/s'" in f for f in found)
@@ -46,12 +46,21 @@ def test_a_flipped_direction_or_exactness_is_caught():
 
 def test_bad_rows_are_refused():
     with pytest.raises(ValueError, match="direction"):
-        MetricSpec("x", "u", "up", False, "plain", False, "d")
+        MetricSpec(name="x", unit="u", direction="up", exact=False, fmt="plain", headline=False,
+                   description="d")
+    with pytest.raises(ValueError, match="Direction member"):  # the string, not the meaning
+        MetricSpec(name="x", unit="u", direction="higher", exact=False, fmt="plain", headline=False,
+                   description="d")
     with pytest.raises(ValueError, match="fmt"):
-        MetricSpec("x", "u", "higher", False, "pretty", False, "d")
+        MetricSpec(name="x", unit="u", direction=Direction.HIGHER, exact=False, fmt="pretty", headline=False,
+                   description="d")
     with pytest.raises(ValueError, match="routine"):
-        MetricSpec("x", "u", "higher", False, "plain", False, "d", routine=("prefill",))
-    a = MetricSpec("a", "u", "higher", False, "plain", False, "d")
+        MetricSpec(name="x", unit="u", direction=Direction.HIGHER, exact=False, fmt="plain", headline=False,
+                   description="d", routine=("prefill",))
+    with pytest.raises(TypeError, match="positional"):  # a row is written by keyword
+        MetricSpec("x", "u", Direction.HIGHER, False, "plain", False, "d")  # type: ignore[misc]
+    a = MetricSpec(name="a", unit="u", direction=Direction.HIGHER, exact=False, fmt="plain", headline=False,
+                   description="d")
     assert by_unit((a, dataclasses.replace(a, name="b")))["u"] is a  # agreeing rows share a unit
     with pytest.raises(ValueError, match="share unit"):
         by_unit((a, dataclasses.replace(a, name="b", exact=True)))
@@ -106,7 +115,8 @@ def test_headline_units_are_the_throughputs(monkeypatch):
 
     assert THROUGHPUT_UNITS == ("tok/s", "GB/s")
     # headline_units reads the table: a planted headline row (a unit seen twice once) shows.
-    row = MetricSpec("img_per_s", "img/s", "higher", False, "plain", True, "images per second")
+    row = MetricSpec(name="img_per_s", unit="img/s", direction=Direction.HIGHER, exact=False, fmt="plain",
+                     headline=True, description="images per second")
     monkeypatch.setattr(metrics, "METRICS", metrics.METRICS + (row, dataclasses.replace(row, name="img2_per_s")))
     assert metrics.headline_units() == ("tok/s", "GB/s", "img/s")
 

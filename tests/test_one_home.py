@@ -58,30 +58,3 @@ def test_a_planted_copy_is_found():
         "git helper in src/vlmpath/ci/planted.py", "failure-file name in src/vlmpath/ci/planted.py",
         "asv prefix list in src/vlmpath/render/planted.py", "seconds scaling in src/vlmpath/render/planted.py"])
 
-
-# --- every name imported from the module that defines it (no re-export shims) --------------
-def test_names_are_imported_from_their_home():
-    from import_homes import re_exports
-
-    found = [f"{p.relative_to(ROOT)}:{n.lineno} from {n.module} import {', '.join(sorted(moved))}"
-             for p, n, moved in re_exports()]
-    assert found == [], "import from the defining module (`python tests/import_homes.py --fix`):\n" + "\n".join(found)
-
-
-def test_a_planted_re_export_is_found_and_fixed(tmp_path):
-    from import_homes import fix, re_exports
-
-    pkg = tmp_path / "src" / "vlmpath"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "home.py").write_text("X = 1\nY = 2\n")
-    (pkg / "shim.py").write_text("from vlmpath.home import X, Y as Z  # noqa: F401\n\nW = 3\n")
-    (tmp_path / "tests").mkdir()
-    user = tmp_path / "tests" / "test_user.py"
-    user.write_text("def f():\n    from vlmpath.shim import W, X, Z\n    return W, X, Z\n")
-    assert [(p.name, dict(m)) for p, _, m in re_exports(tmp_path)] == [
-        ("test_user.py", {"X": ("vlmpath.home", "X"), "Z": ("vlmpath.home", "Y")})]
-    fix(tmp_path)
-    assert user.read_text() == ("def f():\n    from vlmpath.home import X, Y as Z\n    from vlmpath.shim import W\n"
-                                "    return W, X, Z\n")
-    assert re_exports(tmp_path) == []

@@ -51,8 +51,8 @@ def recipe_files(heading: str, stop: str | None = None) -> list[str]:
 METRIC_EDITS = {
     "src/vlmpath/core/metrics.py": (
         "METRICS: tuple[MetricSpec, ...] = (\n",
-        '    MetricSpec("toy_rows", "rows", "higher", True, "count", False,\n'
-        '               "toy: twice the placed items", routine=("embed", "engine")),\n'),
+        '    MetricSpec(name="toy_rows", unit="rows", direction=Direction.HIGHER, exact=True, fmt="count",\n'
+        '               headline=False, description="toy: twice the placed items", routine=("embed", "engine")),\n'),
     "src/vlmpath/suite/record.py": ("    placed: int | None = None\n", "    toy_rows: int | None = None\n"),
     "src/vlmpath/suite/measure.py": ("placed=fid.placed,", " toy_rows=2 * fid.placed,"),
 }

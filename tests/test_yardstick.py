@@ -27,7 +27,7 @@ from vlmpath.pr import flow as ci_flow
 from vlmpath.pr.options import PrOptions
 from vlmpath.pr import side as pr_side
 from vlmpath.pr.merge import merge_artifacts
-from vlmpath.pr.yardstick import NEW_DEFINITION, base_thresholds
+from vlmpath.pr.yardstick import NEW_DEFINITION, yardstick_of
 from vlmpath.compare.comparison import ComparisonReport, MachineComparison, Verdict
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.run_lock import results_lock
@@ -271,7 +271,11 @@ def test_the_thresholds_are_the_base_revisions_not_the_heads_nor_the_runners(rep
     base = _commit(repo, "base", {**_package(1.0, 1000.0), "benchmarks/bench_embed.py": HONEST, yaml_path: strict})
     lax = re.sub(factor, "factor: {gpu: 50, cpu: 50}", _packaged_yaml())
     head = _commit(repo, "head", {**_package(1.0, 950.0), yaml_path: lax})
-    assert base_thresholds(repo, base).cpu_factor == 0.02 and base_thresholds(repo, head).cpu_factor == 50
+    assert yardstick_of(repo, base, base).thresholds.cpu_factor == 0.02
+    assert yardstick_of(repo, base, head).thresholds.cpu_factor == 0.02  # base's, whatever head wrote
+    assert yardstick_of(repo, head, head).thresholds.cpu_factor == 50
+    moved = yardstick_of(repo, base, head)
+    assert yaml_path in moved.moved and moved.notice and not yardstick_of(repo, base, base).moved
     res = _run(repo, tmp_path, base, head, DefinitionSuite())
     # -5% tok/s: within the runner's own packaged band (10%) and head's (5000%), not base's (2%).
     assert [c.benchmark for c in res.report.regressions] == ["bench_embed.Embed.track_tok_per_s"]

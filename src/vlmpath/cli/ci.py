@@ -84,7 +84,7 @@ def add_ci_commands(ci: argparse._SubParsersAction) -> None:
         lines = [f"{a.commit[:8]}: {len(findings) - len(unjudged)} case(s) judged against history, "
                  f"{len(regs)} regressed, {len(unjudged)} not judged"]
         lines += [f"  not judged: {alert.clip(f.key, 160)}: {f.comparison.reason}" for f in unjudged[:20]]
-        lines += [f"  {alert.issue_title(f)}: {alert._numbers(f.comparison)}" for f in regs]
+        lines += [f"  {alert.issue_title(f)}: {alert.numbers_text(f.comparison)}" for f in regs]
         print_untrusted("\n".join(lines))
         if a.repo:
             links = alert.Links(a.run_url, a.dashboard_url, a.commit_url)

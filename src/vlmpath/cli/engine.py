@@ -121,7 +121,6 @@ def install_spec(text: str):
 
 def run_engine(a: argparse.Namespace) -> int:
     from vlmpath.engines import envs
-    from vlmpath.engines.base import EngineSpec
 
     if a.engine_command == "sweep":
         return run_sweep_cmd(a)

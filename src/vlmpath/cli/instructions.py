@@ -52,15 +52,15 @@ def _commit_of(src: Path) -> str | None:
 def _command(a: argparse.Namespace) -> int:
     import re
 
-    from vlmpath.pr.instructions import _threads, refuse_gpu
-    from vlmpath.selfcheck.ir_cases import Side, _own_src, count_sides, to_json
+    from vlmpath.pr.instructions import count_threads, refuse_gpu
+    from vlmpath.selfcheck.ir_cases import Side, count_sides, own_src, to_json
 
     if a.bench is not None:
         try:
             re.compile(a.bench)
         except re.error as exc:
             raise VlmpathError(f"--bench {a.bench!r} is not a regular expression: {exc}") from None
-    src = Path(a.src).resolve() if a.src else _own_src()
+    src = Path(a.src).resolve() if a.src else own_src()
     if not (src / "vlmpath").is_dir():
         raise VlmpathError(f"--src {src}: no vlmpath package in it; pass a checkout's src/ folder")
     refuse_gpu("vlmpath instructions")
@@ -69,7 +69,7 @@ def _command(a: argparse.Namespace) -> int:
                            f"use --scale {DEFAULT_SCALE}")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     side = count_sides([Side("this", src, a.commit or _commit_of(src))], bench=a.bench, scale=a.scale,
-                       threads=_threads(a.threads), log=log, mode=a.mode,
+                       threads=count_threads(a.threads), log=log, mode=a.mode,
                        profiles=Path(a.profiles).resolve() if a.profiles else None, counter=a.counter)[0]
     atomic.write_text(a.out, to_json([side]))
     if side["not_measured"]:

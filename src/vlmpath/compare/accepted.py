@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison, ComparisonReport
-from vlmpath.compare.selection import _alt_matches
+from vlmpath.compare.selection import alt_matches
 from vlmpath.core.errors import VlmpathError
 
 #: Where the comparison looks for the list (relative to the repository root).
@@ -104,7 +104,7 @@ class Accepted:
 
 def glob(pattern: str, text: str) -> bool:
     """``*`` matches any run of characters; everything else is literal (no regex)."""
-    return _alt_matches(True, pattern.split("*"), True, text)
+    return alt_matches(True, pattern.split("*"), True, text)
 
 
 def _text(v: Any, what: str, where: str) -> str:
@@ -213,11 +213,6 @@ def load_at(repo: str | os.PathLike[str], sha: str) -> tuple[Accepted, ...]:
 
     data = file_at(repo, sha, ACCEPTED_FILE, limit=MAX_BYTES)
     return () if data is None else loads(data, f"{ACCEPTED_FILE} at {sha[:12]}")
-
-
-def to_list(entries: Iterable[Accepted]) -> list[dict[str, Any]]:
-    """The entries as plain dicts (for ``run.json``: ``ci merge`` applies the same list)."""
-    return [{k: v for k, v in vars(e).items() if v is not None} for e in entries]
 
 
 def apply(report: ComparisonReport, entries: Sequence[Accepted], *, pr: int | None = None,

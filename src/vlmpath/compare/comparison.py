@@ -19,6 +19,7 @@ from typing import Any
 
 from vlmpath.compare.records import SCHEMA_VERSION
 from vlmpath.core.errors import VlmpathError
+from vlmpath.core.metrics import Direction, Method
 
 
 class Verdict(enum.Enum):
@@ -51,8 +52,8 @@ class Comparison:
     base: float | None
     head: float | None
     verdict: Verdict
-    direction: str = "lower"  # "lower" | "higher" (a row with no known direction is not judged)
-    method: str = ""  # "exact" | "mann-whitney" | "threshold" | ""
+    direction: Direction = Direction.LOWER  # a row with no known direction is not judged
+    method: Method = Method.NONE
     factor: float | None = None
     significant: bool | None = None
     reason: str = ""
@@ -258,7 +259,9 @@ class ComparisonReport:
                 machine=m["machine"], status=m["status"],
                 comparisons=tuple(
                     Comparison(**{**c, "params": params(c["params"]), "verdict": Verdict(c["verdict"]),
-                                  **_cis(c)})
+                                  # parsed here, once: a value outside the set is one line naming the file
+                                  "direction": Direction(c.get("direction", Direction.LOWER)),
+                                  "method": Method(c.get("method", Method.NONE)), **_cis(c)})
                     for c in m["comparisons"]
                 ),
                 toolchain_changes=tuple(tuple(t) for t in m.get("toolchain_changes", ())),

@@ -20,6 +20,7 @@ from vlmpath.compare import spread
 from vlmpath.compare.comparison import ComparisonReport, Verdict
 from vlmpath.compare.records import RunResults
 from vlmpath.compare.thresholds import Thresholds
+from vlmpath.core.metrics import Direction, Method
 
 #: The signed-rank test's level for paired rounds (its smallest p at n rounds is 2/2^n).
 P_THRESHOLD = 0.05
@@ -36,7 +37,7 @@ def _values(runs: Sequence[RunResults], machine: str) -> list[dict]:
 
 def pairable(c) -> bool:
     """A row the paired rounds re-judge: timing-like (banded), with a band."""
-    return c.method in ("mann-whitney", "threshold") and c.factor is not None
+    return c.method in (Method.MANN_WHITNEY, Method.THRESHOLD) and c.factor is not None
 
 
 def paired_report(base_rounds: Sequence[RunResults], head_rounds: Sequence[RunResults],
@@ -60,9 +61,9 @@ def paired_report(base_rounds: Sequence[RunResults], head_rounds: Sequence[RunRe
             base = [float(b[key].value) for b in bvals]
             head = [float(h[key].value) for h in hvals]
             r = spread.paired_shift(base, head, p_threshold=P_THRESHOLD, factor=c.factor)
-            worse = r.median_ratio < 1 if c.direction == "higher" else r.median_ratio > 1
+            worse = r.median_ratio < 1 if c.direction == Direction.HIGHER else r.median_ratio > 1
             verdict = (Verdict.REGRESSION if worse else Verdict.IMPROVEMENT) if r.significant else Verdict.UNCHANGED
-            rows.append(replace(c, verdict=verdict, method="paired", significant=r.p_value < P_THRESHOLD,
+            rows.append(replace(c, verdict=verdict, method=Method.PAIRED, significant=r.p_value < P_THRESHOLD,
                                 # The rounds are the samples: a quick round (one pass) is one
                                 # sample, so MIN_ROUNDS of them are a full verdict (the CPU PR job).
                                 indicative=n < MIN_ROUNDS,

@@ -95,7 +95,7 @@ def parse(pattern: str) -> list[tuple[bool, list[str], bool]] | None:
     return out
 
 
-def _alt_matches(start: bool, pieces: list[str], end: bool, text: str) -> bool:
+def alt_matches(start: bool, pieces: list[str], end: bool, text: str) -> bool:
     if len(pieces) == 1:
         p = pieces[0]
         return (text == p if end else text.startswith(p)) if start else (text.endswith(p) if end else p in text)
@@ -142,7 +142,7 @@ def matches(parsed: list[tuple[bool, list[str], bool]], benchmark: str,
     """Does the selection pick this case? Tried on the name alone and on asv's
     ``name(p1, p2)`` spellings (``spellings``), as ``asv run -b`` does."""
     names = {benchmark, *spellings(benchmark, params)}
-    return any(_alt_matches(s, p, e, n) for s, p, e in parsed for n in names)
+    return any(alt_matches(s, p, e, n) for s, p, e in parsed for n in names)
 
 
 def keep_selected(report, selections: Mapping[str, object], counted=frozenset()):

@@ -26,12 +26,12 @@ import yaml
 
 from vlmpath.core import safe_yaml
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.metrics import metric_by_unit
+from vlmpath.core.metrics import Direction, metric_by_unit
 
 
 @dataclass(frozen=True)
 class UnitRule:
-    direction: str  # "lower" | "higher"
+    direction: Direction
     exact: bool = False
     # A deterministic measurement judged by its band alone (instruction counts): one
     # value per side is a full measurement, never "indicative" for lack of samples.
@@ -156,9 +156,9 @@ def _parse_config(d: Any, where: str, *, user: bool = False) -> dict[str, Any]:
         out["factor"] = _factor_pair(d["factor"], f"{where}: factor")
     units: dict[str, UnitRule] = {}
     for unit, spec in (d.get("units") or {}).items():
-        if not isinstance(spec, Mapping) or spec.get("direction") not in ("lower", "higher"):
-            raise VlmpathError(f"{where}: units.{unit} needs direction: lower|higher, got {spec!r}")
-        units[str(unit)] = UnitRule(spec["direction"], bool(spec.get("exact", False)),
+        if not isinstance(spec, Mapping) or spec.get("direction") not in tuple(Direction):
+            raise VlmpathError(f"{where}: units.{unit} needs direction: {'|'.join(Direction)}, got {spec!r}")
+        units[str(unit)] = UnitRule(Direction(spec["direction"]), bool(spec.get("exact", False)),
                                     bool(spec.get("deterministic", False)))
     out["units"] = units
     rules: list[Rule] = []

@@ -43,7 +43,7 @@ from vlmpath.compare.thresholds import Thresholds
 from vlmpath.compare.values import value_problem
 from vlmpath.compare.vanished import VANISHED, vanished_row
 from vlmpath.core.backends import BACKENDS, Backend, vendor_backends
-from vlmpath.core.metrics import case_of, metric_for_method
+from vlmpath.core.metrics import Direction, Method, case_of, metric_for_method
 
 # --- comparing ----------------------------------------------------------------------------
 
@@ -104,13 +104,13 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False)
         return Comparison(**common, verdict=Verdict.NOT_COMPARABLE, untrusted=True,
                           reason=f"{UNTRUSTED}: unit {h.unit[:40]!r} has no rule in the metric table or thresholds")
     direction = rule.direction
-    lower_better = direction != "higher"
+    lower_better = direction == Direction.LOWER
     bv, hv = float(b.value), float(h.value)  # type: ignore[arg-type]
     worse = hv > bv if lower_better else hv < bv
     if rule.exact:
         same = math.isclose(bv, hv, rel_tol=1e-12, abs_tol=0.0)
         verdict = Verdict.UNCHANGED if same else (Verdict.REGRESSION if worse else Verdict.IMPROVEMENT)
-        return Comparison(**common, verdict=verdict, direction=direction, method="exact", factor=0.0)
+        return Comparison(**common, verdict=verdict, direction=direction, method=Method.EXACT, factor=0.0)
 
     factor = cfg.factor_for(h.benchmark, h.unit, kind)
     num, den = (hv, bv) if lower_better else (bv, hv)  # >1 means head is worse
@@ -123,14 +123,14 @@ def judge(b: Metric, h: Metric, cfg: Thresholds, kind: str, quick: bool = False)
     beyond = worse_ratio > 1 + factor or worse_ratio < 1 / (1 + factor)
     significant: bool | None = None
     if len(b.samples) >= cfg.min_samples and len(h.samples) >= cfg.min_samples:
-        method = "mann-whitney"
+        method = Method.MANN_WHITNEY
         significant = _is_different(b, h, cfg.p_threshold)
         counts = beyond and significant
     else:
-        method = "threshold"
+        method = Method.THRESHOLD
         counts = beyond
     verdict = (Verdict.REGRESSION if worse else Verdict.IMPROVEMENT) if counts else Verdict.UNCHANGED
-    mde = spread.mde(b.samples, h.samples, _samples_differ(cfg.p_threshold) if method == "mann-whitney" else None)
+    mde = spread.mde(b.samples, h.samples, _samples_differ(cfg.p_threshold) if method == Method.MANN_WHITNEY else None)
     too_noisy = verdict is Verdict.UNCHANGED and mde is not None and mde > factor
     if mde is not None and math.isinf(mde):  # the test cannot fire at this sample count
         mde = None  # (kept out of the JSON: no finite shift would be seen)

@@ -32,9 +32,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from types import MappingProxyType
 
 from vlmpath.core.asv_names import IMPLIED_KIND, kind_prefix
+
+
+class Direction(StrEnum):
+    """Which way a number is better. A member is its own string (``"lower"``), so it is
+    written into JSON and compared as one; parsed once where it enters (the thresholds
+    yaml, a comparison JSON)."""
+
+    LOWER = "lower"
+    HIGHER = "higher"
+
+
+class Method(StrEnum):
+    """How the comparison judged a row (``Comparison.method``): exactly, by asv's
+    Mann-Whitney test and the band, by the band alone (too few samples for the test), by
+    the interleaved rounds' paired test (``compare.paired``); ``NONE`` for a row that was
+    not judged (one side only, not comparable)."""
+
+    EXACT = "exact"
+    MANN_WHITNEY = "mann-whitney"
+    THRESHOLD = "threshold"
+    PAIRED = "paired"
+    NONE = ""
+
 
 #: How a value is shown: ``scaled`` (seconds -> ms/µs/ns, bytes -> KiB/MiB/GiB), ``count``
 #: (a whole number when it is one), ``fraction`` (fixed decimals), ``plain`` (significant
@@ -50,7 +74,7 @@ ENGINE_PATH = "engine"
 REPORTING_PATHS = ROUTINE_PATHS + (ENGINE_PATH,)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricSpec:
     """One measured number's meaning.
 
@@ -69,7 +93,7 @@ class MetricSpec:
 
     name: str
     unit: str
-    direction: str  # "higher" | "lower"
+    direction: Direction
     exact: bool
     fmt: str
     headline: bool
@@ -84,8 +108,9 @@ class MetricSpec:
 
     def __post_init__(self) -> None:
         # Programmer errors in the table itself: fail at import, loudly.
-        if self.direction not in ("higher", "lower"):
-            raise ValueError(f"metric {self.name}: direction must be 'higher' or 'lower', got {self.direction!r}")
+        if not isinstance(self.direction, Direction):  # a bare "higher" is a string, not a meaning
+            raise ValueError(f"metric {self.name}: direction must be a Direction member "
+                             f"(Direction.HIGHER or Direction.LOWER), got {self.direction!r}")
         if self.fmt not in FORMATS:
             raise ValueError(f"metric {self.name}: fmt must be one of {FORMATS}, got {self.fmt!r}")
         if not set(self.routine) <= set(REPORTING_PATHS):
@@ -97,115 +122,139 @@ class MetricSpec:
 
 
 METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("tok_per_s", "tok/s", "higher", False, "plain", True,
-               "multimodal tokens embedded per second over device-timed steps (median of the timed passes)",
+    MetricSpec(name="tok_per_s", unit="tok/s", direction=Direction.HIGHER, exact=False, fmt="plain",
+               headline=True,
+               description="multimodal tokens embedded per second over device-timed steps (median of the timed passes)",
                routine=("encode", "embed", "engine")),
-    MetricSpec("accuracy", "fraction", "higher", True, "fraction", False,
-               "share of items whose placed rows match their golden rows",
+    MetricSpec(name="accuracy", unit="fraction", direction=Direction.HIGHER, exact=True, fmt="fraction",
+               headline=False, description="share of items whose placed rows match their golden rows",
                routine=("encode", "embed", "engine"), report_failed=True),
-    MetricSpec("syncs", "syncs", "lower", True, "count", False,
-               "host-device synchronisations outside the vision tower",
-               routine=("embed", "engine")),
+    MetricSpec(name="syncs", unit="syncs", direction=Direction.LOWER, exact=True, fmt="count", headline=False,
+               description="host-device synchronisations outside the vision tower", routine=("embed", "engine")),
     # Counted on every routine case; reported by the engine path only (the routine
     # suite's asv names stay as its history has them).
-    MetricSpec("encoder_syncs", "syncs", "lower", True, "count", False,
-               "host-device synchronisations inside the vision tower",
+    MetricSpec(name="encoder_syncs", unit="syncs", direction=Direction.LOWER, exact=True, fmt="count",
+               headline=False, description="host-device synchronisations inside the vision tower",
                routine=("engine",)),
-    MetricSpec("encoder_calls", "calls", "lower", True, "count", False,
-               "vision-tower forward calls over the whole schedule",
+    MetricSpec(name="encoder_calls", unit="calls", direction=Direction.LOWER, exact=True, fmt="count",
+               headline=False, description="vision-tower forward calls over the whole schedule",
                routine=("encode", "embed", "engine")),
-    MetricSpec("bandwidth_fraction", "ratio", "higher", False, "plain", False,
-               "injection bandwidth as a fraction of a plain copy of the same rows (a timing ratio)"),
-    MetricSpec("copy_bandwidth", "GB/s", "higher", False, "plain", True,
-               "plain-copy bandwidth of the injected rows, the reference of bandwidth_fraction"),
+    MetricSpec(name="bandwidth_fraction", unit="ratio", direction=Direction.HIGHER, exact=False, fmt="plain",
+               headline=False,
+               description="injection bandwidth as a fraction of a plain copy of the same rows (a timing ratio)"),
+    MetricSpec(name="copy_bandwidth", unit="GB/s", direction=Direction.HIGHER, exact=False, fmt="plain",
+               headline=True,
+               description="plain-copy bandwidth of the injected rows, the reference of bandwidth_fraction"),
     # Peak memory of one pass (vlmpath.measure.memory); its band is a thresholds.yaml rule.
-    MetricSpec("peak_bytes", "bytes", "lower", False, "scaled", False,
-               "peak allocated bytes of one pass (allocator counter on a GPU, live tensors on CPU)",
+    MetricSpec(name="peak_bytes", unit="bytes", direction=Direction.LOWER, exact=False, fmt="scaled",
+               headline=False,
+               description="peak allocated bytes of one pass (allocator counter on a GPU, live tensors on CPU)",
                routine=("encode", "embed", "engine"), may_be_unmeasured=True),
-    MetricSpec("reserved_bytes", "bytes", "lower", False, "scaled", False,
-               "peak bytes the allocator reserved during one pass",
+    MetricSpec(name="reserved_bytes", unit="bytes", direction=Direction.LOWER, exact=False, fmt="scaled",
+               headline=False, description="peak bytes the allocator reserved during one pass",
                routine=("encode", "embed", "engine"), may_be_unmeasured=True),
     # The deterministic gate on an engine's own code (``suite.routine_counts``): one pass with
     # the tower replayed, counted natively. The reference routine's twins are counted by
     # ``vlmpath instructions`` / ``ci pr --counts`` (``selfcheck.ir_cases``).
-    MetricSpec("routine_bytecodes", "bytecodes", "lower", False, "count", False,
-               "Python bytecodes one pass of the engine's routine executes (tower replayed)",
+    MetricSpec(name="routine_bytecodes", unit="bytecodes", direction=Direction.LOWER, exact=False, fmt="count",
+               headline=False,
+               description="Python bytecodes one pass of the engine's routine executes (tower replayed)",
                routine=("engine",), may_be_unmeasured=True, deterministic=True),
-    MetricSpec("routine_aten_elements", "elements", "lower", False, "count", False,
-               "elements aten operators write in one pass of the engine's routine (tower replayed)",
+    MetricSpec(name="routine_aten_elements", unit="elements", direction=Direction.LOWER, exact=False,
+               fmt="count", headline=False,
+               description="elements aten operators write in one pass of the engine's routine (tower replayed)",
                routine=("engine",), may_be_unmeasured=True, deterministic=True),
     # The embedding path's exact counts over one pass (``measure.path_ledger``), on the
     # reference and through each engine's own cache classes (issue 38). Judged exactly: one
     # more re-encode, eviction or retained byte is a regression. Unmeasured (an older
     # package, an engine whose cache the adapter cannot see): skipped, never a 0.
-    MetricSpec("reencodes", "encodes", "lower", True, "count", False,
-               "encodes of an item's content beyond its first (dropped cache entries, duplicates)",
+    MetricSpec(name="reencodes", unit="encodes", direction=Direction.LOWER, exact=True, fmt="count",
+               headline=False,
+               description="encodes of an item's content beyond its first (dropped cache entries, duplicates)",
                routine=("encode", "embed", "engine"), may_be_unmeasured=True),
-    MetricSpec("off_chunk_encodes", "encodes", "lower", True, "count", False,
-               "items encoded in a step whose chunk touches none of their spans",
+    MetricSpec(name="off_chunk_encodes", unit="encodes", direction=Direction.LOWER, exact=True, fmt="count",
+               headline=False, description="items encoded in a step whose chunk touches none of their spans",
                routine=("encode", "embed", "engine"), may_be_unmeasured=True),
-    MetricSpec("cache_evictions", "evictions", "lower", True, "count", False,
-               "entries the embedding cache dropped to make room",
+    MetricSpec(name="cache_evictions", unit="evictions", direction=Direction.LOWER, exact=True, fmt="count",
+               headline=False, description="entries the embedding cache dropped to make room",
                routine=("encode", "embed", "engine"), may_be_unmeasured=True),
-    MetricSpec("cache_retained_bytes", "retained bytes", "lower", True, "count", False,
-               "peak bytes of storage the embedding cache keeps alive (each storage once)",
+    MetricSpec(name="cache_retained_bytes", unit="retained bytes", direction=Direction.LOWER, exact=True,
+               fmt="count", headline=False,
+               description="peak bytes of storage the embedding cache keeps alive (each storage once)",
                routine=("encode", "embed", "engine"), may_be_unmeasured=True),
-    MetricSpec("cache_unaccounted_bytes", "retained bytes", "lower", True, "count", False,
-               "peak bytes the cache keeps alive beyond the payload it accounts (views pinning a batch)",
+    MetricSpec(name="cache_unaccounted_bytes", unit="retained bytes", direction=Direction.LOWER, exact=True,
+               fmt="count", headline=False,
+               description="peak bytes the cache keeps alive beyond the payload it accounts (views pinning a batch)",
                routine=("encode", "embed", "engine"), may_be_unmeasured=True),
-    MetricSpec("foreign_rows", "items", "lower", True, "count", False,
-               "items whose placed rows are another item's (served from its cache entry: a key collision)",
+    MetricSpec(name="foreign_rows", unit="items", direction=Direction.LOWER, exact=True, fmt="count",
+               headline=False,
+               description="items whose placed rows are another item's (served from its cache entry: a key collision)",
                routine=("encode", "embed", "engine"), report_failed=True, may_be_unmeasured=True),
-    MetricSpec("cache_over_budget_bytes", "retained bytes", "lower", True, "count", False,
-               "peak bytes the cache keeps alive beyond its configured budget",
+    MetricSpec(name="cache_over_budget_bytes", unit="retained bytes", direction=Direction.LOWER, exact=True,
+               fmt="count", headline=False,
+               description="peak bytes the cache keeps alive beyond its configured budget",
                routine=("encode", "embed", "engine"), may_be_unmeasured=True),
     # Hand-written tracks with no record field: each needs a row so that its meaning is
     # the table's, never what benchmarks.json says (``metric_for_method``).
-    MetricSpec("hash_s", "seconds", "lower", False, "scaled", False,
-               "seconds the receiving side spends hashing items (bench_embed.EmbedRoutine.track_hash_s)"),
+    MetricSpec(name="hash_s", unit="seconds", direction=Direction.LOWER, exact=False, fmt="scaled",
+               headline=False,
+               description="seconds the receiving side spends hashing items (bench_embed.EmbedRoutine.track_hash_s)"),
     # The instruction counts of ``vlmpath instructions`` / ``ci pr --counts``
     # (``selfcheck.ir_cases``): deterministic, judged by their thresholds.yaml bands.
-    MetricSpec("instructions", "instructions", "lower", False, "count", False,
-               "CPU instructions one pass executes (callgrind)", deterministic=True),
-    MetricSpec("routine_instructions", "instructions", "lower", False, "count", False,
-               "CPU instructions one pass of the routine executes, tower replayed (callgrind)",
+    MetricSpec(name="instructions", unit="instructions", direction=Direction.LOWER, exact=False, fmt="count",
+               headline=False, description="CPU instructions one pass executes (callgrind)", deterministic=True),
+    MetricSpec(name="routine_instructions", unit="instructions", direction=Direction.LOWER, exact=False,
+               fmt="count", headline=False,
+               description="CPU instructions one pass of the routine executes, tower replayed (callgrind)",
                deterministic=True),
-    MetricSpec("bytecodes", "bytecodes", "lower", False, "count", False,
-               "Python bytecodes one pass executes (the tower, or the pass with it)", deterministic=True),
-    MetricSpec("aten_elements", "elements", "lower", False, "count", False,
-               "elements aten operators write in one pass (the tower, or the pass with it)",
+    MetricSpec(name="bytecodes", unit="bytecodes", direction=Direction.LOWER, exact=False, fmt="count",
+               headline=False,
+               description="Python bytecodes one pass executes (the tower, or the pass with it)",
+               deterministic=True),
+    MetricSpec(name="aten_elements", unit="elements", direction=Direction.LOWER, exact=False, fmt="count",
+               headline=False,
+               description="elements aten operators write in one pass (the tower, or the pass with it)",
                deterministic=True),
     # A real server's end-to-end numbers (``vlmpath serve-bench``, ``compare.from_serve``):
     # measured per workload and concurrency level, not per routine case (no path row).
-    MetricSpec("serve_request_per_s", "req/s", "higher", False, "plain", False,
-               "completed requests per second of a served concurrency level (greedy, fixed max_tokens)"),
-    MetricSpec("serve_output_tok_per_s", "tok/s", "higher", False, "plain", True,
-               "completion tokens per second of a served concurrency level"),
-    MetricSpec("serve_input_tok_per_s", "tok/s", "higher", False, "plain", False,
-               "prompt tokens (vision placeholders included) per second of a served concurrency level"),
-    MetricSpec("serve_ttft_p50_s", "seconds", "lower", False, "scaled", False,
-               "median time to the first streamed content chunk"),
-    MetricSpec("serve_ttft_p99_s", "seconds", "lower", False, "scaled", False,
-               "99th percentile time to the first streamed content chunk"),
-    MetricSpec("serve_itl_p50_s", "seconds", "lower", False, "scaled", False,
-               "median gap between streamed content chunks (inter-token latency)"),
-    MetricSpec("serve_itl_p99_s", "seconds", "lower", False, "scaled", False,
-               "99th percentile gap between streamed content chunks"),
-    MetricSpec("serve_agreement_solo", "fraction", "higher", True, "fraction", False,
-               "share of greedy outputs identical to the same request served alone (concurrency 1)"),
-    MetricSpec("serve_agreement_base", "fraction", "higher", True, "fraction", False,
-               "share of head's greedy outputs identical to base's for the same requests"),
-    MetricSpec("serve_errors", "errors", "lower", True, "count", False,
-               "requests of a served level that failed (HTTP error, timeout, server gone)"),
-    MetricSpec("serve_labelled_score", "fraction", "higher", True, "fraction", False,
-               "labelled-set score: share of a labelled set's questions (serve-bench --labelled) whose greedy "
-               "answer equals the label after normalisation"),
+    MetricSpec(name="serve_request_per_s", unit="req/s", direction=Direction.HIGHER, exact=False, fmt="plain",
+               headline=False,
+               description="completed requests per second of a served concurrency level (greedy, fixed max_tokens)"),
+    MetricSpec(name="serve_output_tok_per_s", unit="tok/s", direction=Direction.HIGHER, exact=False,
+               fmt="plain", headline=True,
+               description="completion tokens per second of a served concurrency level"),
+    MetricSpec(name="serve_input_tok_per_s", unit="tok/s", direction=Direction.HIGHER, exact=False, fmt="plain",
+               headline=False,
+               description="prompt tokens (vision placeholders included) per second of a served concurrency level"),
+    MetricSpec(name="serve_ttft_p50_s", unit="seconds", direction=Direction.LOWER, exact=False, fmt="scaled",
+               headline=False, description="median time to the first streamed content chunk"),
+    MetricSpec(name="serve_ttft_p99_s", unit="seconds", direction=Direction.LOWER, exact=False, fmt="scaled",
+               headline=False, description="99th percentile time to the first streamed content chunk"),
+    MetricSpec(name="serve_itl_p50_s", unit="seconds", direction=Direction.LOWER, exact=False, fmt="scaled",
+               headline=False, description="median gap between streamed content chunks (inter-token latency)"),
+    MetricSpec(name="serve_itl_p99_s", unit="seconds", direction=Direction.LOWER, exact=False, fmt="scaled",
+               headline=False, description="99th percentile gap between streamed content chunks"),
+    MetricSpec(name="serve_agreement_solo", unit="fraction", direction=Direction.HIGHER, exact=True,
+               fmt="fraction", headline=False,
+               description="share of greedy outputs identical to the same request served alone (concurrency 1)"),
+    MetricSpec(name="serve_agreement_base", unit="fraction", direction=Direction.HIGHER, exact=True,
+               fmt="fraction", headline=False,
+               description="share of head's greedy outputs identical to base's for the same requests"),
+    MetricSpec(name="serve_errors", unit="errors", direction=Direction.LOWER, exact=True, fmt="count",
+               headline=False,
+               description="requests of a served level that failed (HTTP error, timeout, server gone)"),
+    MetricSpec(name="serve_labelled_score", unit="fraction", direction=Direction.HIGHER, exact=True,
+               fmt="fraction", headline=False,
+               description="labelled-set score: share of a labelled set's questions (serve-bench --labelled) whose greedy "
+                           "answer equals the label after normalisation"),
 )
 
 #: Units asv implies by a benchmark's prefix (no row of their own: ``time_``, ``peakmem_``).
 IMPLIED_UNITS: tuple[MetricSpec, ...] = (
-    MetricSpec("time", "seconds", "lower", False, "scaled", False, "wall-clock time of the timed call"),
-    MetricSpec("peakmem", "bytes", "lower", False, "scaled", False, "peak resident memory of the benchmark process"),
+    MetricSpec(name="time", unit="seconds", direction=Direction.LOWER, exact=False, fmt="scaled",
+               headline=False, description="wall-clock time of the timed call"),
+    MetricSpec(name="peakmem", unit="bytes", direction=Direction.LOWER, exact=False, fmt="scaled",
+               headline=False, description="peak resident memory of the benchmark process"),
 )
 
 METRIC_BY_NAME: Mapping[str, MetricSpec] = MappingProxyType({m.name: m for m in METRICS})

@@ -161,7 +161,7 @@ class Links:
     commit_url: str = ""  # with "{sha}"
 
 
-def _numbers(c: Comparison, esc=log_line) -> str:
+def numbers_text(c: Comparison, esc=log_line) -> str:
     before, after = fmt_pair(c.base, c.head, c.unit)
     pct = f" ({(c.head / c.base - 1) * 100:+.1f}%)" if c.base and c.head is not None else ""
     after = after if c.head is not None else "failed"
@@ -185,7 +185,7 @@ def issue_body(f: Finding, links: Links) -> str:
     lines = [
         f"<!-- vlmpath-alert {_hidden(meta)} -->",
         f"**{md_escape(clip(f.label, 200))}** on **{md_escape(clip(f.machine, 64))}** regressed: "
-        f"**{_numbers(f.comparison, md_escape)}**",
+        f"**{numbers_text(f.comparison, md_escape)}**",
         "",
         f"- before: median of the {f.window} previous main commit(s), the last {_commit(f.before_commit, links)}",
         f"- after: {_commit(f.after_commit, links)}",
@@ -268,7 +268,7 @@ def sync_issues(findings: list[Finding], repo: str, links: Links, *, thresholds:
             continue  # still slower than when the issue opened
         comment_issue(client, owner, name, int(have[0]["number"]),
                       f"Recovered at {_commit(f.after_commit, links)}: baseline -> now "
-                      f"**{_numbers(vs_before, md_escape)}**"
+                      f"**{numbers_text(vs_before, md_escape)}**"
                       + (f" ({links.run_url})" if links.run_url else ""))
         _close(client, owner, name, have, recovered=True)
         closed.append(f.key)

@@ -34,9 +34,9 @@ from typing import Any, Literal
 
 from vlmpath.github.rest import (
     PER_PAGE,
+    Client,
     GitHubError,
-    _Client,
-    _Transient,
+    Transient,
     make_client,
     paginate,
 )
@@ -106,7 +106,7 @@ def prepare_body(body: str, marker: str = DEFAULT_MARKER) -> str:
 class _Author:
     """Whose comments are ours: given, or asked of the API once (lazily)."""
 
-    def __init__(self, client: _Client, login: str | None):
+    def __init__(self, client: Client, login: str | None):
         self.client, self.login = client, login
 
     def get(self) -> str:
@@ -121,7 +121,7 @@ class _Author:
         return self.login
 
 
-def _find_marked(client: _Client, owner: str, name: str, pr: int, marker: str, author: _Author):
+def _find_marked(client: Client, owner: str, name: str, pr: int, marker: str, author: _Author):
     """The first (oldest) comment by ``author`` whose body contains ``marker``, or ``None``."""
     url = client.url(f"/repos/{owner}/{name}/issues/{pr}/comments", {"per_page": PER_PAGE})
     for c in paginate(client, url, f"comments of {owner}/{name}#{pr}"):
@@ -193,7 +193,7 @@ def upsert_comment(
                 "POST", client.url(f"/repos/{owner}/{name}/issues/{pr}/comments"), payload
             )
             return _result("created", resp.data)
-        except _Transient as exc:
+        except Transient as exc:
             # The comment may exist despite the error: loop to list again, never re-POST
             # blindly.
             client.wait_or_raise(exc)

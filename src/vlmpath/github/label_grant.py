@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.github.rest import PER_PAGE, GitHubError, _Client, paginate
+from vlmpath.github.rest import PER_PAGE, Client, GitHubError, paginate
 
 ACCEPT_LABEL = "vlmpath-accept-regression"
 #: ``permission`` values of the collaborator endpoint that count (maintain reads as write).
@@ -105,14 +105,14 @@ def last_label_event(events: Iterable[Any], label: str) -> dict[str, Any] | None
     return last if last["event"] == "labeled" else None
 
 
-def _get(client: _Client, path: str, what: str) -> dict[str, Any]:
+def _get(client: Client, path: str, what: str) -> dict[str, Any]:
     data = client.request("GET", client.url(path)).data
     if not isinstance(data, dict):
         raise GitHubError(f"GET {what} did not return an object: check GITHUB_API_URL")
     return data
 
 
-def _permission(client: _Client, owner: str, name: str, login: str) -> tuple[str, str]:
+def _permission(client: Client, owner: str, name: str, login: str) -> tuple[str, str]:
     """(``permission``, the role shown) of ``login`` on the repository; ``none`` when not a collaborator."""
     try:
         data = _get(client, f"/repos/{owner}/{name}/collaborators/{login}/permission", f"{login}'s permission")
@@ -125,7 +125,7 @@ def _permission(client: _Client, owner: str, name: str, login: str) -> tuple[str
     return perm, role[:40]
 
 
-def read_grant(client: _Client, repo: str, pr: int, *, head_sha: str, label: str = ACCEPT_LABEL,
+def read_grant(client: Client, repo: str, pr: int, *, head_sha: str, label: str = ACCEPT_LABEL,
                since: datetime | None = None) -> LabelGrant:
     """Who applied ``label`` to PR ``pr`` (``_read_label``), and which of the PR's changed
     files are the yardstick, as this job reads them from the API (issue 39)."""
@@ -137,7 +137,7 @@ def read_grant(client: _Client, repo: str, pr: int, *, head_sha: str, label: str
     return replace(grant, yardstick=tuple(classify(files)[0]), files_truncated=truncated)
 
 
-def _read_label(client: _Client, repo: str, pr: int, *, head_sha: str, label: str = ACCEPT_LABEL,
+def _read_label(client: Client, repo: str, pr: int, *, head_sha: str, label: str = ACCEPT_LABEL,
                since: datetime | None = None) -> LabelGrant:
     """Who applied ``label`` to PR ``pr`` (see the module docstring), as a ``LabelGrant``."""
     if not _REPO.match(repo):

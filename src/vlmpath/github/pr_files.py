@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from vlmpath.core.errors import VlmpathError
-from vlmpath.github.rest import PER_PAGE, _Client, paginate
+from vlmpath.github.rest import PER_PAGE, Client, paginate
 
 #: GitHub lists at most this many files of a pull request.
 GITHUB_FILES_CAP = 3000
@@ -25,7 +25,7 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 _MAX_PATH = 4096
 
 
-def changed_files(client: _Client, repo: str, pr: int) -> tuple[list[tuple[str, str | None]], bool]:
+def changed_files(client: Client, repo: str, pr: int) -> tuple[list[tuple[str, str | None]], bool]:
     """The PR's changed files as ``(path, previous path or None)``, and whether the list may
     be incomplete (GitHub's cap reached, or an entry that is not a file record)."""
     if not _REPO.match(repo):

@@ -1,6 +1,6 @@
 """How does vlmpath talk to the GitHub REST API: authentication, retries, rate limits, pages?
 
-``make_client`` validates the API root and the token; ``_Client.request`` sends one
+``make_client`` validates the API root and the token; ``Client.request`` sends one
 idempotent request and retries transient failures; ``paginate`` follows ``rel="next"``.
 Used by the sticky PR comment (``vlmpath.github.comment``) and the regression issues
 (``vlmpath.github.issues``). Standard library only: the comment and alert jobs run on
@@ -91,7 +91,7 @@ def _origin(url: str) -> tuple[str, str]:
     return p.scheme.lower(), p.netloc.lower()
 
 
-class _Transient(Exception):
+class Transient(Exception):
     """A retriable failure; ``wait_s`` is the server's requested wait, if it gave one."""
 
     def __init__(self, message: str, wait_s: float | None, status: int | None):
@@ -181,7 +181,7 @@ def _same_origin_redirects(origin: tuple[str, str]) -> urllib.request.HTTPRedire
 
 
 @dataclass
-class _Client:
+class Client:
     api_url: str
     token: str = field(repr=False)
     max_retries: int
@@ -210,7 +210,7 @@ class _Client:
         return f"{method} {urllib.parse.urlsplit(url).path}"
 
     def send_once(self, method: str, url: str, payload: Any = None) -> _Response:
-        """One HTTP exchange. Raises ``_Transient`` (retriable) or ``GitHubError``."""
+        """One HTTP exchange. Raises ``Transient`` (retriable) or ``GitHubError``."""
         if _origin(url) != self._origin:
             raise GitHubError(
                 f"refusing to send the token to {_origin(url)[1]!r}, which is not the API "
@@ -244,7 +244,7 @@ class _Client:
                 raise GitHubError(f"{where}: no whole answer within {self.deadline_s:.0f} s (the server "
                                   "sends too slowly); GitHub may be degraded: rerun the job later") from None
             reason = getattr(exc, "reason", exc)
-            raise _Transient(
+            raise Transient(
                 f"{where}: connection failed ({self._redact(str(reason))})", None, None
             ) from None
         except VlmpathError:
@@ -281,7 +281,7 @@ class _Client:
             wait = self._server_wait(hdrs)
             if wait is None and secondary:
                 wait = SECONDARY_WAIT_S
-            raise _Transient(f"{where}: HTTP {status} {kind}{said}", wait, status)
+            raise Transient(f"{where}: HTTP {status} {kind}{said}", wait, status)
         if status == 401:
             fix = (
                 "token missing or invalid: set GITHUB_TOKEN to a valid token "
@@ -319,7 +319,7 @@ class _Client:
                 return None
         return None
 
-    def wait_or_raise(self, exc: _Transient) -> None:
+    def wait_or_raise(self, exc: Transient) -> None:
         """Sleep before the next try, or raise ``GitHubError`` if retries are spent."""
         if self.retries_used >= self.max_retries:
             raise GitHubError(
@@ -338,7 +338,7 @@ class _Client:
         while True:
             try:
                 return self.send_once(method, url, payload)
-            except _Transient as exc:
+            except Transient as exc:
                 self.wait_or_raise(exc)
 
 
@@ -355,16 +355,16 @@ def _next_link(link_header: str | None) -> str | None:
 
 def make_client(api_url: str | None, token: str | None, *, max_retries: int = 5, backoff_s: float = 1.0,
                 max_delay_s: float = 60.0, sleep: Callable[[float], None] = time.sleep,
-                clock: Callable[[], float] = time.time) -> _Client:
+                clock: Callable[[], float] = time.time) -> Client:
     """A client for the API root (argument, ``GITHUB_API_URL``, or github.com) and token
     (argument or ``GITHUB_TOKEN``), validated before any request."""
     if max_retries < 0 or backoff_s < 0 or max_delay_s < 0:
         raise GitHubError("max_retries, backoff_s and max_delay_s must be >= 0")
-    return _Client(api_url=resolve_api_url(api_url), token=_resolve_token(token), max_retries=max_retries,
+    return Client(api_url=resolve_api_url(api_url), token=_resolve_token(token), max_retries=max_retries,
                    backoff_s=backoff_s, max_delay_s=max_delay_s, sleep=sleep, clock=clock)
 
 
-def paginate(client: _Client, url: str, what: str) -> Iterator[dict[str, Any]]:
+def paginate(client: Client, url: str, what: str) -> Iterator[dict[str, Any]]:
     """Every item of a paginated list endpoint, page by page (at most ``MAX_PAGES``)."""
     next_url: str | None = url
     for _ in range(MAX_PAGES):

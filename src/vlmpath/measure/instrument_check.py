@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-import time
 from collections.abc import Mapping
 from types import MappingProxyType
 

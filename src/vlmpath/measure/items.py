@@ -12,7 +12,6 @@ encodes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -73,9 +72,3 @@ class Step:
     @property
     def tokens(self) -> int:
         return sum(e.extend for e in self.entries)
-
-
-def iter_item_positions(items: Iterable[Item]) -> Iterable[tuple[Item, list[int]]]:
-    """Each item with the list of its token positions (over all its offsets, in order)."""
-    for it in items:
-        yield it, [p for a, b in it.offsets for p in range(a, b + 1)]

@@ -38,7 +38,7 @@ from vlmpath.runner.run_files import read_run_info
 # DEFAULT_SCALE (core.scales): what `vlmpath run` measures when --scale is not given
 
 
-def _cases(paths: Sequence[Path]) -> dict[tuple[str, tuple[str, ...]], tuple[str | None, bool]]:
+def stored_cases(paths: Sequence[Path]) -> dict[tuple[str, tuple[str, ...]], tuple[str | None, bool]]:
     """(benchmark, params) -> (asv benchmark version, measured?) over asv run files.
 
     Measured: a number or a failure (None); NaN is asv's "skipped / not selected"."""
@@ -106,7 +106,7 @@ def reuse_problem(base: Stored, head: Stored, machine: str, *, bench: str | None
     diff = fb.toolchain_diff(fh)
     if diff:
         return "toolchain changed since the stored base: " + "; ".join(f"{k} {b} -> {h}" for k, b, h in diff)
-    base_cases, head_cases = _cases(base_files), _cases(head_files)
+    base_cases, head_cases = stored_cases(base_files), stored_cases(head_files)
     wanted = [(k, ver) for k, (ver, measured) in sorted(head_cases.items())
               if measured and _selected(bench, k[0], k[1])]
     if not wanted:

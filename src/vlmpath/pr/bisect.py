@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vlmpath.core.scales import DEFAULT_SCALE
-from vlmpath.pr.base_reuse import _cases
+from vlmpath.pr.base_reuse import stored_cases
 from vlmpath.runner.run_files import read_run_info
 from vlmpath.compare.selection import asv_selects as _selected
 from vlmpath.pr.outputs import RESULTS_ENV
-from vlmpath.pr.side import RunSuite, SuiteRequest, _log, _run_side, run_suite_subprocess, side_env
+from vlmpath.pr.side import RunSuite, SuiteRequest, log, run_side, run_suite_subprocess, side_env
 from vlmpath.compare.results_store import commit_files
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison
@@ -56,7 +56,7 @@ def _has_results(results_dir: Path, machine: str, sha: str, bench: str, quick: b
     if info is not None and (bool(info.get("quick")) != quick
                              or (info.get("scale") or DEFAULT_SCALE) != (scale or DEFAULT_SCALE)):
         return False
-    cases = [(k, measured) for k, (_, measured) in _cases(files).items() if _selected_key(bench, k)]
+    cases = [(k, measured) for k, (_, measured) in stored_cases(files).items() if _selected_key(bench, k)]
     return bool(cases) and all(measured for _, measured in cases)
 
 
@@ -109,9 +109,9 @@ def bisect(good: str, bad: str, bench: str, opts: BisectOptions = BisectOptions(
                         res.reused.append(sha)
                     return
                 with worktree(root, sha, tmp / sha[:12]) as wt:
-                    _run_side(runner, SuiteRequest(commit=sha, source=wt, bench_root=suite_root, results_dir=rdir,
-                                                   machine=machine, bench=bench, quick=quick,
-                                                   env=side_env(wt, env), scale=scale))
+                    run_side(runner, SuiteRequest(commit=sha, source=wt, bench_root=suite_root, results_dir=rdir,
+                                                  machine=machine, bench=bench, quick=quick,
+                                                  env=side_env(wt, env), scale=scale))
                 res.measured.append(sha)
 
             def regressions(sha: str, against: str) -> list[Comparison]:
@@ -129,7 +129,7 @@ def bisect(good: str, bad: str, bench: str, opts: BisectOptions = BisectOptions(
                 mid = (lo + hi) // 2
                 res.steps += 1
                 bad_mid = bool(regressions(commits[mid], good_sha))
-                _log(f"bisect: {commits[mid][:8]} is {'bad' if bad_mid else 'good'}")
+                log(f"bisect: {commits[mid][:8]} is {'bad' if bad_mid else 'good'}")
                 lo, hi = (lo, mid) if bad_mid else (mid, hi)
             res.first_bad, res.last_good = commits[hi], commits[lo]
             res.regressions = regressions(commits[hi], commits[lo]) or regressions(commits[hi], good_sha)

@@ -35,7 +35,7 @@ from vlmpath.pr.artifact import Kind, Outcome, RunManifest, write_manifest
 from vlmpath.pr.judge import Acceptance, judge_own
 from vlmpath.pr.options import PrOptions
 from vlmpath.pr.outputs import FlowResult, draw_charts
-from vlmpath.pr.side import _log
+from vlmpath.pr.side import log
 from vlmpath.pr.sources.engine_records import RECORDS_SUBDIR
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import merge_base, repo_root, resolve_commit, worktree
@@ -79,8 +79,8 @@ def measure_engine(side: EngineSide) -> None:
 
     # One case per workload: the engine has its own strategies, the pipeline is not a choice.
     cases = plan_cases(workloads=list(side.workloads), pipelines=["default"], scale=side.scale)
-    _log(f"measuring engine commit {side.commit[:8]} (code from {side.source}): "
-         f"{', '.join(side.workloads)}, scale {side.scale}, repeat {side.repeat}")
+    log(f"measuring engine commit {side.commit[:8]} (code from {side.source}): "
+        f"{', '.join(side.workloads)}, scale {side.scale}, repeat {side.repeat}")
     import torch
 
     # The GPU when there is one (CUDA or ROCm: both are torch.cuda), as `vlmpath measure` does.
@@ -155,8 +155,8 @@ def run_engine_pr(opts: PrOptions, *, measure: Measure | None = None) -> FlowRes
     rec_dir.mkdir(parents=True)
     runner = measure or measure_engine
     notes: list[str] = []
-    _log(f"engine {root}: base {opts.base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); "
-         f"head {opts.head} -> {head_sha[:8]}; source dir {sub or '.'}; machine {machine}")
+    log(f"engine {root}: base {opts.base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); "
+        f"head {opts.head} -> {head_sha[:8]}; source dir {sub or '.'}; machine {machine}")
 
     def side(sha: str, wt: Path, name: str) -> list[CaseRecord]:
         src = wt / sub if sub else wt
@@ -208,7 +208,7 @@ def run_engine_pr(opts: PrOptions, *, measure: Measure | None = None) -> FlowRes
     notes.extend(what_grew_records(out, report, base_recs, head_recs))  # an engine count that moved, by function
     chart_notes = draw_charts(out, report, cfg) if opts.charts else []
     for n in chart_notes:
-        _log(n)
+        log(n)
     write_manifest(out, replace(manifest, notes=tuple(notes), outcome=Outcome(
         len(report.regressions), len(report.not_judged), report.incomplete, code, tuple(chart_notes))))
     return FlowResult(base_sha, head_sha, (machine,), out, report, code, False, (*notes, *judged.found))

@@ -73,7 +73,7 @@ from pathlib import Path
 from vlmpath.pr.artifact import RESULTS_SUBDIR, Outcome, RunManifest, ShardClaim, write_manifest
 from vlmpath.pr.judge import Acceptance, judge_own
 from vlmpath.pr.options import PrOptions
-from vlmpath.pr.outputs import RESULTS_ENV, FlowResult, draw_charts
+from vlmpath.pr.outputs import COMMENT_FILE, RESULTS_ENV, FlowResult, draw_charts
 from vlmpath.pr.yardstick import (
     DEFINITIONS_SUBDIR,
     changed_definitions,
@@ -83,9 +83,9 @@ from vlmpath.pr.yardstick import (
 from vlmpath.pr.side import (
     RunSuite,
     SuiteRequest,
-    _log,
-    _run_side,
     base_reuse_problem,
+    log,
+    run_side,
     run_suite_subprocess,
     side_env,
 )
@@ -135,10 +135,10 @@ def _head_definitions(runner, request, base_wt: Path, head_wt: Path, head_sha: s
     defs = out / DEFINITIONS_SUBDIR
     defs.mkdir(parents=True)
     try:
-        _run_side(runner, request(head_sha, head_wt, head_wt, results=defs, sel=names_pattern(names),
-                                  reports=DEFINITIONS_SUBDIR))
+        run_side(runner, request(head_sha, head_wt, head_wt, results=defs, sel=names_pattern(names),
+                                 reports=DEFINITIONS_SUBDIR))
     except VlmpathError as exc:
-        _log(f"head's new or changed benchmark definitions not measured: {exc}")
+        log(f"head's new or changed benchmark definitions not measured: {exc}")
         shutil.rmtree(defs, ignore_errors=True)
     return [n for n in names if n not in base_names]
 
@@ -201,8 +201,8 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
     runner = run_suite or run_suite_subprocess
     serve = opts.serve  # checked when it was built (pr.serve.ServeOptions)
     notes: list[str] = []
-    _log(f"base {opts.base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {opts.head} -> {head_sha[:8]}; "
-         f"machine {machine}; results {rdir}")
+    log(f"base {opts.base} -> merge-base {base_sha[:8]} (tip {base_tip[:8]}); head {opts.head} -> {head_sha[:8]}; "
+        f"machine {machine}; results {rdir}")
 
     top_notice = yardstick.notice
     if top_notice:  # the comment's top notice (core.yardstick), in run.json's notes for every judge
@@ -252,10 +252,10 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         if opts.interleave:  # ABAB...: never reuses base (see pr.interleave)
             pr_interleave.run_rounds(
                 opts.interleave, out, rdir, machine, base_sha, head_sha,
-                lambda: _run_side(runner, request(base_sha, base_wt, base_wt)),
-                lambda: _run_side(runner, request(head_sha, head_wt, base_wt)))
+                lambda: run_side(runner, request(base_sha, base_wt, base_wt)),
+                lambda: run_side(runner, request(head_sha, head_wt, base_wt)))
         else:
-            _run_side(runner, request(head_sha, head_wt, base_wt))
+            run_side(runner, request(head_sha, head_wt, base_wt))
         if opts.interleave:  # the base was measured in the rounds: nothing reused
             notes.append(f"{opts.interleave} interleaved rounds (base, head, base, ...); timings judged on pairs")
         elif base_sha == head_sha:
@@ -267,7 +267,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
             reused = why is None
             if not reused:
                 notes.append(f"base {base_sha[:8]} measured: {why}")
-                _run_side(runner, request(base_sha, base_wt, base_wt))
+                run_side(runner, request(base_sha, base_wt, base_wt))
             else:
                 notes.append(f"base results for {base_sha[:8]} on {machine} reused from a trusted run in "
                              f"{store} (same options, toolchain and benchmark versions; --rerun-base "
@@ -281,7 +281,7 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         if serve is not None:  # while the worktrees exist: each side's tree is served
             from vlmpath.pr import serve as pr_serve
 
-            pr_serve.serve_rounds(serve, base_wt, head_wt, out, _log, env=child_env, command=serve_command)
+            pr_serve.serve_rounds(serve, base_wt, head_wt, out, log, env=child_env, command=serve_command)
             notes.append(pr_serve.chart_note(out))
 
     if counting:  # the counts join the artifact (OUT/instructions.json): judged with the rest
@@ -306,11 +306,11 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         notes.extend(_profile(root, manifest, report, out, cfg, env, profiler))
     chart_notes = draw_charts(out, report, cfg, judged.head_run) if opts.charts else []
     for n in chart_notes:
-        _log(n)
+        log(n)
     write_manifest(out, replace(manifest, notes=tuple(notes), outcome=Outcome(
         len(report.regressions), len(report.not_judged), report.incomplete, code, tuple(chart_notes))))
     for n in (*notes, *judged.found):
-        _log(n)
+        log(n)
     return FlowResult(base_sha, head_sha, (machine,), out, report, code, reused, (*notes, *judged.found))
 
 

@@ -45,7 +45,7 @@ def refuse_gpu(what: str = "--instructions") -> None:
                            f"machine's backend is {plat.backend}: leave it out here (GPU runners keep time)")
 
 
-def _threads(threads: int | None) -> int:
+def count_threads(threads: int | None) -> int:
     from vlmpath.measure.pinning import cpu_threads
 
     return cpu_threads(threads, "cpu") or 1
@@ -61,9 +61,9 @@ def count_pr(root: Path, base_sha: str, head_sha: str, out: Path, *, machine: st
 
     profiles = out / PROFILES_SUBDIR
     shutil.rmtree(profiles, ignore_errors=True)  # a stale profile would explain the wrong run
-    from vlmpath.pr.side import _log
+    from vlmpath.pr.side import log
 
-    kw = {"bench": bench, "scale": scale or DEFAULT_SCALE, "threads": _threads(None), "log": _log, "mode": "routine",
+    kw = {"bench": bench, "scale": scale or DEFAULT_SCALE, "threads": count_threads(None), "log": log, "mode": "routine",
           "profiles": profiles, "counter": counter}
 
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-wt-") as tmp:

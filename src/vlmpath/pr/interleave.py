@@ -1,7 +1,7 @@
 """How does ``vlmpath ci pr --interleave N`` measure: base and head alternately, N rounds?
 
 Each round runs the base side, then the head side, each a fresh ``vlmpath run`` process
-(``pr_side._run_side``), and copies that side's asv results of the round to
+(``pr_side.run_side``), and copies that side's asv results of the round to
 ``OUT/rounds/NN/{base,head}`` before the next run overwrites them (the results store's
 ``copy_comparison``: the commit's runs, their side files, ``benchmarks.json`` trimmed).
 Drift on a shared machine (a neighbour's job, a frequency step) then lands on both sides
@@ -33,18 +33,10 @@ def side_dir(out: Path, i: int, side: str) -> Path:
 
 def run_rounds(n: int, out: Path, rdir: Path, machine: str, base_sha: str, head_sha: str,
                run_base: Callable[[], None], run_head: Callable[[], None]) -> None:
-    from vlmpath.pr.side import _log
+    from vlmpath.pr.side import log
 
     for i in range(n):
         for side, sha, run in (("base", base_sha, run_base), ("head", head_sha, run_head)):
-            _log(f"interleaved round {i + 1}/{n}: {side} {sha[:8]}")
+            log(f"interleaved round {i + 1}/{n}: {side} {sha[:8]}")
             run()
             copy_comparison(rdir, side_dir(out, i, side), machine, (sha,))
-
-
-def load_rounds(n: int, out: Path, base_sha: str, head_sha: str):
-    from vlmpath.compare import asv_results
-
-    base = [asv_results.load_asv(side_dir(out, i, "base"), base_sha) for i in range(n)]
-    head = [asv_results.load_asv(side_dir(out, i, "head"), head_sha) for i in range(n)]
-    return base, head

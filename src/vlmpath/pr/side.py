@@ -4,7 +4,7 @@
 ``run_suite_subprocess`` is the real runner (``vlmpath run`` of this package with base's
 suite importing the commit's code through ``ASV_PYTHONPATH``, see ``vlmpath.pr.flow``);
 ``check_import`` proves a benchmark process would import the commit under test;
-``base_reusable`` / ``base_reuse_problem`` say whether stored base results are valid for
+``base_reuse_problem`` says whether stored base results are valid for
 what head ran (``vlmpath.pr.base_reuse``: trusted, same options, toolchain, benchmark
 versions and cases). A side's results are found, and copied into the artifact, through the
 results store (``compare.results_store``: ``commit_files``, ``copy_comparison``).
@@ -34,7 +34,7 @@ from vlmpath.core.errors import VlmpathError
 from vlmpath.core.interrupt import end_group
 
 
-def _log(msg: str) -> None:
+def log(msg: str) -> None:
     print(f"vlmpath ci: {msg}", file=sys.stderr, flush=True)
 
 
@@ -108,11 +108,11 @@ def run_suite_subprocess(req: SuiteRequest) -> None:
         cmd.append("--quick")
     if req.bench:
         cmd += ["--bench", req.bench]
-    _log(f"running the suite for {req.commit[:8]} (code from {req.source}): {' '.join(cmd[1:])}")
-    log = run_log_path(req)
+    log(f"running the suite for {req.commit[:8]} (code from {req.source}): {' '.join(cmd[1:])}")
+    log_file = run_log_path(req)
     # Its own session: a terminal's Ctrl-C reaches this flow only, which ends the run's
     # process group (core.interrupt) and, through the subreaper, whatever asv left.
-    if log is None:
+    if log_file is None:
         r = subprocess.Popen(cmd, cwd=req.bench_root, env=dict(req.env), start_new_session=True)
         try:
             r.wait()
@@ -121,8 +121,8 @@ def run_suite_subprocess(req: SuiteRequest) -> None:
     else:
         # The run's (and asv's) output goes to the job log and into the output folder, so
         # that a side that wrote no results can be explained after the fact.
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("w", encoding="utf-8", errors="replace") as fh:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        with log_file.open("w", encoding="utf-8", errors="replace") as fh:
             r = subprocess.Popen(cmd, cwd=req.bench_root, env=dict(req.env), stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
             try:
@@ -135,7 +135,7 @@ def run_suite_subprocess(req: SuiteRequest) -> None:
     if r.returncode != 0:
         # A run whose benchmarks failed still files results (the failures are data):
         # run_pr checks that a new results file was written and compares it.
-        _log(f"vlmpath run for {req.commit[:8]} exited {r.returncode}")
+        log(f"vlmpath run for {req.commit[:8]} exited {r.returncode}")
 
 
 def run_log_path(req: SuiteRequest) -> Path | None:
@@ -144,12 +144,13 @@ def run_log_path(req: SuiteRequest) -> Path | None:
 
 
 def _log_tail(req: SuiteRequest) -> str:
-    log = run_log_path(req)
+    log_file = run_log_path(req)
     try:
-        lines = [ln.strip() for ln in log.read_text(encoding="utf-8").splitlines() if ln.strip()] if log else []
+        lines = ([ln.strip() for ln in log_file.read_text(encoding="utf-8").splitlines() if ln.strip()]
+                 if log_file else [])
     except OSError:
         lines = []
-    where = f"the run's log is kept in {log}" if log and log.exists() else "see the run's log above"
+    where = f"the run's log is kept in {log_file}" if log_file and log_file.exists() else "see the run's log above"
     return f"{where}; its last line: {lines[-1][:200]!r}" if lines else where
 
 
@@ -157,7 +158,7 @@ def _stamp(paths: Sequence[Path]) -> dict[Path, tuple[int, int]]:
     return {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in paths if p.exists()}
 
 
-def _run_side(run_suite: RunSuite, req: SuiteRequest) -> None:
+def run_side(run_suite: RunSuite, req: SuiteRequest) -> None:
     before = _stamp(commit_files(req.results_dir, req.machine, req.commit))
     check_import(req.source, req.env)
     run_suite(req)
@@ -181,10 +182,3 @@ def base_reuse_problem(store: Path, results_dir: Path, machine: str, base_sha: s
     return reuse_problem(Stored(store, base_sha, tuple(commit_files(store, machine, base_sha))),
                          Stored(results_dir, head_sha, tuple(commit_files(results_dir, machine, head_sha))),
                          machine, bench=bench, quick=quick, scale=scale)
-
-
-def base_reusable(results_dir: Path, machine: str, base_sha: str, head_sha: str, *, bench: str | None = None,
-                  quick: bool = False, scale: str | None = None, store: Path | None = None) -> bool:
-    """Are stored base results (in ``store``, default ``results_dir``) valid for what head ran?"""
-    return base_reuse_problem(store or results_dir, results_dir, machine, base_sha, head_sha,
-                              bench=bench, quick=quick, scale=scale) is None

@@ -3,9 +3,9 @@
 The base's, always (``docs/pr-flow.md``): both sides run the base revision's
 ``asv.conf.json`` and ``benchmarks/`` (each against its own side's package), and the
 comparison uses the base revision's packaged ``thresholds.yaml``, read from git
-(``base_thresholds``), never the file of the vlmpath that runs the flow (which may be the
+(``yardstick_of``), never the file of the vlmpath that runs the flow (which may be the
 PR's). What the PR changed of the yardstick (``core.yardstick``) is found with
-``git diff --name-only base...head`` (``moved_files``) and said at the top of the comment.
+``git diff --name-only base...head`` (the same read) and said at the top of the comment.
 
 Head's new or changed benchmark definitions (asv's ``version``, its hash of a
 benchmark's source, differs from base's, or base has no such benchmark) are run too, with
@@ -21,7 +21,7 @@ run and shown, and base's (with base's helpers, on both sides) still judges.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,27 +62,20 @@ class Yardstick:
 
 
 def yardstick_of(root: Path, base_sha: str, head_sha: str, thresholds=None) -> Yardstick:
-    """The pair's yardstick, read once from git before anything is measured (module doc);
-    ``thresholds``: the user's ``--config`` on top of base's packaged yaml."""
-    moved = tuple(moved_files(root, base_sha, head_sha))
-    return Yardstick(base_thresholds(root, base_sha, thresholds), moved)
-
-
-def moved_files(root: Path, base_sha: str, head_sha: str) -> list[str]:
-    """The yardstick files ``git diff --name-only base...head`` names (renames count twice)."""
-    r = git(root, "diff", "--name-only", "--no-renames", "-z", f"{base_sha}...{head_sha}")
-    return yardstick_files(p for p in r.stdout.split("\0") if p)
-
-
-def base_thresholds(root: Path, base_sha: str, path=None):
-    """The thresholds the PR is judged with: the base revision's packaged yaml (plus the
-    user's ``--config``); this package's own when the base has none (an older layout)."""
+    """The pair's yardstick, read from git in two reads before anything is measured: the
+    yardstick files ``git diff --name-only base...head`` names (renames count twice), and
+    the thresholds the PR is judged with: the base revision's packaged yaml (plus the
+    user's ``--config``: ``thresholds``); this package's own when the base has none (an
+    older layout)."""
     from vlmpath.compare.thresholds import load_thresholds
 
-    r = git(root, "show", f"{base_sha}:{THRESHOLDS_PATH}", check=False)
-    if r.returncode != 0:
-        return load_thresholds(path)
-    return load_thresholds(path, packaged=(r.stdout, f"base {base_sha[:8]} {THRESHOLDS_PATH}"))
+    diff = git(root, "diff", "--name-only", "--no-renames", "-z", f"{base_sha}...{head_sha}")
+    moved = tuple(yardstick_files(p for p in diff.stdout.split("\0") if p))
+    packaged = git(root, "show", f"{base_sha}:{THRESHOLDS_PATH}", check=False)
+    if packaged.returncode != 0:
+        return Yardstick(load_thresholds(thresholds), moved)
+    return Yardstick(load_thresholds(thresholds, packaged=(packaged.stdout, f"base {base_sha[:8]} {THRESHOLDS_PATH}")),
+                     moved)
 
 
 def changed_definitions(base_wt: Path, head_wt: Path, python: str,

@@ -27,11 +27,11 @@ from vlmpath.render.fmt import fmt_change, fmt_pair, fmt_ratio
 from vlmpath.render.headline import (
     VERDICT_ORDER,
     VERDICT_TEXT,
-    _plural,
-    _sort_key,
     case_text,
     headline,
     note_text,
+    plural,
+    sort_key,
     warnings,
 )
 from vlmpath.render.spread_text import verdict_text
@@ -54,13 +54,11 @@ MAX_WARNINGS = 20
 def render_terminal(report: ComparisonReport, *, show_unchanged: bool = True) -> str:
     header = ("machine", "case", "unit", "base", "head", "change", "verdict", "note")
     rows = []
-    for c in sorted(report.all(), key=_sort_key):
+    for c in sorted(report.all(), key=sort_key):
         if not show_unchanged and c.verdict is Verdict.UNCHANGED:
             continue
         b, h = fmt_pair(c.base, c.head, c.unit)
         note = note_text(c)
-        if c.direction == "unknown":
-            note = (note + "; " if note else "") + "direction unknown"
         # Every cell from the artifact goes through log_line: this text is printed in the
         # privileged comment job's log (no newline, control character or "::" gets through).
         rows.append(tuple(log_line(x) for x in (c.machine, clip(case_text(c.case or c.benchmark, c.params), NAME_CHARS),
@@ -128,7 +126,7 @@ def _row(cells: Iterable[str]) -> str:
 
 def _cmp_cells(c: Comparison, with_machine: bool) -> list[str]:
     b, h = fmt_pair(c.base, c.head, c.unit)
-    unit = md_escape(clip(c.unit, 40)) + (" (direction unknown)" if c.direction == "unknown" else "")
+    unit = md_escape(clip(c.unit, 40))
     cells = [md_escape(clip(c.machine, 64))] if with_machine else []
     # Numbers are formatted here, not taken from input: they need no escaping.
     verdict = verdict_text(c, VERDICT_TEXT[c.verdict])
@@ -160,7 +158,7 @@ def _machine_summary(m: MachineComparison) -> str:
     # Indicative moves are counted apart, as the headline counts them (never as regressions).
     counts = Counter(c.verdict for c in m.comparisons
                      if not (c.indicative and c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)))
-    bits = [_plural(n, v.value) if v in (Verdict.REGRESSION, Verdict.IMPROVEMENT) else f"{n} {v.value}"
+    bits = [plural(n, v.value) if v in (Verdict.REGRESSION, Verdict.IMPROVEMENT) else f"{n} {v.value}"
             for v, n in sorted(counts.items(), key=lambda kv: VERDICT_ORDER[kv[0]])]
     moves = sum(1 for c in m.comparisons if c.indicative and c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT))
     bits += [f"{moves} indicative"] if moves else []
@@ -186,7 +184,7 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
     n_cases = len(report.all())
     top.append(
         f"<sub>base {md_escape(report.base_commit[:8])} → head {md_escape(report.head_commit[:8])}"
-        f" · {_plural(n_cases, 'case')} on {_plural(len(report.machines), 'machine')}"
+        f" · {plural(n_cases, 'case')} on {plural(len(report.machines), 'machine')}"
         f" · thresholds: {md_escape(report.thresholds_source)}</sub>"
     )
     if notice:
@@ -199,7 +197,7 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
             top.append(f"> _{len(shown) - MAX_WARNINGS} more warnings in comparison.json_")
     blocks = [_Block(top)]
 
-    changed = sorted((c for c in report.all() if c.verdict is not Verdict.UNCHANGED), key=_sort_key)
+    changed = sorted((c for c in report.all() if c.verdict is not Verdict.UNCHANGED), key=sort_key)
     if changed:
         blocks.append(_Block(
             ["", "### What changed", ""] + _table(["machine", "case", "metric", "base", "head", "change", "verdict"]),
@@ -213,7 +211,7 @@ def render_markdown(report: ComparisonReport, *, chart_url: str | None = None,
     if chart_url:
         blocks.append(_Block(["", f"📈 [Charts]({_safe_url(chart_url)})"]))
     for m in report.machines:
-        rows = sorted(m.comparisons, key=_sort_key)
+        rows = sorted(m.comparisons, key=sort_key)
         blocks.append(_Block(
             ["", "<details>", f"<summary>{_machine_summary(m)}</summary>", ""]
             + _table(["case", "metric", "base", "head", "change", "verdict", "note"]),

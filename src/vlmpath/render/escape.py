@@ -22,7 +22,7 @@ through (an allowlist), never by a list of bad prefixes:
   text between the runner's ``::stop-commands::`` pair (``render.job_log``);
 - ``title_text``: an issue title: one clipped line, no live mention;
 - ``file_name``: letters, digits and ``._-`` only, never starting with ``.`` or ``-``, bounded;
-- ``url_part`` / ``md_link``: a link target, percent-encoded.
+- ``url_part``: a link target, percent-encoded.
 """
 
 from __future__ import annotations
@@ -138,8 +138,3 @@ def url_part(text: object) -> str:
     from urllib.parse import quote
 
     return quote(visible(text), safe="/")
-
-
-def md_link(label: str, target: str) -> str:
-    """``[label](target)`` with the label escaped and the target percent-encoded."""
-    return f"[{md_escape(label)}]({url_part(target)})"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from vlmpath.core.metrics import unit_spec, units_with
+from vlmpath.core.metrics import Method, unit_spec, units_with
 
 if TYPE_CHECKING:  # only a type: formatting must stay import-light
     from vlmpath.compare.comparison import Comparison
@@ -71,7 +71,7 @@ def fmt_pair(b: float | None, h: float | None, unit: str) -> tuple[str, str]:
 def fmt_change(c: Comparison) -> str:
     if c.base is None or c.head is None:
         return "—"
-    if c.method == "exact":
+    if c.method == Method.EXACT:
         delta = c.head - c.base
         if delta == 0:
             return "±0"

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from vlmpath.compare.accepted import AWAITING
 from vlmpath.compare.comparison import Comparison, ComparisonReport, Verdict
+from vlmpath.core.metrics import Method
 from vlmpath.compare.records import GPU_KEY_PREFIX
 from vlmpath.core.asv_names import strip_kind
 from vlmpath.render.escape import clip, md_escape
@@ -69,13 +70,13 @@ def _headline_item(c: Comparison) -> str:
     label = md_escape(short_label(c))
     if c.verdict is Verdict.NEWLY_FAILING:
         return f"{label} newly failing"
-    if c.method == "exact":
+    if c.method == Method.EXACT:
         b, h = fmt_pair(c.base, c.head, c.unit)
         return f"{label} {md_escape(clip(c.unit, UNIT_CHARS))} {b} -> {h}"
     return f"{label} {md_escape(clip(c.unit, UNIT_CHARS))} {fmt_change(c)}"
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
@@ -116,7 +117,7 @@ def _indicative_text(report: ComparisonReport, inside_parens: bool = False) -> s
 def headline(report: ComparisonReport, max_items: int = 3) -> str:
     """The first visible line: the verdict in words. It counts the gating findings only;
     indicative moves (too few samples) are counted apart, never as regressions."""
-    regs = sorted(report.regressions, key=_sort_key)
+    regs = sorted(report.regressions, key=sort_key)
     counts = Counter(c.verdict for c in report.all())
     indicative = _indicative_text(report)
     if regs:
@@ -125,7 +126,7 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
         more = f" (+{len(regs) - max_items} more)" if len(regs) > max_items else ""
         gating = Counter(c.verdict for c in regs)  # not indicative, not accepted
         n_reg, n_fail = gating[Verdict.REGRESSION], gating[Verdict.NEWLY_FAILING]
-        what = ", ".join(([_plural(n_reg, "regression")] if n_reg else [])
+        what = ", ".join(([plural(n_reg, "regression")] if n_reg else [])
                          + ([f"{n_fail} newly failing"] if n_fail else []))
         line = f"**{what} on {where}**: {items}{more}"
         indicative = _indicative_text(report, inside_parens=True)
@@ -136,7 +137,7 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
             line += f" ({'; '.join(extra)})"
     else:
         where = _machines_text(m.machine for m in report.machines)
-        bits = [_plural(len(report.improvements), "improvement"), f"{counts[Verdict.UNCHANGED]} unchanged"]
+        bits = [plural(len(report.improvements), "improvement"), f"{counts[Verdict.UNCHANGED]} unchanged"]
         if indicative:
             bits.append(indicative)
         if report.accepted:  # listed in benchmarks/accepted.yaml: shown, not failing
@@ -151,7 +152,7 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
             reasons = ", ".join(f"{r}: {n}" for r, n in why.most_common(4)) + (", ..." if len(why) > 4 else "")
             judged = report.judged
             lead = ("**Incomplete: nothing judged**" if not judged else
-                    f"**Incomplete: {_plural(len(report.untrusted), 'untrusted definition')}**"
+                    f"**Incomplete: {plural(len(report.untrusted), 'untrusted definition')}**"
                     if report.untrusted else
                     "**Incomplete**" if report.incomplete else f"**No regressions among {judged} judged**")
             line = (f"{lead}: {len(skipped)} of {len(report.all())} cases not judged ({md_escape(reasons)}); "
@@ -167,7 +168,7 @@ def headline(report: ComparisonReport, max_items: int = 3) -> str:
     return line
 
 
-def _sort_key(c: Comparison):
+def sort_key(c: Comparison):
     return (VERDICT_ORDER[c.verdict], c.machine, c.benchmark, c.params)
 
 

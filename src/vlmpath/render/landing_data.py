@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vlmpath.compare.records import MachineRun, Metric
-from vlmpath.core.metrics import unit_spec
+from vlmpath.core.metrics import Direction, unit_spec
 from vlmpath.render.fmt import fmt_with_unit
 
 
@@ -141,10 +141,10 @@ class Tile:
         return sum(c.state == "ok" for r in self.rows for c in r.cells)
 
 
-def direction(unit: str) -> str:
-    """``higher`` or ``lower`` (the metric table's), ``""`` for a unit it does not know."""
+def direction(unit: str) -> Direction | None:
+    """The metric table's direction of ``unit``; None for a unit it does not know."""
     spec = unit_spec(unit)
-    return spec.direction if spec else ""
+    return spec.direction if spec else None
 
 
 def better_text(unit: str) -> str:
@@ -186,7 +186,7 @@ def _mark_best(cells: list[Cell], metrics: list[Metric | None]) -> list[Cell]:
     values = {m.value for _, m in ok}
     if not d or len(values) == 1:  # a tie has no better side
         return cells
-    pick = max if d == "higher" else min
+    pick = max if d == Direction.HIGHER else min
     best = pick(m.value for _, m in ok)
     return [Cell(c.text, c.state, c.n, c.spread, best=(metrics[i] is not None and metrics[i].ok
                                                        and metrics[i].value == best), title=c.title)

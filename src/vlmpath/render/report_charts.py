@@ -54,9 +54,9 @@ from vlmpath.render.report_figure import (
     styled,
 )
 
-_CHANGED = (Verdict.REGRESSION, Verdict.NEWLY_FAILING, Verdict.IMPROVEMENT,
+CHANGED = (Verdict.REGRESSION, Verdict.NEWLY_FAILING, Verdict.IMPROVEMENT,
             Verdict.FIXED, Verdict.NEW, Verdict.REMOVED)
-_VERDICT_STYLE = {  # colour, hatch
+VERDICT_STYLE = {  # colour, hatch
     Verdict.REGRESSION: (FAIL, "xx"), Verdict.NEWLY_FAILING: (FAIL, "xx"),
     Verdict.IMPROVEMENT: ("#009E73", ".."), Verdict.FIXED: ("#009E73", ".."),
     Verdict.NEW: ("#0072B2", "//"), Verdict.REMOVED: (BASE_GREY, ""),
@@ -70,7 +70,7 @@ def direction_text(thresholds: Thresholds, unit: str) -> str:
     return f"{rule.direction} is better" if rule else "direction unknown"
 
 
-def _ylabel(ax, first: str, unit: str, thresholds: Thresholds) -> None:
+def ylabel(ax, first: str, unit: str, thresholds: Thresholds) -> None:
     ax.set_ylabel(f"{first}\n{direction_label(ax, unit, direction_text(thresholds, unit))}")
 
 
@@ -155,7 +155,7 @@ def _draw_strategies(ax, machine: MachineRun, bench: str, thresholds: Thresholds
                   ha="right" if many else "center")
     ax.set_xlabel(group_label(metrics[0].params))
     scale_word = ", log scale" if log else ""
-    _ylabel(ax, f"{measure_label(bench, unit)} ({shown_unit}{scale_word})", unit, thresholds)
+    ylabel(ax, f"{measure_label(bench, unit)} ({shown_unit}{scale_word})", unit, thresholds)
     ax.set_title(f"{bench} on {machine.machine} ({machine.backend})", loc="left")
     handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=HATCHES[i % len(HATCHES)],
                      edgecolor="black", label=strategy_label(s)) for i, s in enumerate(strategies)]
@@ -245,7 +245,7 @@ def _draw_vendors(ax, gpus: Sequence[MachineRun], bench: str, thresholds: Thresh
     ax.set_xlim(-0.5, len(cases) - 0.5)
     ax.set_xticks(range(len(cases)), labels, rotation=30, ha="right")
     ax.set_xlabel("case (parameters)")
-    _ylabel(ax, f"{leaf_of(bench)} ({unit})", unit, thresholds)
+    ylabel(ax, f"{leaf_of(bench)} ({unit})", unit, thresholds)
     ax.set_title(bench, loc="left")
     handles = [Patch(facecolor=PALETTE[i % len(PALETTE)], hatch=hatch[g.backend],
                      edgecolor="black", label=f"{g.machine} ({g.backend.upper()})")

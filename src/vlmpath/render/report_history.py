@@ -17,7 +17,7 @@ from matplotlib.patches import Patch
 from vlmpath.compare.comparison import Comparison, ComparisonReport, Verdict
 from vlmpath.compare.thresholds import Thresholds
 from vlmpath.render.fmt import fmt_value
-from vlmpath.render.report_charts import _CHANGED, _VERDICT_STYLE, _ylabel, direction_text
+from vlmpath.render.report_charts import CHANGED, VERDICT_STYLE, direction_text, ylabel
 from vlmpath.render.report_data import History, geomean, leaf_of
 from vlmpath.render.report_figure import (
     BASE_GREY,
@@ -48,7 +48,7 @@ def history_chart(history: History, benchmark: str,
     unit = next((m.unit for r in history.runs for m in r.metrics() if m.benchmark == benchmark), "")
     ax.set_title(f"{benchmark}: history over commits", loc="left")
     ax.set_xlabel("commit (commit-date order)")
-    _ylabel(ax, f"geometric mean over cases ({unit or 'no unit'})", unit, thresholds)
+    ylabel(ax, f"geometric mean over cases ({unit or 'no unit'})", unit, thresholds)
     # A machine whose every case of it was skipped (the opt-in serve benchmarks) has no line.
     machines = sorted({m.machine for r in history.runs for m in r.machines
                        if any(x.benchmark == benchmark and not x.skipped for x in m.metrics)})
@@ -111,7 +111,7 @@ def pr_chart(report: ComparisonReport, max_cases: int = 30, *, thresholds: Thres
     """Base vs head for every changed case, per machine; head drawn relative to base = 1.
     The verdicts are the report's own (never judged again); ``thresholds`` are the ones it
     was judged with, for the direction each case's label states."""
-    panels = [(m, [c for c in m.comparisons if c.verdict in _CHANGED]) for m in report.machines]
+    panels = [(m, [c for c in m.comparisons if c.verdict in CHANGED]) for m in report.machines]
     shown = [(m, cs) for m, cs in panels if cs]
     rows = sum(min(len(cs), max_cases) for _, cs in shown)
     fig = new_figure(11.0, 1.2 + 0.55 * max(rows, 2) + 0.9 * len(shown))
@@ -128,7 +128,7 @@ def pr_chart(report: ComparisonReport, max_cases: int = 30, *, thresholds: Thres
     axes = fig.subplots(len(shown), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
     for ax, (m, cs) in zip(axes, shown):
         # Gating moves first; indicative ones (too few samples) after them, however large.
-        cs = sorted(cs, key=lambda c: (c.indicative, list(_CHANGED).index(c.verdict), -abs(c.change or 0)))
+        cs = sorted(cs, key=lambda c: (c.indicative, list(CHANGED).index(c.verdict), -abs(c.change or 0)))
         if len(cs) > max_cases:
             add_note(fig, f"{m.machine}: {len(cs) - max_cases} more changed cases not drawn "
                           "(see the comment's table)")
@@ -147,7 +147,7 @@ def _draw_pr(ax, machine: str, cs: Sequence[Comparison], thresholds: Thresholds)
         direction = direction_text(thresholds, c.unit)
         case = f"{leaf_of(c.benchmark)} {' '.join(v for _, v in c.params)}"
         labels.append(f"{case}\n[{c.unit}, {direction}]")
-        color, hatch = _VERDICT_STYLE[c.verdict]
+        color, hatch = VERDICT_STYLE[c.verdict]
         if c.indicative:  # too few samples: drawn faint, never as news
             color, hatch = "#f2f2f2", "..."
         ratio = c.ratio
@@ -190,9 +190,9 @@ def _draw_pr(ax, machine: str, cs: Sequence[Comparison], thresholds: Thresholds)
     ax.set_xlabel("value relative to base (base = 1.0)")
     ax.set_title(f"{machine}", loc="left")
     handles = [Patch(facecolor=BASE_GREY, edgecolor="black", label="base")]
-    for v in _CHANGED:
+    for v in CHANGED:
         if any(c.verdict is v for c in cs):
-            color, hatch = _VERDICT_STYLE[v]
+            color, hatch = VERDICT_STYLE[v]
             handles.append(Patch(facecolor=color, hatch=hatch, edgecolor="black", label=f"head: {v.value}"))
     if any(c.indicative for c in cs):
         handles.append(Patch(facecolor="#f2f2f2", hatch="...", edgecolor="black",

@@ -87,7 +87,7 @@ class Side:
     commit: str | None = None
 
 
-def _own_src() -> Path:
+def own_src() -> Path:
     return Path(vlmpath.__file__).resolve().parents[1]
 
 
@@ -145,7 +145,7 @@ def count_sides(sides: Sequence[Side], *, bench: str | None = None, scale: str =
     running = []
     with tempfile.TemporaryDirectory(prefix="vlmpath-ir-") as root:
         for i, side in enumerate(sides):
-            src = (side.src or _own_src()).resolve()
+            src = (side.src or own_src()).resolve()
             side_env = _env(src, threads, env)
             res = {"side": side.label, "commit": side.commit, "source": str(src), "scale": scale,
                    "threads": threads, "bench": bench, "mode": mode, "counter": counter,

@@ -42,6 +42,7 @@ import torch
 
 from vlmpath.selfcheck.plant import UNIT_N, Plant, timed_pass
 from vlmpath.compare.comparison import Verdict
+from vlmpath.core.metrics import Direction
 from vlmpath.compare.records import Metric
 from vlmpath.compare.thresholds import Rule, Thresholds
 from vlmpath.compare.verdict import judge
@@ -136,7 +137,7 @@ def tally(tallies: dict, gate: str, band: float, cfg: Thresholds, base: Sequence
         t.detected[key] = t.detected.get(key, 0) + (p.verdict is Verdict.REGRESSION and not p.indicative)
 
 
-def tally_paired(tallies: dict, gate: str, band: float, direction: str, base: Sequence[float],
+def tally_paired(tallies: dict, gate: str, band: float, direction: Direction, base: Sequence[float],
                  aa: Sequence[float], planted: dict[float, Sequence[float]]) -> None:
     """The interleaved gate (``vlmpath ci pr --interleave``): sample i of a side is paired
     with sample i of base, measured next to it in time, and judged by the signed-rank test over
@@ -147,7 +148,7 @@ def tally_paired(tallies: dict, gate: str, band: float, direction: str, base: Se
 
     def regression(values: Sequence[float]) -> tuple[bool, float]:
         r = paired_shift(base, values, p_threshold=P_THRESHOLD, factor=band)
-        worse = r.median_ratio < 1 if direction == "higher" else r.median_ratio > 1
+        worse = r.median_ratio < 1 if direction == Direction.HIGHER else r.median_ratio > 1
         return r.significant and worse, r.median_ratio
 
     t = tallies.setdefault((f"{gate} (paired)", band), GateTally())
@@ -213,7 +214,7 @@ def run_trust(*, preset: str = "video", rounds: int = 10, samples: int = 16, siz
             for s in sizes:  # the slowdown that really landed: median ratio of neighbouring passes
                 realized[f"{s:.0%}"].append(statistics.median(p / b for p, b in zip(sides[f"{s}"], sides["base"])))
             for band in bands:
-                for gate, data, direction in (("time", sides, "lower"), ("tok/s", tok, "higher")):
+                for gate, data, direction in (("time", sides, Direction.LOWER), ("tok/s", tok, Direction.HIGHER)):
                     cfg = thresholds_with_band(base_cfg, band, gate)
                     planted = {s: data[f"{s}"] for s in sizes}
                     tally(tallies, gate, band, cfg, data["base"], data["aa"], planted)

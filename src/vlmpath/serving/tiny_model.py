@@ -130,7 +130,6 @@ def write_tiny_qwen(out: str | os.PathLike[str], seed: int = 0) -> Path:
 
     Written into a scratch folder beside ``out`` and renamed, so a half-written
     checkpoint never sits at ``out``."""
-    import torch
     from transformers import (GenerationConfig, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration,
                               Qwen2VLImageProcessorPil)
 

@@ -241,7 +241,7 @@ def release_steps(state: SweepState, records: dict[str, Sequence[CaseRecord]]) -
     where a release shipped or fixed something, the timeline reads a step. Failed releases
     are skipped (their neighbours are compared); unmeasured values (None) on both sides are
     no step."""
-    from vlmpath.core.metrics import routine_metrics
+    from vlmpath.core.metrics import Direction, routine_metrics
 
     exact = [m for m in routine_metrics("engine") if m.exact]
     measured = [p for p in state.ordered() if p.state == "measured"]
@@ -254,7 +254,7 @@ def release_steps(state: SweepState, records: dict[str, Sequence[CaseRecord]]) -
                 x, y = getattr(old[w], m.name, None), getattr(new[w], m.name, None)
                 if x == y or x is None or y is None:  # unmeasured on a side (an older record): no step
                     continue
-                worse = y < x if m.direction == "higher" else y > x
+                worse = y < x if m.direction == Direction.HIGHER else y > x
                 steps.append(Step(a.version, b.version, w, m.name, x, y, worse))
     return steps
 

@@ -21,7 +21,6 @@ here and one entry in ``pr.judge.SOURCES``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,9 +71,3 @@ class RowSource:
 
     def shown(self, report: ComparisonReport, ctx: Context) -> tuple[ComparisonReport, Rows]:
         return report, Rows()
-
-
-def pairs_of(rows: Sequence[Rows]) -> tuple[list[RunResults], list[RunResults]]:
-    base = [r for got in rows for r in got.base]
-    head = [r for got in rows for r in got.head]
-    return base, head
