@@ -411,7 +411,8 @@ def test_every_hand_written_track_in_benchmarks_has_a_trusted_meaning():
 
 
 def test_the_run_info_file_says_whether_a_run_was_quick(tmp_path):
-    from vlmpath.runner.run_files import run_info_path, RunInfo, write_run_info
+    from vlmpath.compare.results_store import run_info_path
+    from vlmpath.runner.run_files import RunInfo, write_run_info
 
     write_asv_run(tmp_path, "cpu-a", BASE, {"bench_embed.Embed.time_x": ("seconds", [], [], [1.0], None)})
     assert load_asv(tmp_path, BASE).machines[0].quick is None  # no file: unknown

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from vlmpath.compare import results_store
 from vlmpath.runner import run as runmod
 from vlmpath.runner import serve
 from vlmpath.core.errors import VlmpathError
@@ -302,7 +303,7 @@ def test_vlmpath_run_end_to_end_in_a_clone(clone, tmp_path):
     assert vals[("track_syncs", "masked_scatter, few_large_images")] == 1.0  # ours is 0
     assert vals[("track_syncs", "default, video")] >= 1.0
     assert vals[("track_tok_per_s", "default, video")] > 0
-    fp = json.loads(runmod.fingerprint_path(results, "cpu-e2e", head).read_text())
+    fp = json.loads(results_store.fingerprint_path(results, "cpu-e2e", head).read_text())
     assert fp["machine"] == "cpu-e2e" and fp["backend"] == "cpu"
     assert json.loads((results / "cpu-e2e" / f"vlmpath-failures-{head[:8]}.json").read_text()) == []  # none failed
     info = json.loads((results / "cpu-e2e" / f"vlmpath-run-{head[:8]}.json").read_text())
@@ -361,14 +362,13 @@ def test_ctrl_c_leaves_no_half_written_results(clone, tmp_path):
     assert proc.wait(timeout=120) == 130, "".join(seen)[-2000:] + rest[-2000:]
     mdir = tmp_path / "res" / "cpu-int"
     assert not [p.name for p in mdir.glob(f"{head[:8]}-*.json")]  # asv saved nothing
-    assert not runmod.fingerprint_path(tmp_path / "res", "cpu-int", head).exists()
+    assert not results_store.fingerprint_path(tmp_path / "res", "cpu-int", head).exists()
     assert not (mdir / f"vlmpath-failures-{head[:8]}.json").exists()
     data = json.loads((tmp_path / "rep" / f"interrupted-cpu-int-{head[:8]}.json").read_text())
     assert data["status"] == "interrupted" and data["partial"] and data["rows"] == []  # only what it measured
     assert not (tmp_path / "rep" / f"run-cpu-int-{head[:8]}.json").exists()  # never replaces a complete one
     assert not (tmp_path / "rep" / "summary.md").exists()
-    from vlmpath.runner.run_files import run_info_path
-    assert not run_info_path(tmp_path / "res", "cpu-int", head).exists()  # nothing filed: nothing marked
+    assert not results_store.run_info_path(tmp_path / "res", "cpu-int", head).exists()  # nothing filed: nothing marked
     assert not [p for p in (tmp_path / "rep").iterdir() if p.name.startswith(".")]  # no temp files
 
 

@@ -1,11 +1,13 @@
 """How are asv result directories read back as typed records?
 
 asv files are parsed with asv's own loader (``asv.results.Results.load``), so the column
-layout stays asv's business; we only walk the directory ourselves because asv's iterators
-log and skip broken files, and a broken file must stop a CI comparison with a message
-that names it. A failed case gets the benchmark's own message from the failures file
-(``vlmpath.core.failures``); with none it keeps ``NO_RESULT_ERROR``, and an unreadable one
-is a note on the machine's run (the comparison goes on without the messages).
+layout stays asv's business; the directory is walked through the results store
+(``compare.results_store``: machines, run files, side files, ``benchmarks.json``), not
+asv's iterators, because those log and skip broken files, and a broken file must stop a CI
+comparison with a message that names it. A failed case gets the benchmark's own message
+from the failures file (``vlmpath.core.failures``); with none it keeps ``NO_RESULT_ERROR``,
+and an unreadable one is a note on the machine's run (the comparison goes on without the
+messages).
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from vlmpath.compare import results_store
 from vlmpath.compare.records import (
-    FINGERPRINT_PREFIX,
     NO_RESULT_ERROR,
-    RUN_INFO_PREFIX,
     Fingerprint,
     MachineRun,
     Metric,
@@ -33,7 +34,7 @@ from vlmpath.compare.definitions import trusted_unit
 from vlmpath.compare.values import checked
 from vlmpath.core import budget, safe_json
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.failures import FAILURES_PREFIX, failures_path, read_failures
+from vlmpath.core.failures import failures_path, read_failures
 
 # --- asv ---------------------------------------------------------------------------------
 
@@ -56,29 +57,12 @@ def _read_json(path: Path) -> Any:
 
 
 def _read_benchmarks_json(results_dir: Path) -> dict[str, dict[str, Any]]:
-    path = results_dir / "benchmarks.json"
-    if not path.is_file():
-        return {}
-    data = _read_json(path)
-    if not isinstance(data, dict):
-        raise VlmpathError(f"corrupted results file {path}: not a JSON object; delete it or re-run")
-    return {k: v for k, v in data.items() if isinstance(v, dict)}
-
-
-def _machine_dirs(results_dir: Path) -> list[Path]:
-    return sorted(p.parent for p in results_dir.glob("*/machine.json"))
-
-
-def _run_files(machine_dir: Path) -> list[Path]:
-    return sorted(
-        p for p in machine_dir.glob("*.json")
-        if p.name != "machine.json" and not p.name.startswith((FINGERPRINT_PREFIX, FAILURES_PREFIX, RUN_INFO_PREFIX))
-    )
+    return {k: v for k, v in results_store.read_benchmarks(results_dir).items() if isinstance(v, dict)}
 
 
 def read_fingerprint(machine_dir: Path, commit: str) -> Fingerprint | None:
     """The fingerprint ``vlmpath run`` wrote for this commit, or None if there is none."""
-    path = Path(machine_dir) / f"{FINGERPRINT_PREFIX}{commit[:8]}.json"
+    path = results_store.fingerprint_path(Path(machine_dir).parent, Path(machine_dir).name, commit)
     if not path.is_file():
         return None
     data = _read_json(path)
@@ -89,7 +73,7 @@ def read_fingerprint(machine_dir: Path, commit: str) -> Fingerprint | None:
 def read_quick(machine_dir: Path, commit: str) -> bool | None:
     """Whether the run-info file ``vlmpath run`` / ``ci pr`` wrote beside the results says
     the run was quick; None when there is none or it does not say (or is unreadable)."""
-    path = Path(machine_dir) / f"{RUN_INFO_PREFIX}{commit[:8]}.json"
+    path = results_store.run_info_path(Path(machine_dir).parent, Path(machine_dir).name, commit)
     if not path.is_file():
         return None
     try:
@@ -124,19 +108,17 @@ def _attach_failures(metrics: tuple[Metric, ...], machine_dir: Path, commit: str
 def existing_commits(results_dir: str | os.PathLike[str]) -> dict[str, tuple[str, ...]]:
     """sha8 -> machines that have results for it (from file names only, cheap)."""
     found: dict[str, set[str]] = {}
-    for mdir in _machine_dirs(Path(results_dir)):
-        for f in _run_files(mdir):
+    for mdir in results_store.machine_dirs(Path(results_dir)):
+        for f in results_store.run_files(mdir):
             found.setdefault(f.name.split("-", 1)[0], set()).add(mdir.name)
     return {k: tuple(sorted(v)) for k, v in sorted(found.items())}
 
 
 def _load_asv_file(path: Path):
     from asv import util as asv_util
-    from asv.results import Results
 
-    safe_json.check_file(path, "corrupted results file")  # asv's own loader has no bounds
     try:
-        res = Results.load(str(path))
+        res = results_store.load_results(path, "corrupted results file")  # bounded first
         # asv trusts its own files; ours may come from an untrusted artifact.
         if not isinstance(res.commit_hash, (str, type(None))) or not isinstance(res.started_at, dict):
             raise TypeError("commit_hash or started_at has the wrong type")
@@ -251,7 +233,7 @@ def load_asv(results_dir: str | os.PathLike[str], commit: str) -> RunResults:
     commit = commit.lower()
     if not root.is_dir():
         raise VlmpathError(f"results directory {root} does not exist: run `vlmpath run` first or pass --results DIR")
-    mdirs = _machine_dirs(root)
+    mdirs = results_store.machine_dirs(root)
     if not mdirs:
         raise VlmpathError(f"results directory {root} has no <machine>/machine.json: is it an asv results dir?")
     bench_meta = _read_benchmarks_json(root)
@@ -260,7 +242,7 @@ def load_asv(results_dir: str | os.PathLike[str], commit: str) -> RunResults:
     full_shas: set[str] = set()
     notes: list[str] = []
     for mdir in mdirs:
-        files = [f for f in _run_files(mdir) if _prefix_match(f.name.split("-", 1)[0], commit)]
+        files = results_store.named_for(mdir, commit)
         loaded = []
         for f in files:
             res = _load_asv_file(f)
@@ -334,7 +316,7 @@ def _checked_metrics(path: Path, res, machine: str, bench_meta) -> list[Metric]:
 
 def _machine_file_note(machine_dir: Path) -> str | None:
     """A warning naming ``machine.json`` when it is not a JSON object (asv publish needs it)."""
-    path = machine_dir / "machine.json"
+    path = machine_dir / results_store.MACHINE_JSON
     try:
         ok = isinstance(_read_json(path), dict)
     except VlmpathError:
@@ -348,9 +330,3 @@ def _fingerprint_or_note(machine_dir: Path, commit: str) -> tuple[Fingerprint | 
         return read_fingerprint(machine_dir, commit), None
     except (VlmpathError, TypeError, ValueError) as exc:
         return None, f"fingerprint not shown: {exc}"
-
-
-def _prefix_match(sha8: str, commit: str) -> bool:
-    n = min(len(sha8), len(commit))
-    return sha8[:n].lower() == commit[:n]
-

@@ -34,6 +34,7 @@ from vlmpath.github.comment import parse_repo
 from vlmpath.github.issues import comment_issue, create_issue, list_issues, update_issue
 from vlmpath.github.rest import make_client
 from vlmpath.compare.asv_results import load_asv
+from vlmpath.compare.results_store import run_files
 from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison, Verdict
 from vlmpath.compare.records import Metric, backend_from_name
 from vlmpath.compare.comparison import NOT_JUDGED_VERDICTS
@@ -80,7 +81,7 @@ class Finding:
 def _history(results_dir: Path, machine: str) -> list[tuple[int, str]]:
     """(asv commit date, sha) of every commit with results on ``machine``, oldest first."""
     seen: dict[str, int] = {}
-    for p in sorted((results_dir / machine).glob("*.json")):
+    for p in run_files(results_dir / machine):
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # deep JSON too

@@ -14,8 +14,10 @@ The rest is the budgeted reader of an artifact directory, moved here unchanged f
 ``pr.merge``: ``artifact_dirs`` (one directory per machine, or the one artifact),
 ``read_small`` (a regular file within a cap), ``read_pr_number`` and ``copy_results``
 (an artifact's asv results copied into a staging tree, every name and file checked and
-charged to the run's ``core.budget.RunBudget``). ``load_artifacts`` is what ``ci merge``
-and the judge read: each artifact's name, directory and manifest, its errors and PR number.
+charged to the run's ``core.budget.RunBudget``, against the layout of
+``compare.results_store``, which merges the checked ``benchmarks.json``).
+``load_artifacts`` is what ``ci merge`` and the judge read: each artifact's name, directory
+and manifest, its errors and PR number.
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
+from vlmpath.compare import results_store
+from vlmpath.compare.results_store import RUN_FILE_NAME, RUN_INFO_NAME, SIDE_FILE_NAME
 from vlmpath.core import safe_json
 from vlmpath.core.budget import RunBudget
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.failures import FAILURES_PREFIX
 from vlmpath.core.machine_names import MACHINE_NAME  # an artifact's machine: hostile input, checked here
 
 RUN_SCHEMA_VERSION = 1
@@ -53,10 +55,6 @@ class Kind(StrEnum):
 
 
 SHA40 = re.compile(r"^[0-9a-f]{40}$")
-_RUN_FILE = re.compile(r"^[0-9a-f]{8}-[A-Za-z0-9._+-]{1,200}\.json$")
-_FINGERPRINT_FILE = re.compile(  # the fingerprint, and why cases failed
-    rf"^({re.escape(FINGERPRINT_PREFIX)}|{re.escape(FAILURES_PREFIX)})[0-9a-f]{{8}}\.json$")
-_RUN_INFO_FILE = re.compile(rf"^{re.escape(RUN_INFO_PREFIX)}[0-9a-f]{{8}}\.json$")
 _PR_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
 _MAX_TEXT = 500  # longest note, ref or name kept from a manifest
 
@@ -268,21 +266,15 @@ def copy_results(src: Path, dest: Path, owner: dict[str, str], artifact: str, sp
     directory whose rows are never judged (head's definitions), instead of refusing them."""
     if not src.is_dir() or src.is_symlink():
         raise VlmpathError(f"artifact {artifact} has no {RESULTS_SUBDIR}/ directory")
-    bench_src = src / "benchmarks.json"
+    bench_src = src / results_store.BENCHMARKS_JSON
     if bench_src.exists():
-        spent.charge(bench_src.stat().st_size, f"artifact {artifact}: {RESULTS_SUBDIR}/benchmarks.json")
+        spent.charge(bench_src.stat().st_size, f"artifact {artifact}: {RESULTS_SUBDIR}/{bench_src.name}")
         incoming = safe_json.loads(read_small(bench_src, 64 << 20), f"corrupted {bench_src}")
         if not isinstance(incoming, dict):
             raise VlmpathError(f"corrupted {bench_src}: not a JSON object")
-        target = dest / "benchmarks.json"
-        merged = json.loads(target.read_text(encoding="utf-8")) if target.exists() else {}
-        for k, v in incoming.items():
-            merged.setdefault(k, v)
-        from vlmpath.core.atomic import write_text as write_text_atomic
-
-        write_text_atomic(target, json.dumps(merged, indent=1, sort_keys=True) + "\n")
+        results_store.add_benchmarks(dest, incoming)  # checked above; the first artifact's entry stays
     for mdir in sorted(src.iterdir()):
-        if mdir.name == "benchmarks.json":
+        if mdir.name == results_store.BENCHMARKS_JSON:
             continue
         if mdir.is_symlink() or not mdir.is_dir() or not MACHINE_NAME.match(mdir.name):
             raise VlmpathError(f"artifact {artifact}: unexpected entry {mdir.name!r} in {RESULTS_SUBDIR}/")
@@ -294,15 +286,15 @@ def copy_results(src: Path, dest: Path, owner: dict[str, str], artifact: str, sp
         owner[mdir.name] = artifact
         (dest / mdir.name).mkdir(parents=True, exist_ok=True)
         for f in sorted(mdir.iterdir()):
-            if drop_run_info and _RUN_INFO_FILE.match(f.name):
+            if drop_run_info and RUN_INFO_NAME.match(f.name):
                 continue
-            ok = f.name == "machine.json" or _RUN_FILE.match(f.name) or _FINGERPRINT_FILE.match(f.name)
+            ok = f.name == results_store.MACHINE_JSON or RUN_FILE_NAME.match(f.name) or SIDE_FILE_NAME.match(f.name)
             if not ok or f.is_symlink() or not f.is_file():
                 raise VlmpathError(f"artifact {artifact}: unexpected file {mdir.name}/{f.name!r}")
             if f.stat().st_size > (64 << 20):
                 raise VlmpathError(f"artifact {artifact}: {mdir.name}/{f.name} is larger than 64 MiB")
             spent.charge(f.stat().st_size, f"artifact {artifact}: {mdir.name}/{f.name}")
-            if _RUN_FILE.match(f.name):  # bounded JSON, named by its artifact path (asv reads it next)
+            if RUN_FILE_NAME.match(f.name):  # bounded JSON, named by its artifact path (asv reads it next)
                 safe_json.check_file(f, f"artifact {artifact}: results file")
             shutil.copyfile(f, dest / mdir.name / f.name)
 

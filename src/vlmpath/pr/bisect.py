@@ -27,7 +27,8 @@ from vlmpath.pr.base_reuse import stored_cases
 from vlmpath.runner.run_files import read_run_info
 from vlmpath.compare.selection import asv_selects as _selected
 from vlmpath.pr.outputs import RESULTS_ENV
-from vlmpath.pr.side import RunSuite, SuiteRequest, log, run_files, run_side, run_suite_subprocess, side_env
+from vlmpath.pr.side import RunSuite, SuiteRequest, log, run_side, run_suite_subprocess, side_env
+from vlmpath.compare.results_store import commit_files
 from vlmpath.compare.asv_results import load_asv
 from vlmpath.compare.comparison import FAILING_VERDICTS, Comparison
 from vlmpath.compare.thresholds import Thresholds
@@ -48,7 +49,7 @@ class BisectResult:
 
 
 def _has_results(results_dir: Path, machine: str, sha: str, bench: str, quick: bool, scale: str | None) -> bool:
-    files = run_files(results_dir, machine, sha)
+    files = commit_files(results_dir, machine, sha)
     if not files:
         return False
     info = read_run_info(results_dir, machine, sha)

@@ -84,13 +84,13 @@ from vlmpath.pr.side import (
     RunSuite,
     SuiteRequest,
     base_reuse_problem,
-    copy_results,
     log,
     run_side,
     run_suite_subprocess,
     side_env,
 )
 from vlmpath.compare import accepted as accepted_mod
+from vlmpath.compare.results_store import copy_comparison
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.git import git, merge_base, repo_root, resolve_commit, worktree
 from vlmpath.core.interrupt import scratch_env
@@ -276,8 +276,8 @@ def run_pr(opts: PrOptions, *, run_suite: RunSuite | None = None, env: Mapping[s
         if yardstick.moves_definitions and (shard is None or shard.k == 1):
             new_definitions = _head_definitions(runner, request, base_wt, head_wt, head_sha, child_env, out,
                                                 opts.bench)
-        copy_results(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
-                     sources={base_sha: store} if reused and base_sha != head_sha else None)
+        copy_comparison(rdir, out / RESULTS_SUBDIR, machine, (base_sha, head_sha),
+                        sources={base_sha: store} if reused and base_sha != head_sha else None)
         if serve is not None:  # while the worktrees exist: each side's tree is served
             from vlmpath.pr import serve as pr_serve
 

@@ -2,10 +2,11 @@
 
 Each round runs the base side, then the head side, each a fresh ``vlmpath run`` process
 (``pr_side.run_side``), and copies that side's asv results of the round to
-``OUT/rounds/NN/{base,head}`` before the next run overwrites them. Drift on a shared
-machine (a neighbour's job, a frequency step) then lands on both sides of a round alike,
-and ``vlmpath.compare.paired`` judges the timings on the paired rounds. Base results are
-never reused in this mode: reuse would take base out of the time window.
+``OUT/rounds/NN/{base,head}`` before the next run overwrites them (the results store's
+``copy_comparison``: the commit's runs, their side files, ``benchmarks.json`` trimmed).
+Drift on a shared machine (a neighbour's job, a frequency step) then lands on both sides
+of a round alike, and ``vlmpath.compare.paired`` judges the timings on the paired rounds.
+Base results are never reused in this mode: reuse would take base out of the time window.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vlmpath.pr.artifact import MAX_ROUNDS
-from vlmpath.pr.side import copy_results
+from vlmpath.compare.results_store import copy_comparison
 from vlmpath.core.errors import VlmpathError
 
 ROUNDS_SUBDIR = "rounds"
@@ -38,4 +39,4 @@ def run_rounds(n: int, out: Path, rdir: Path, machine: str, base_sha: str, head_
         for side, sha, run in (("base", base_sha, run_base), ("head", head_sha, run_head)):
             log(f"interleaved round {i + 1}/{n}: {side} {sha[:8]}")
             run()
-            copy_results(rdir, side_dir(out, i, side), machine, (sha,))
+            copy_comparison(rdir, side_dir(out, i, side), machine, (sha,))

@@ -8,12 +8,10 @@ and decided); the writers (all atomic) and the one chart step, ``draw_charts``.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vlmpath.compare.comparison import EXIT_INCOMPLETE, ComparisonReport
 from vlmpath.core.errors import VlmpathError
@@ -42,13 +40,6 @@ class FlowResult:
     exit_code: int
     reused_base: bool = False
     notes: tuple[str, ...] = ()
-
-
-def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Sorted, indented JSON written atomically (a results copy's benchmarks.json)."""
-    from vlmpath.core.atomic import write_text as write_text_atomic
-
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def write_outputs(out: Path, report, *, header: Sequence[str], fail: bool,

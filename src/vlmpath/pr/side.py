@@ -6,7 +6,8 @@ suite importing the commit's code through ``ASV_PYTHONPATH``, see ``vlmpath.pr.f
 ``check_import`` proves a benchmark process would import the commit under test;
 ``base_reuse_problem`` says whether stored base results are valid for
 what head ran (``vlmpath.pr.base_reuse``: trusted, same options, toolchain, benchmark
-versions and cases); ``copy_results`` copies just the two runs a comparison needs.
+versions and cases). A side's results are found, and copied into the artifact, through the
+results store (``compare.results_store``: ``commit_files``, ``copy_comparison``).
 
 Why a process per side rather than a call of ``runner.run``: each side runs with its own
 environment (``ASV_PYTHONPATH``, results directory, machine) and working directory, its
@@ -16,9 +17,7 @@ results can be explained, and nothing one side imported or set survives into the
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,10 +29,8 @@ import vlmpath
 from vlmpath.pr.base_reuse import Stored, reuse_problem
 from vlmpath.runner.run_files import RunInfo, write_run_info
 from vlmpath.core.helper_digest import helper_digests
-from vlmpath.pr.outputs import write_json
-from vlmpath.runner.run_files import fingerprint_path
+from vlmpath.compare.results_store import commit_files
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.failures import failures_path
 from vlmpath.core.interrupt import end_group
 
 
@@ -157,32 +154,15 @@ def _log_tail(req: SuiteRequest) -> str:
     return f"{where}; its last line: {lines[-1][:200]!r}" if lines else where
 
 
-def run_files(results_dir: Path, machine: str, sha: str) -> list[Path]:
-    """asv run files of ``sha`` on ``machine`` whose recorded commit_hash is ``sha``."""
-    mdir = results_dir / machine
-    out = []
-    for p in sorted(mdir.glob(f"{sha[:8]}-*.json")):
-        if not p.is_file():
-            continue
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # deep JSON too
-            out.append(p)  # corrupted: load_asv will name it
-            continue
-        if isinstance(data, dict) and str(data.get("commit_hash", "")).lower() == sha:
-            out.append(p)
-    return out
-
-
 def _stamp(paths: Sequence[Path]) -> dict[Path, tuple[int, int]]:
     return {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in paths if p.exists()}
 
 
 def run_side(run_suite: RunSuite, req: SuiteRequest) -> None:
-    before = _stamp(run_files(req.results_dir, req.machine, req.commit))
+    before = _stamp(commit_files(req.results_dir, req.machine, req.commit))
     check_import(req.source, req.env)
     run_suite(req)
-    after = _stamp(run_files(req.results_dir, req.machine, req.commit))
+    after = _stamp(commit_files(req.results_dir, req.machine, req.commit))
     fresh = [p for p, st in after.items() if before.get(p) != st]
     if not fresh:
         raise VlmpathError(
@@ -195,58 +175,10 @@ def run_side(run_suite: RunSuite, req: SuiteRequest) -> None:
                    bench=req.bench, trusted=False, helpers=helper_digests(req.bench_root / "benchmarks")))
 
 
-def _result_keys(paths: Sequence[Path]) -> set[str]:
-    keys: set[str] = set()
-    for p in paths:
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # deep JSON too
-            return set()
-        if isinstance(data, dict) and isinstance(data.get("results"), dict):
-            keys.update(data["results"])
-    return keys
-
-
 def base_reuse_problem(store: Path, results_dir: Path, machine: str, base_sha: str, head_sha: str, *,
                        bench: str | None = None, quick: bool = False, scale: str | None = None) -> str | None:
     """Why base results stored in ``store`` may not stand in for measuring the base (None: they may).
     Head's results are read from ``results_dir``."""
-    return reuse_problem(Stored(store, base_sha, tuple(run_files(store, machine, base_sha))),
-                         Stored(results_dir, head_sha, tuple(run_files(results_dir, machine, head_sha))),
+    return reuse_problem(Stored(store, base_sha, tuple(commit_files(store, machine, base_sha))),
+                         Stored(results_dir, head_sha, tuple(commit_files(results_dir, machine, head_sha))),
                          machine, bench=bench, quick=quick, scale=scale)
-
-
-def copy_results(results_dir: Path, dest: Path, machine: str, shas: Sequence[str],
-                 sources: Mapping[str, Path] | None = None) -> None:
-    """Copy only what one comparison needs (not the whole history) into ``dest``.
-
-    ``benchmarks.json`` keeps only the benchmarks these runs selected: with ``--bench``
-    the others were never asked for, and listing them would mark both runs "partial".
-    A benchmark run on one side only still shows (new / removed / newly failing).
-    ``sources`` names another results directory for a sha (a reused trusted base).
-    """
-    mdest = dest / machine
-    mdest.mkdir(parents=True, exist_ok=True)
-    src_m = results_dir / machine
-    if (src_m / "machine.json").is_file():
-        shutil.copy2(src_m / "machine.json", mdest / "machine.json")
-    copied: list[Path] = []
-    for sha in dict.fromkeys(shas):
-        src = Path((sources or {}).get(sha, results_dir))
-        for p in run_files(src, machine, sha):
-            shutil.copy2(p, mdest / p.name)
-            copied.append(mdest / p.name)
-        for fp in (fingerprint_path(src, machine, sha), failures_path(src / machine, sha)):
-            if fp.is_file():
-                shutil.copy2(fp, mdest / fp.name)
-    bench_json = results_dir / "benchmarks.json"
-    if bench_json.is_file():
-        try:
-            meta = json.loads(bench_json.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            shutil.copy2(bench_json, dest / "benchmarks.json")  # load_asv names it
-            return
-        ran = _result_keys(copied)
-        if isinstance(meta, dict) and ran:
-            meta = {k: v for k, v in meta.items() if k == "version" or k in ran}
-        write_json(dest / "benchmarks.json", meta)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vlmpath.compare.asv_results import existing_commits, load_asv
+from vlmpath.compare.results_store import files_named
 from vlmpath.compare.comparison import Comparison, ComparisonReport, loads_report
 from vlmpath.compare.records import MachineRun, Metric, RunResults
 from vlmpath.compare.thresholds import Thresholds
@@ -125,7 +126,7 @@ def check_results_dir(results_dir: str | os.PathLike[str]) -> Path:
 
 
 def _commit_date(root: Path, sha8: str) -> int:
-    for f in sorted(root.glob(f"*/{sha8}-*.json")):
+    for f in files_named(root, sha8):
         try:
             date = json.loads(f.read_text(encoding="utf-8")).get("date")
         except (OSError, ValueError, UnicodeDecodeError, AttributeError) as exc:
@@ -151,7 +152,7 @@ def measured_at(results_dir: str | os.PathLike[str], commit: str, machine: str |
     into its results files (of ``machine``, else any); None if none says."""
     root = Path(results_dir)
     latest: int | None = None
-    for f in sorted(root.glob(f"{machine or '*'}/{commit[:8]}-*.json")):
+    for f in files_named(root, commit[:8], machine):
         try:
             data = json.loads(f.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):

@@ -89,10 +89,10 @@ from vlmpath.runner.launch import (
 )
 from vlmpath.runner.run_files import (
     fingerprint,
-    fingerprint_path,
     write_failures,
     write_json_atomic,
 )
+from vlmpath.compare.results_store import BENCHMARKS_JSON, MACHINE_JSON, files_named, fingerprint_path
 from vlmpath.runner.options import RunInterrupted, RunOptions, RunOutcome
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import FAILURES_ENV
@@ -118,14 +118,14 @@ def run_commit(repo: Path, sha: str | None) -> str:
 def store_files(machine: str, commit: str):
     """The store files one run of ``commit`` on ``machine`` may write (relative paths)."""
     def touched(rel: Path) -> bool:
-        return rel == Path("benchmarks.json") or (len(rel.parts) == 2 and rel.parts[0] == machine
-                                                  and (rel.name == "machine.json" or commit[:8] in rel.name))
+        return rel == Path(BENCHMARKS_JSON) or (len(rel.parts) == 2 and rel.parts[0] == machine
+                                                and (rel.name == MACHINE_JSON or commit[:8] in rel.name))
     return touched
 
 
 def _filed_since(results_dir: Path, machine: str, commit: str, since: float) -> bool:
     """Whether asv wrote a results file of ``commit`` on ``machine`` at or after ``since``."""
-    return any(p.stat().st_mtime >= since for p in (results_dir / machine).glob(f"{commit[:8]}-*.json"))
+    return any(p.stat().st_mtime >= since for p in files_named(results_dir, commit[:8], machine))
 
 
 def busy_warning() -> str | None:
@@ -295,7 +295,6 @@ __all__ = [
     "RunOptions",
     "RunOutcome",
     "benchmark_env",
-    "fingerprint_path",
     "launch_method",
     "load_config",
     "run",

@@ -1,5 +1,7 @@
 """What does the run file beside asv's results: the platform fingerprint and why cases failed?
 
+Where these files live in a results directory is ``compare.results_store``'s; this writes them.
+
 ``<results>/<machine>/vlmpath-fingerprint-<sha8>.json``: the benchmark interpreter's
 ``Platform.to_dict()`` (a toolchain change makes timings incomparable) plus ``gpu_state``
 (clocks, power limit, modes: a changed setting is flagged like a toolchain change).
@@ -21,7 +23,7 @@ from typing import Any, TextIO
 
 from vlmpath.runner.discovery import Discovered
 from vlmpath.compare.asv_results import param_display
-from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
+from vlmpath.compare.results_store import run_info_path
 from vlmpath.core.atomic import write_text
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.scales import DEFAULT_SCALE
@@ -35,10 +37,6 @@ from vlmpath.core.failures import (
 
 def write_json_atomic(path: Path, data: object) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-def fingerprint_path(results_dir: Path, machine: str, commit: str) -> Path:
-    return Path(results_dir) / machine / f"{FINGERPRINT_PREFIX}{commit[:8]}.json"
 
 
 def write_failures(results_dir: Path, machine: str, commit: str, lines_path: Path,
@@ -96,11 +94,8 @@ def gpu_state(backend: str | None) -> dict | None:
 
 
 # How the results of one commit were measured (quick, scale, selection, trusted), read by the
-# PR flow's base reuse (pr/base_reuse.py) before it lets stored results stand in for a base run.
-def run_info_path(results_dir: Path, machine: str, commit: str) -> Path:
-    return Path(results_dir) / machine / f"{RUN_INFO_PREFIX}{commit[:8]}.json"
-
-
+# PR flow's base reuse (pr/base_reuse.py) before it lets stored results stand in for a base run;
+# where the file lives is the results store's (compare.results_store.run_info_path).
 @dataclass(frozen=True)
 class RunInfo:
     """How one commit's results were measured. ``shard``: which shard of the suite this run

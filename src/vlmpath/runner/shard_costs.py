@@ -11,14 +11,12 @@ the next pull request is split.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
-from vlmpath.core.failures import FAILURES_PREFIX
+from vlmpath.compare.results_store import combos as param_combos, load_results, run_files
 from vlmpath.runner.run_files import read_run_info
 from vlmpath.runner.shards import Unit, unit_of
 
@@ -36,21 +34,6 @@ class Costs:
         return sum(self.per_unit.values())
 
 
-def _results_files(machine_dir: Path) -> list[Path]:
-    return sorted(p for p in machine_dir.glob("*.json")
-                  if p.name != "machine.json"
-                  and not p.name.startswith((FINGERPRINT_PREFIX, FAILURES_PREFIX, RUN_INFO_PREFIX)))
-
-
-def _load(path: Path):
-    from asv.results import Results
-
-    from vlmpath.core import safe_json
-
-    safe_json.check_file(path, "results file")  # bounded before asv's own loader reads it
-    return Results.load(str(path))
-
-
 def unit_costs(res) -> dict[Unit, float]:
     """Per-unit seconds of one asv ``Results`` (see the module docstring)."""
     out: dict[Unit, float] = {}
@@ -59,7 +42,7 @@ def unit_costs(res) -> dict[Unit, float]:
         if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
             continue
         params = res.get_result_params(name) or []
-        combos = [tuple(str(p) for p in c) for c in itertools.product(*params)] if params else [()]
+        combos = param_combos(params)
         values = res.get_result_value(name, params) or []
         # Only the combinations this run selected (asv keeps None for the others) share the time.
         ran = [c for c, v in zip(combos, values) if v is not None] or combos
@@ -73,13 +56,13 @@ def latest_trusted(results_dir: str | Path, machine: str) -> Costs:
     """The costs of ``machine``'s newest trusted run in ``results_dir`` (none: empty)."""
     mdir = Path(results_dir) / machine
     best = None
-    for path in _results_files(mdir) if mdir.is_dir() else []:
+    for path in run_files(mdir) if mdir.is_dir() else []:
         sha8 = path.name.split("-", 1)[0]
         info = read_run_info(Path(results_dir), machine, sha8)
         if not info or info.get("trusted") is not True:
             continue
         try:
-            res = _load(path)
+            res = load_results(path)
         except Exception:  # noqa: BLE001 - an unreadable history file only costs balance
             continue
         started = max((float(v) for v in (res.started_at or {}).values() if isinstance(v, (int, float))),

@@ -5,7 +5,8 @@ shards merge``) and the comment job's staging step: every source is one runner's
 results directory (an artifact's ``results/``). A results file of an unsharded run is
 copied (as asv would have written it); the files of one machine and commit that come from
 shards (``--shard K/N``, told by the run-info beside them or by the caller) are merged into
-**one** asv results file through asv's own ``Results`` (``runner.shard_merge``), so the
+**one** asv results file through asv's own ``Results`` (``runner.shard_merge`` decides who
+owns each case, ``compare.results_store`` writes and saves it), so the
 dashboard and ``vlmpath compare`` see one machine with every case. Beside it: the
 failures of all shards (one list), the first shard's fingerprint, and a run-info that
 says which shards were merged and which are missing.
@@ -19,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vlmpath.compare.records import FINGERPRINT_PREFIX, RUN_INFO_PREFIX
+from vlmpath.compare import results_store as results_store
 from vlmpath.core.atomic import write_text
 from vlmpath.core.errors import VlmpathError
-from vlmpath.core.failures import FAILURES_PREFIX, failures_path, merge_failures, read_failures
-from vlmpath.runner.run_files import read_run_info, run_info_path
+from vlmpath.core.failures import failures_path, merge_failures, read_failures
+from vlmpath.runner.run_files import read_run_info
 from vlmpath.runner.shard_merge import ShardFile, merge_shard_files, missing_shards, shard_info
 
 
@@ -42,23 +43,13 @@ class StoreReport:
         return out
 
 
-def _results_files(mdir: Path) -> list[Path]:
-    return sorted(p for p in mdir.glob("*.json") if p.name != "machine.json"
-                  and not p.name.startswith((FINGERPRINT_PREFIX, FAILURES_PREFIX, RUN_INFO_PREFIX)))
-
-
-def _merge_benchmarks_json(src: Path, dest: Path) -> None:
+def _add_benchmarks_json(src: Path, dest: Path) -> None:
     from vlmpath.core import safe_json
 
-    if not (src / "benchmarks.json").is_file():
+    if not (src / results_store.BENCHMARKS_JSON).is_file():
         return
-    incoming = safe_json.load_file(src / "benchmarks.json", "corrupted benchmarks.json", "re-run the shard")
-    target = dest / "benchmarks.json"
-    merged = json.loads(target.read_text(encoding="utf-8")) if target.is_file() else {}
-    if isinstance(incoming, dict):
-        for k, v in incoming.items():
-            merged.setdefault(k, v)
-    write_text(target, json.dumps(merged, indent=1, sort_keys=True) + "\n")
+    incoming = safe_json.load_file(src / results_store.BENCHMARKS_JSON, "corrupted benchmarks.json", "re-run the shard")
+    results_store.add_benchmarks(dest, incoming if isinstance(incoming, dict) else {})
 
 
 def add_to_store(store: str | Path, sources: Sequence[str | Path], *,
@@ -73,23 +64,23 @@ def add_to_store(store: str | Path, sources: Sequence[str | Path], *,
     for src in map(Path, sources):
         if not src.is_dir():
             raise VlmpathError(f"results directory {src} does not exist")
-        _merge_benchmarks_json(src, store)
-        for mdir in sorted(p for p in src.iterdir() if p.is_dir() and (p / "machine.json").is_file()):
+        _add_benchmarks_json(src, store)
+        for mdir in results_store.machine_dirs(src):
             (store / mdir.name).mkdir(exist_ok=True)
-            shutil.copyfile(mdir / "machine.json", store / mdir.name / "machine.json")
-            for f in _results_files(mdir):
+            results_store.copy_machine(src, store, mdir.name)
+            for f in results_store.run_files(mdir):
                 sha8 = f.name.split("-", 1)[0]
                 entry = (shards or {}).get(str(src)) or read_run_info(src, mdir.name, sha8)
                 got = shard_info(entry)
                 if got is None:
-                    _copy_run(src, store, mdir.name, f, sha8)
+                    results_store.copy_run(src, store, mdir.name, f)
                     report.copied.append(f"{mdir.name}/{f.name}")
                     continue
                 k, n, units = got
                 groups.setdefault((mdir.name, f.name), []).append((src, ShardFile(f, k, n, units)))
     for (machine, fname), members in sorted(groups.items()):
         merged = merge_shard_files([sf for _, sf in members])
-        merged.save(str(store))  # asv's own writer, one file per machine and commit
+        results_store.save_results(merged, store)  # asv's own writer, one file per machine and commit
         sha8 = fname.split("-", 1)[0]
         n = members[0][1].n
         present = sorted(sf.k for _, sf in members)
@@ -102,23 +93,15 @@ def add_to_store(store: str | Path, sources: Sequence[str | Path], *,
     return report
 
 
-def _copy_run(src: Path, store: Path, machine: str, f: Path, sha8: str) -> None:
-    shutil.copyfile(f, store / machine / f.name)
-    for side in (src / machine / f"{FINGERPRINT_PREFIX}{sha8}.json", failures_path(src / machine, sha8),
-                 run_info_path(src, machine, sha8)):
-        if side.is_file():
-            shutil.copyfile(side, store / machine / side.name)
-
-
 def _write_side_files(store: Path, machine: str, sha8: str, srcs: Sequence[Path], n: int,
                       present: Sequence[int], absent: Sequence[int], first: Path) -> None:
     failures = [f for src in srcs for f in read_failures(failures_path(src / machine, sha8))]
     write_text(failures_path(store / machine, sha8),
                json.dumps(merge_failures((), failures, set()), indent=2, sort_keys=True) + "\n")
-    fp = first / machine / f"{FINGERPRINT_PREFIX}{sha8}.json"
+    fp = results_store.fingerprint_path(first, machine, sha8)
     if fp.is_file():
         shutil.copyfile(fp, store / machine / fp.name)
     info = dict(read_run_info(first, machine, sha8) or {"commit": sha8})
     info["shard"] = None
     info["shards"] = {"n": n, "merged": list(present), "missing": list(absent)}
-    write_text(run_info_path(store, machine, sha8), json.dumps(info, indent=2, sort_keys=True) + "\n")
+    write_text(results_store.run_info_path(store, machine, sha8), json.dumps(info, indent=2, sort_keys=True) + "\n")

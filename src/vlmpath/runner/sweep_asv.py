@@ -26,6 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from vlmpath.compare import results_store
 from vlmpath.core import atomic
 from vlmpath.core.errors import VlmpathError
 from vlmpath.core.failures import Failure, failures_path
@@ -97,10 +98,10 @@ def write_asv(store: Path, states: list[SweepState]) -> Path:
         bench[name] = {"code": f"vlmpath engine sweep: {m.description}", "name": name, "param_names": ["preset"],
                        "params": params, "timeout": 900, "type": "track", "unit": m.unit,
                        "version": _version_of(name)}
-    atomic.write_text(results / "benchmarks.json", json.dumps(bench, indent=2) + "\n")
+    results_store.write_benchmarks(results, bench)
     for st in states:
         machine = machine_name(st.engine)
-        atomic.write_text(results / machine / "machine.json",
+        atomic.write_text(results / machine / results_store.MACHINE_JSON,
                           json.dumps({"machine": machine, "version": 1}, indent=2) + "\n")
         for p in st.ordered():
             sha = shas[(st.engine, p.version)]
@@ -114,7 +115,7 @@ def write_asv(store: Path, states: list[SweepState]) -> Path:
                     "params": {"machine": machine, "python": ENV_NAME, "engine": st.engine},
                     "python": ENV_NAME, "requirements": {st.engine: p.version}, "env_vars": {},
                     "result_columns": COLUMNS, "results": out, "durations": {}, "version": 2}
-            atomic.write_text(results / machine / f"{sha[:8]}-{ENV_NAME}.json", json.dumps(data) + "\n")
+            atomic.write_text(results_store.run_file_path(results, machine, sha, ENV_NAME), json.dumps(data) + "\n")
             fail = failures_path(results / machine, sha)
             if p.state == "failed":  # the failure-file format of ``vlmpath run``: one entry per case
                 entries = [Failure(b, (("preset", repr(w)),), f"{st.engine}=={p.version}: {p.reason}").to_dict()
