@@ -71,8 +71,9 @@ def vllm_grouped(text: str) -> str:
 
 
 # case -> (engine, file, plant, what the plant reorders: "misses" or "placeholders" of a step,
-# the runner to drive (vLLM's), the presets measured (None: every drivable one))
-PLANTS = {"sglang": ("sglang", "srt/managers/mm_utils.py", sglang_grouped, "placeholders", "server", None),
+# the runner to drive (vLLM's engine option; None: an engine that declares none), the presets
+# measured (None: every drivable one))
+PLANTS = {"sglang": ("sglang", "srt/managers/mm_utils.py", sglang_grouped, "placeholders", None, None),
           "vllm-v2": ("vllm", "v1/worker/gpu/mm/encoder_runner.py", vllm_grouped, "misses", "v2", None),
           "vllm-v1": ("vllm", "v1/worker/gpu_model_runner.py", vllm_v1_grouped, "misses", "v1",
                       (INTERLEAVED, "mixed", "video", "many_small_images"))}
@@ -122,7 +123,8 @@ def test_a_runner_returning_grouped_order_is_red_on_interleaved_only(case, tmp_p
     drivable = [w for w in PRESETS if w != EVS and w not in PATH_PRESETS]
     cases = plan_cases(workloads=list(measured or drivable), pipelines=["default"])
     recs = {r.workload: r for r in measure_cases(cases, EngineSpec.parse(name, src=str(tree)), repeat=1, count=False,
-                                                  python=str(env.python), engine_options={"runner": runner})}
+                                                  python=str(env.python),
+                                                  engine_options={"runner": runner} if runner else {})}
     acc = {w: r.accuracy for w, r in recs.items()}
     print(f"FIGURE {case} grouped-order plant: {acc}")
     if name == "vllm":  # the planted runner is the one that ran
