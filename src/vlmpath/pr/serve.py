@@ -8,8 +8,8 @@ never an edit of the installed packages), both kept up and measured in interleav
 (``serving.pairs.interleaved``; base-head, head-base, ...), each round's run files, the
 servers' logs and the throughput chart under ``OUT/serve/``. A child, as the suite's sides
 are (``vlmpath run``): the client's threads and memory end with it, and there is one way to
-serve a pair, not two that drift. ``serve_sides`` turns them into each side's ``RunResults`` under the flow's
-machine and commits (``compare.from_serve``: one row per ``serve_*`` row of the metric
+serve a pair, not two that drift. The judge (``pr.sources.serve``, the same for ``ci merge``)
+turns them into each side's ``RunResults`` under the flow's machine and commits (``compare.from_serve``: one row per ``serve_*`` row of the metric
 table per workload and concurrency; across-side agreement computed from both sides'
 texts), so the rows join the suite's comparison, the comment and the exit code; with two
 or more rounds their timings are judged on the pairs (``compare.paired``). The notes name
@@ -26,14 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlmpath.compare.comparison import ComparisonReport
-from vlmpath.compare.from_serve import first_differences, run_from_serve
-from vlmpath.compare.paired import paired_report
-from vlmpath.compare.records import RunResults
-from vlmpath.compare.thresholds import Thresholds
 from vlmpath.core.errors import VlmpathError
 from vlmpath.serving.launch import check_model_dir, kinds
-from vlmpath.serving.run_file import load_run
 from vlmpath.suite.cases import SERVE_CONCURRENCY, SERVE_PRESETS
 
 SERVE_SUBDIR = "serve"
@@ -100,25 +94,6 @@ def serve_rounds(opts: ServeOptions, base_tree: Path, head_tree: Path, out: Path
         why = f"exited {code}" if code not in _MEASURED else f"wrote no {missing[0]}"
         raise VlmpathError(f"--serve: vlmpath serve-pair {why}: {tail[0][:300]} (whole log: {log_path})")
     return files["base"], files["head"]
-
-
-def serve_sides(base_files: list[Path], head_files: list[Path], machine: str, base_sha: str,
-                head_sha: str) -> tuple[list[RunResults], list[RunResults], list[str]]:
-    """Each side's rounds as ``RunResults`` of the flow's machine and commits, and the notes
-    naming every level whose greedy texts differ between the sides (last round)."""
-    base_docs = [load_run(p) for p in base_files]
-    head_docs = [load_run(p) for p in head_files]
-    base = [run_from_serve(b, machine=machine, commit=base_sha) for b in base_docs]
-    head = [run_from_serve(h, machine=machine, commit=head_sha, base=b) for b, h in zip(base_docs, head_docs)]
-    notes = [f"served outputs differ: {w} c={c}, first at character {pos}"
-             for w, c, pos in first_differences(base_docs[-1], head_docs[-1])]
-    return base, head, notes
-
-
-def judge_pairs(report: ComparisonReport, base: list[RunResults], head: list[RunResults],
-                cfg: Thresholds) -> ComparisonReport:
-    """The serve timings re-judged on the interleaved pairs (one round: left as judged)."""
-    return paired_report(base, head, report, cfg) if len(base) > 1 else report
 
 
 def chart_note(out: Path) -> str:

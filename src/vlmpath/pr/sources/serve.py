@@ -130,8 +130,8 @@ def collect(arts: Sequence[Artifact], spent: RunBudget) -> tuple[list[ServeSides
 
 def judge_serve(report: ComparisonReport, got: Sequence[ServeSides], cfg: Thresholds
                 ) -> tuple[ComparisonReport, list[str]]:
-    """``report`` with each artifact's serve timings judged on its own pairs (as ``ci pr``
-    did: ``pr.serve.judge_pairs``), and one note per machine saying so."""
+    """``report`` with each artifact's serve timings judged on its own pairs (``compare.paired``),
+    and one note per machine saying so."""
     notes = []
     for s in got:
         if len(s.base) > 1:
