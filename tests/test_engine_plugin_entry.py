@@ -27,23 +27,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from toy_engine import write_toy, write_toyeng
+from toy_engine import toy, write_toyeng  # noqa: F401 - toy: the fixture (tests/toy_engine.py)
 
 from vlmpath.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOAD = "many_small_images"  # several items per step: reversed rows land in the wrong places
-
-
-@pytest.fixture
-def toy(tmp_path, monkeypatch):
-    """The toy plug-in on this process's path and on the engine worker's (PYTHONPATH)."""
-    plug = write_toy(tmp_path / "toy")
-    monkeypatch.syspath_prepend(str(plug))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plug), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    yield plug
-    sys.modules.pop("toy_vlmpath", None)
-    sys.modules.pop("toyeng", None)
 
 
 def _measure(tree: Path, out: Path, *flags: str) -> dict:

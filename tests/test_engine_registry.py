@@ -14,14 +14,13 @@ it (discovery is a function of the path, not a registration).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from toy_engine import write_toy, write_toyeng
+from toy_engine import toy, write_toy, write_toyeng  # noqa: F401 - toy: the fixture (tests/toy_engine.py)
 
 from vlmpath.cli import main
 from vlmpath.core.errors import EngineError, VlmpathError
@@ -29,17 +28,6 @@ from vlmpath.engines import registry
 from vlmpath.engines.base import EngineAdapter, EngineSpec, Routine
 
 WORKLOAD = "many_small_images"  # several items per step: reversed rows land in the wrong places
-
-
-@pytest.fixture
-def toy(tmp_path, monkeypatch):
-    """The toy plug-in on this process's path and on the engine worker's (PYTHONPATH)."""
-    plug = write_toy(tmp_path / "toy")
-    monkeypatch.syspath_prepend(str(plug))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plug), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    yield plug
-    sys.modules.pop("toy_vlmpath", None)
-    sys.modules.pop("toyeng", None)
 
 
 # --- the registry itself (fast) ------------------------------------------------------------

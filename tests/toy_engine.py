@@ -27,7 +27,10 @@ Nothing in vlmpath is edited or registered: putting ``plug/`` on the path is all
 
 from __future__ import annotations
 
+import os
 import sys
+
+import pytest
 import textwrap
 from pathlib import Path
 
@@ -207,3 +210,14 @@ def write_toy(root: Path, python: str = sys.executable) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-vlmpath\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[vlmpath.engines]\ntoy = toy_vlmpath:ENGINE\n")
     return plug
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy plug-in on this process's path and on the engine worker's (PYTHONPATH)."""
+    plug = write_toy(tmp_path / "toy")
+    monkeypatch.syspath_prepend(str(plug))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plug), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    yield plug
+    sys.modules.pop("toy_vlmpath", None)
+    sys.modules.pop("toyeng", None)
