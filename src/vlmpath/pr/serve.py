@@ -92,7 +92,7 @@ def serve_rounds(opts: ServeOptions, base_tree: Path, head_tree: Path, out: Path
     if code not in _MEASURED or missing:
         tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["(no output)"]
         why = f"exited {code}" if code not in _MEASURED else f"wrote no {missing[0]}"
-        raise VlmpathError(f"--serve: vlmpath serve-pair {why}: {tail[0][:300]} (whole log: {log_path})")
+        raise VlmpathError(f"--serve: vlmpath serve-pair {why}; its last line: {tail[0][:200]!r} (whole log: {log_path})")
     return files["base"], files["head"]
 
 
