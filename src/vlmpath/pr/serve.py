@@ -9,8 +9,9 @@ never an edit of the installed packages), both kept up and measured in interleav
 servers' logs and the throughput chart under ``OUT/serve/``. A child, as the suite's sides
 are (``vlmpath run``): the client's threads and memory end with it, and there is one way to
 serve a pair, not two that drift. The judge (``pr.sources.serve``, the same for ``ci merge``)
-turns them into each side's ``RunResults`` under the flow's machine and commits (``compare.from_serve``: one row per ``serve_*`` row of the metric
-table per workload and concurrency; across-side agreement computed from both sides'
+turns them into each side's ``RunResults`` under the flow's machine and commits
+(``compare.from_serve``: one row per ``serve_*`` row of the metric table per workload and
+concurrency; across-side agreement computed from both sides'
 texts), so the rows join the suite's comparison, the comment and the exit code; with two
 or more rounds their timings are judged on the pairs (``compare.paired``). The notes name
 every level whose texts differ (first differing character) and the chart
@@ -92,7 +93,8 @@ def serve_rounds(opts: ServeOptions, base_tree: Path, head_tree: Path, out: Path
     if code not in _MEASURED or missing:
         tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["(no output)"]
         why = f"exited {code}" if code not in _MEASURED else f"wrote no {missing[0]}"
-        raise VlmpathError(f"--serve: vlmpath serve-pair {why}; its last line: {tail[0][:200]!r} (whole log: {log_path})")
+        raise VlmpathError(f"--serve: vlmpath serve-pair {why}; its last line: {tail[0][:200]!r} "
+                           f"(whole log: {log_path})")
     return files["base"], files["head"]
 
 
