@@ -32,7 +32,7 @@ def _handler(mode: str, hold: threading.Event):
             pass
 
         def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            self.rfile.read(int(self.headers["Content-Length"]))
             if mode == "500":
                 self.send_response(500)
                 self.end_headers()
@@ -44,10 +44,7 @@ def _handler(mode: str, hold: threading.Event):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
-            # An OpenAI server sends the usage record only when asked (transformers serve from 5.25).
-            asked = (body.get("stream_options") or {}).get("include_usage") is True
-            good = GOOD if asked else GOOD[:-1] + [{"choices": GOOD[-1]["choices"]}]
-            events = {"good": good, "error": GOOD[:2] + [{"error": "kv cache full"}], "cut": GOOD[:3]}[mode]
+            events = {"good": GOOD, "error": GOOD[:2] + [{"error": "kv cache full"}], "cut": GOOD[:3]}[mode]
             for ev in events:
                 self.wfile.write(f"data: {json.dumps(ev)}\n\n".encode())
                 self.wfile.flush()

@@ -93,13 +93,9 @@ def _error_text(ev: dict) -> str:
 
 
 def stream_chat(url: str, body: dict, timeout_s: float) -> Outcome:
-    """Send ``body`` (``stream`` and its usage record asked for) and read the reply to its end
-    (see the module doc)."""
+    """Send ``body`` (``stream`` forced on) and read the reply to its end (see the module doc)."""
     host, port = split_url(url)
-    # The token counts come in the stream's usage record, which an OpenAI server sends only
-    # when asked: transformers serve sent it unasked up to 5.24 and only when asked from 5.25
-    # (every reply then read as "ended without a usage record"). Asked here, for every body.
-    payload = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}).encode()
+    payload = json.dumps({**body, "stream": True}).encode()
     t0 = time.perf_counter()
     deadline = t0 + timeout_s
     chunks: list[float] = []

@@ -122,7 +122,7 @@ def extra_body(kind: str, max_tokens: int) -> dict:
         # Unknown fields are refused there (422); its own generation_config field is not.
         return {"generation_config": json.dumps({"max_new_tokens": max_tokens, "min_new_tokens": max_tokens,
                                                  "do_sample": False})}
-    return {"ignore_eos": True}
+    return {"ignore_eos": True, "stream_options": {"include_usage": True}}
 
 
 def command(kind: str, python: str, model: str, port: int, device: str) -> list[str]:
